@@ -1,0 +1,32 @@
+/**
+ * Media storage port: where completed results are copied so that the service, not the provider,
+ * serves them. Two implementations: S3 (deployed) and the filesystem (local stack).
+ */
+import type { TaskType } from '../core/task';
+
+export interface StoredMedia {
+  key: string;
+  contentType: string;
+  bytes: number;
+}
+
+export interface MediaStore {
+  /**
+   * Streams the file at `sourceUrl` into storage under `key`.
+   * @throws MediaCopyError when the source is unreachable, answers non-2xx, has a content type that
+   *   does not match `kind`, or is larger than the limit.
+   */
+  copyFromUrl(sourceUrl: string, key: string, kind: TaskType): Promise<StoredMedia>;
+  /** A URL the API consumer can GET (signed and expiring on S3). */
+  urlFor(key: string): Promise<string>;
+}
+
+/** A result could not be copied; the lifecycle fails the task with STORAGE_ERROR and refunds it. */
+export class MediaCopyError extends Error {
+  override readonly name = 'MediaCopyError';
+}
+
+/** The media key of result `index` of a task; one place so both adapters lay files out alike. */
+export function mediaKey(userId: string, taskId: string, index: number, extension: string): string {
+  return `results/${encodeURIComponent(userId)}/${taskId}/${index}.${extension}`;
+}

@@ -1,0 +1,59 @@
+/**
+ * Key builders: the only place that knows how items are addressed. Every store module builds its keys
+ * here, so the layout in DESIGN.md is written down once.
+ */
+import { TABLE } from './table';
+
+export interface ItemKey {
+  PK: string;
+  SK: string;
+}
+
+const USER = 'USER#';
+
+export const keys = {
+  account: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'ACCOUNT' }),
+  task: (userId: string, taskId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `TASK#${taskId}` }),
+  /** `time` first so a user's ledger reads in order; the id and kind make the entry unique. */
+  ledger: (userId: string, isoTime: string, refId: string, kind: LedgerKind): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `LEDGER#${isoTime}#${refId}#${kind}`,
+  }),
+  ledgerPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'LEDGER#' }),
+  idempotency: (userId: string, idempotencyKey: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `IDEMPOTENCY#${idempotencyKey}`,
+  }),
+  /** Looked up by the authorizer on every cache miss: one GetItem by the key's SHA-256. */
+  apiKey: (keyHash: string): ItemKey => ({ PK: `APIKEY#${keyHash}`, SK: 'APIKEY' }),
+  /** A user's keys, for listing (never holds the key or its full hash). */
+  keyListing: (userId: string, keyId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `KEY#${keyId}` }),
+  /** keyId -> key hash and owner, so operators can revoke/rotate by key id alone. */
+  keyId: (keyId: string): ItemKey => ({ PK: `KEYID#${keyId}`, SK: 'KEYID' }),
+  /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
+  pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
+    GSI1PK: pendingShardKey(shardOf(taskId)),
+    GSI1SK: `${createdAtIso}#${taskId}`,
+  }),
+} as const;
+
+export type LedgerKind = 'grant' | 'debit' | 'refund';
+
+export function pendingShardKey(shard: number): string {
+  return `PENDING#${shard}`;
+}
+
+/** Stable shard for a task id (FNV-1a), so the same task always lands in the same index partition. */
+export function shardOf(taskId: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < taskId.length; i++) {
+    hash ^= taskId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % TABLE.pendingShards;
+}
+
+/** Recovers the user id from a `USER#<id>` partition key (user ids are opaque; only the prefix is ours). */
+export function userIdFromPk(pk: string): string {
+  return pk.startsWith(USER) ? pk.slice(USER.length) : pk;
+}

@@ -1,0 +1,50 @@
+/**
+ * The one description of the DynamoDB table. The CDK stack, the local stack and the tests all build the
+ * table from this module, so they cannot disagree about keys, the index or TTL.
+ */
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+export const TABLE = {
+  partitionKey: 'PK',
+  sortKey: 'SK',
+  /** Sparse index of pending tasks only: the lifecycle removes GSI1PK/GSI1SK when a task ends. */
+  pendingIndex: { name: 'GSI1', partitionKey: 'GSI1PK', sortKey: 'GSI1SK' },
+  /** Epoch seconds; DynamoDB deletes expired disposable items (idempotency records). */
+  ttlAttribute: 'ttl',
+  /** Pending tasks are spread over this many index partitions (`PENDING#0..15`). */
+  pendingShards: 16,
+} as const;
+
+/** The table name used when `TABLE_NAME` is not set (local stack and CLI defaults). */
+export const DEFAULT_TABLE_NAME = 'generation-service';
+
+/** CreateTable input for DynamoDB Local and LocalStack-free tests; the CDK stack mirrors it. */
+export function createTableInput(tableName: string): CreateTableCommandInput {
+  const gsi = TABLE.pendingIndex;
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: TABLE.partitionKey, AttributeType: 'S' },
+      { AttributeName: TABLE.sortKey, AttributeType: 'S' },
+      { AttributeName: gsi.partitionKey, AttributeType: 'S' },
+      { AttributeName: gsi.sortKey, AttributeType: 'S' },
+    ],
+    KeySchema: [
+      { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
+      { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: gsi.name,
+        KeySchema: [
+          { AttributeName: gsi.partitionKey, KeyType: 'HASH' },
+          { AttributeName: gsi.sortKey, KeyType: 'RANGE' },
+        ],
+        // The sweeper needs only the keys and the fields it decides on; it reads the task item
+        // itself before acting, so a slim projection keeps index writes cheap.
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ],
+  };
+}

@@ -1,0 +1,31 @@
+// One config style for every project: ts-jest transpiles TypeScript (type-checking is `npm run build`)
+// and the ESM-only @middy packages, which jest cannot require as they are shipped.
+/** @type {import('ts-jest').TsJestTransformerOptions} */
+const tsJest = {
+  tsconfig: { module: 'commonjs', moduleResolution: 'node10', allowJs: true, isolatedModules: true },
+  diagnostics: false,
+};
+
+/** @param {string} name @param {Partial<import('jest').Config>} extra @returns {import('jest').Config} */
+const project = (name, extra = {}) => ({
+  displayName: name,
+  testEnvironment: 'node',
+  roots: [`<rootDir>/test/${name}`],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.[jt]s$': ['ts-jest', tsJest] },
+  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  ...extra,
+});
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    project('unit'),
+    project('integration', {
+      globalSetup: '<rootDir>/test/support/dynamodb-global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/dynamodb-global-teardown.ts',
+    }),
+    project('infra'),
+    project('e2e'),
+  ],
+};
