@@ -26,6 +26,9 @@ module.exports = {
       globalTeardown: '<rootDir>/test/support/dynamodb-global-teardown.ts',
     }),
     project('infra'),
-    project('e2e'),
+    project('e2e', {
+      globalSetup: '<rootDir>/test/e2e/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/e2e/support/global-teardown.ts',
+    }),
   ],
 };

@@ -8,6 +8,12 @@ export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
 
 export type TaskType = 'image' | 'video';
 
+/** The authenticated caller: the account that pays and owns, and the key it used. */
+export interface Caller {
+  userId: string;
+  keyId: string;
+}
+
 /** Every machine-readable failure code a task can end with. */
 export const ERROR_CODES = [
   'PROVIDER_ERROR',

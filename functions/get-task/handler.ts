@@ -1,4 +1,20 @@
-// Placeholder until the handler lands; the route table and the stack already point here.
-export const handler = async (): Promise<never> => {
-  throw new Error('not implemented');
-};
+/**
+ * GET /api/ai/tasks/{id}
+ */
+import { TaskNotFoundError } from '../core/errors';
+import { toTaskResource } from '../core/lifecycle';
+import { apiHandler } from '../http/api-handler';
+import { refreshTask } from '../lifecycle/refresh-task';
+import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
+import { getTask } from '../store/tasks';
+
+export const handler = apiHandler({ jsonBody: false }, async (req) => {
+  const taskId = req.pathParameters.id;
+  const lc = lifecycleFromEnv();
+  // Keyed by the caller's own user id: someone else's task is simply not there.
+  const stored = taskId ? await getTask(lc.store, req.caller.userId, taskId) : undefined;
+  if (!stored) throw new TaskNotFoundError();
+  const task = await refreshTask(lc, stored, req.log);
+  const urls = await Promise.all((task.status === 1 ? (task.resultKeys ?? []) : []).map((key) => lc.media.urlFor(key)));
+  return { statusCode: 200, body: toTaskResource(task, urls) };
+});

@@ -12,11 +12,12 @@ export interface StoredMedia {
 
 export interface MediaStore {
   /**
-   * Streams the file at `sourceUrl` into storage under `key`.
+   * Streams the file at `sourceUrl` into storage under `keyBase` plus the extension of the type the
+   * source sent (`.png`, `.mp4`, ...); the returned `key` is the stored one.
    * @throws MediaCopyError when the source is unreachable, answers non-2xx, has a content type that
    *   does not match `kind`, or is larger than the limit.
    */
-  copyFromUrl(sourceUrl: string, key: string, kind: TaskType): Promise<StoredMedia>;
+  copyFromUrl(sourceUrl: string, keyBase: string, kind: TaskType): Promise<StoredMedia>;
   /** A URL the API consumer can GET (signed and expiring on S3). */
   urlFor(key: string): Promise<string>;
 }
@@ -26,7 +27,7 @@ export class MediaCopyError extends Error {
   override readonly name = 'MediaCopyError';
 }
 
-/** The media key of result `index` of a task; one place so both adapters lay files out alike. */
-export function mediaKey(userId: string, taskId: string, index: number, extension: string): string {
-  return `results/${encodeURIComponent(userId)}/${taskId}/${index}.${extension}`;
+/** The media key (without extension) of result `index` of a task; one place so both adapters lay files out alike. */
+export function mediaKey(userId: string, taskId: string, index: number): string {
+  return `results/${encodeURIComponent(userId)}/${taskId}/${index}`;
 }

@@ -12,7 +12,13 @@ export interface StoreContext {
 
 /** Builds a document client; `endpoint` points it at DynamoDB Local. */
 export function createDocumentClient(config: DynamoDBClientConfig = {}): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(new DynamoDBClient(config), {
+  // Bounded waits: an unreachable table must turn into a clean 5xx well inside API Gateway's 29 s,
+  // never a hung request. DynamoDB answers in milliseconds, so these leave ample room.
+  const client = new DynamoDBClient({
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+    ...config,
+  });
+  return DynamoDBDocumentClient.from(client, {
     // Optional fields are simply left out of items rather than stored as NULL.
     marshallOptions: { removeUndefinedValues: true },
   });

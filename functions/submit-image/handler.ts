@@ -1,4 +1,15 @@
-// Placeholder until the handler lands; the route table and the stack already point here.
-export const handler = async (): Promise<never> => {
-  throw new Error('not implemented');
-};
+/**
+ * POST /api/ai/image/generate
+ */
+
+import { priceImage } from '../core/pricing';
+import { buildImageProviderRequest } from '../core/provider-request';
+import { validateImageRequest } from '../core/validation';
+import { submitHandler } from '../http/submit-handler';
+
+export const handler = submitHandler({
+  type: 'image',
+  validate: validateImageRequest,
+  price: priceImage,
+  providerRequest: buildImageProviderRequest,
+});

@@ -1,4 +1,15 @@
-// Placeholder until the handler lands; the route table and the stack already point here.
-export const handler = async (): Promise<never> => {
-  throw new Error('not implemented');
-};
+/**
+ * POST /api/ai/video/generate
+ */
+
+import { priceVideo } from '../core/pricing';
+import { buildVideoProviderRequest } from '../core/provider-request';
+import { validateVideoRequest } from '../core/validation';
+import { submitHandler } from '../http/submit-handler';
+
+export const handler = submitHandler({
+  type: 'video',
+  validate: validateVideoRequest,
+  price: priceVideo,
+  providerRequest: buildVideoProviderRequest,
+});

@@ -1,0 +1,48 @@
+/**
+ * The two submit endpoints differ only in their rulebook (validation, price, provider request); this
+ * builds either from it.
+ */
+import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
+import type { TaskType } from '../core/task';
+import { submitTask } from '../lifecycle/submit-task';
+import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
+import { apiHandler } from './api-handler';
+
+export interface SubmitRules<TRequest extends { model: string; prompt: string }> {
+  type: TaskType;
+  /** Throws ValidationError. */
+  validate: (body: unknown) => TRequest;
+  price: (request: TRequest) => number;
+  providerRequest: (request: TRequest) => { model: string; input: Record<string, unknown> };
+}
+
+/** 202 Accepted with `Location` to poll; an idempotent replay says so in `Idempotent-Replayed`. */
+export function submitHandler<TRequest extends { model: string; prompt: string }>(rules: SubmitRules<TRequest>) {
+  return apiHandler({ jsonBody: true }, async (req) => {
+    const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
+    const request = rules.validate(req.body);
+    const lc = lifecycleFromEnv();
+    const { response, replayed } = await submitTask(
+      lc,
+      {
+        caller: req.caller,
+        type: rules.type,
+        request: request as TRequest & Record<string, unknown>,
+        cost: rules.price(request),
+        providerRequest: rules.providerRequest(request),
+        idempotency: idempotencyKey
+          ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
+          : undefined,
+      },
+      req.log,
+    );
+    return {
+      statusCode: 202,
+      body: response,
+      headers: {
+        Location: `/api/ai/tasks/${encodeURIComponent(response.taskId)}`,
+        ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}),
+      },
+    };
+  });
+}

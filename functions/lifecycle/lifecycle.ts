@@ -1,0 +1,37 @@
+/**
+ * What the lifecycle operations need, passed in explicitly so the handlers, the sweeper, the local
+ * stack and the tests can each supply their own (real) parts.
+ */
+import type { LifecycleConfig } from '../core/lifecycle';
+import type { MediaStore } from '../media/port';
+import type { Logger } from '../observability/logger';
+import { metrics } from '../observability/metrics';
+import type { GenerationProvider } from '../provider/port';
+import type { StoreContext } from '../store/client';
+
+export interface Lifecycle {
+  store: StoreContext;
+  provider: GenerationProvider;
+  media: MediaStore;
+  config: LifecycleConfig;
+  /** The clock; tests move it instead of sleeping. */
+  now: () => Date;
+}
+
+/** Calls the provider, recording latency and errors as metrics whatever the outcome. */
+export async function timedProviderCall<T>(
+  operation: 'createTask' | 'getTask',
+  call: () => Promise<T>,
+  log: Logger,
+): Promise<T> {
+  const started = performance.now();
+  try {
+    const result = await call();
+    metrics.providerCall(operation, performance.now() - started, true);
+    return result;
+  } catch (error) {
+    metrics.providerCall(operation, performance.now() - started, false);
+    log.warn('Provider call failed', { operation, error });
+    throw error;
+  }
+}

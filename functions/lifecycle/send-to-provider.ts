@@ -1,0 +1,46 @@
+/**
+ * Sending a task to the provider, shared by submission and by the retry in refresh.
+ */
+import type { TaskRecord } from '../core/task';
+import type { Logger } from '../observability/logger';
+import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
+import { recordProviderTask } from '../store/tasks';
+import { failTask } from './finish-task';
+import { type Lifecycle, timedProviderCall } from './lifecycle';
+
+/** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */
+export interface StoredProviderRequest {
+  model: string;
+  input: Record<string, unknown>;
+}
+
+function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
+  const stored = task.request.providerRequest as StoredProviderRequest | undefined;
+  if (!stored || typeof stored.model !== 'string') throw new Error(`Task ${task.taskId} has no provider request`);
+  return stored;
+}
+
+/**
+ * Sends the task. A refusal fails and refunds it (PROVIDER_REJECTED); an unreachable provider leaves it
+ * pending without a provider id, and the refresh step retries the send.
+ * @returns the task after the attempt
+ */
+export async function sendToProvider(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
+  const request = storedProviderRequest(task);
+  try {
+    const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(request), log);
+    const recorded = await recordProviderTask(lc.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      providerTaskId,
+      now: lc.now(),
+    });
+    return recorded ?? task;
+  } catch (error) {
+    if (error instanceof ProviderRejectedError) {
+      return failTask(lc, task, 'PROVIDER_REJECTED', `The provider refused the request: ${error.message}`, log);
+    }
+    if (error instanceof ProviderUnavailableError) return task;
+    throw error;
+  }
+}

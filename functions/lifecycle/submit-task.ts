@@ -1,0 +1,65 @@
+/**
+ * Submission: price, debit and record the task atomically, then hand it to the provider.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Caller, SubmissionResponse, TaskType } from '../core/task';
+import type { Logger } from '../observability/logger';
+import { metrics } from '../observability/metrics';
+import { acceptTask } from '../store/tasks';
+import type { Lifecycle } from './lifecycle';
+import { type StoredProviderRequest, sendToProvider } from './send-to-provider';
+
+export interface SubmitInput {
+  caller: Caller;
+  type: TaskType;
+  /** The validated request body. */
+  request: { model: string; prompt: string } & Record<string, unknown>;
+  /** Credits to debit, from the catalog; the only figure clients ever see. */
+  cost: number;
+  providerRequest: StoredProviderRequest;
+  idempotency?: { key: string; requestHash: string };
+}
+
+export interface SubmitResult {
+  response: SubmissionResponse;
+  /** The Idempotency-Key was seen before: this is the original task, nothing was debited now. */
+  replayed: boolean;
+}
+
+/**
+ * Accepts the task (debit, task, ledger entry, idempotency record: one transaction) and sends it to
+ * the provider. The response carries the task's status after the send: 0 normally, 2 when the provider
+ * refused the input at once (the credits are already refunded).
+ */
+export async function submitTask(lc: Lifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+  const accepted = await acceptTask(lc.store, {
+    task: {
+      userId: input.caller.userId,
+      taskId: randomUUID(),
+      type: input.type,
+      model: input.request.model,
+      prompt: input.request.prompt,
+      request: { body: input.request, providerRequest: input.providerRequest },
+      creditsUsed: input.cost,
+      keyId: input.caller.keyId,
+      now: lc.now(),
+    },
+    idempotency: input.idempotency,
+  });
+  const task = accepted.task;
+  if (accepted.replayed) {
+    log.info('Idempotent replay', { taskId: task.taskId });
+    // The task's stored status, not a fixed 0: a submission the provider refused was answered with
+    // status 2, and its replay must not claim the task is pending.
+    return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed: true };
+  }
+  metrics.taskAccepted();
+  log.info('Task accepted', { taskId: task.taskId, model: task.model, credits: task.creditsUsed });
+  const sent = await sendToProvider(lc, task, log).catch((error: unknown) => {
+    // The credits are debited and the task exists: answering 500 now would invite a paid retry.
+    // The task stays pending and the refresh step retries the send.
+    log.error('Sending to the provider failed after acceptance', { taskId: task.taskId, error });
+    return task;
+  });
+  return { response: { taskId: sent.taskId, status: sent.status, creditsUsed: sent.creditsUsed }, replayed: false };
+}

@@ -1,0 +1,60 @@
+/**
+ * The sweeper's walk: every pending task gets the same refresh a poller would give it, so every task
+ * reaches a terminal state and every failure is refunded even when nobody polls.
+ */
+import type { Logger } from '../observability/logger';
+import { allPendingTasks, getTask } from '../store/tasks';
+import type { Lifecycle } from './lifecycle';
+import { refreshTask } from './refresh-task';
+
+export interface SweepReport {
+  seen: number;
+  completed: number;
+  failed: number;
+  pending: number;
+  errors: number;
+  /** The walk stopped early to stay within the time budget; the next run continues. */
+  truncated: boolean;
+}
+
+export interface SweepOptions {
+  /** Tasks refreshed at once; bounded so one run cannot flood the provider. */
+  concurrency?: number;
+  /** Stop starting new work once this returns false (e.g. Lambda time nearly spent). */
+  hasTime?: () => boolean;
+}
+
+export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: SweepOptions = {}): Promise<SweepReport> {
+  const concurrency = options.concurrency ?? 8;
+  const hasTime = options.hasTime ?? (() => true);
+  const report: SweepReport = { seen: 0, completed: 0, failed: 0, pending: 0, errors: 0, truncated: false };
+  const inFlight = new Set<Promise<void>>();
+
+  const refreshOne = async (userId: string, taskId: string) => {
+    try {
+      const task = await getTask(lc.store, userId, taskId);
+      if (!task) return;
+      const after = await refreshTask(lc, task, log);
+      if (after.status === 1) report.completed++;
+      else if (after.status === 2) report.failed++;
+      else report.pending++;
+    } catch (error) {
+      // One task's fault must not stop the walk; it stays pending and is retried next run.
+      report.errors++;
+      log.error('Sweeping a task failed', { taskId, error });
+    }
+  };
+
+  for await (const ref of allPendingTasks(lc.store)) {
+    if (!hasTime()) {
+      report.truncated = true;
+      break;
+    }
+    report.seen++;
+    const job = refreshOne(ref.userId, ref.taskId).finally(() => inFlight.delete(job));
+    inFlight.add(job);
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  return report;
+}

@@ -1,0 +1,64 @@
+/**
+ * Structured JSON logs, one object per line, as CloudWatch Logs Insights reads them. Small on purpose:
+ * every Lambda bundle carries it, and bundle size is measured against a DynamoDB-client-only floor.
+ * Callers pass identifiers (request id, user id, key id, task id), never a key.
+ */
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** A logger that adds `fields` to every line (e.g. the request id for one invocation). */
+  child(fields: LogFields): Logger;
+}
+
+/** Where lines go; tests and the local stack may redirect them. */
+export type LogSink = (line: string) => void;
+
+let sink: LogSink = (line) => process.stdout.write(`${line}\n`);
+
+/** Redirects every logger's output (tests, local stack). Returns the previous sink. */
+export function setLogSink(next: LogSink): LogSink {
+  const previous = sink;
+  sink = next;
+  return previous;
+}
+
+function levelFromEnv(): Level {
+  const value = process.env.LOG_LEVEL?.toLowerCase();
+  return value === 'debug' || value === 'warn' || value === 'error' ? value : 'info';
+}
+
+/** Errors become plain objects so their message and stack survive JSON. */
+function serialize(value: unknown): unknown {
+  if (value instanceof Error) {
+    return { name: value.name, message: value.message, stack: value.stack, cause: serialize(value.cause) };
+  }
+  return value;
+}
+
+export function createLogger(base: LogFields = {}): Logger {
+  const threshold = ORDER[levelFromEnv()];
+  const write = (level: Level, message: string, fields: LogFields = {}) => {
+    if (ORDER[level] < threshold) return;
+    const entry: LogFields = { level, time: new Date().toISOString(), message, ...base };
+    for (const [key, value] of Object.entries(fields)) entry[key] = serialize(value);
+    sink(JSON.stringify(entry));
+  };
+  return {
+    debug: (message, fields) => write('debug', message, fields),
+    info: (message, fields) => write('info', message, fields),
+    warn: (message, fields) => write('warn', message, fields),
+    error: (message, fields) => write('error', message, fields),
+    child: (fields) => createLogger({ ...base, ...fields }),
+  };
+}
+
+/** The process-wide root logger. */
+export const logger = createLogger({ service: 'generation-service' });

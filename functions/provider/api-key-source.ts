@@ -1,0 +1,125 @@
+/**
+ * Where the provider key comes from: the environment locally, AWS Secrets Manager when deployed.
+ *
+ * Secrets Manager is called with a SigV4-signed `fetch` rather than `@aws-sdk/client-secrets-manager`
+ * to keep the Lambda bundles small (they are measured against a DynamoDB-client-only floor).
+ */
+import { credentialsFromEnv, signRequest } from '../aws/sigv4';
+
+/** How long a key read from Secrets Manager is reused, so a rotation reaches warm containers. */
+export const PROVIDER_KEY_CACHE_MS = 5 * 60 * 1000;
+const SECRETS_MANAGER_TIMEOUT_MS = 5_000;
+
+export interface ApiKeySourceOptions {
+  /** Injected for tests; defaults to the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Clock for the cache, injected for tests. */
+  now?: () => number;
+}
+
+/**
+ * The provider key source for this process.
+ *
+ * - `PROVIDER_API_KEY`: the key itself (local stack, tests). Takes precedence.
+ * - `PROVIDER_SECRET_ARN`: the secret holding the key, read with `secretsmanager:GetSecretValue` and
+ *   cached in memory for 5 minutes; concurrent callers share one read and failures are not cached.
+ *   The secret string is either the key itself or a JSON object with an `apiKey` field.
+ * - Region from `AWS_REGION` (or `AWS_DEFAULT_REGION`); credentials from `AWS_ACCESS_KEY_ID`,
+ *   `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` (what Lambda provides); endpoint overridable with
+ *   `AWS_ENDPOINT_URL_SECRETS_MANAGER` or `AWS_ENDPOINT_URL` (LocalStack).
+ *
+ * @throws Error at creation when neither variable is set: a deployment error that should be loud.
+ */
+export function providerApiKeyFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  options: ApiKeySourceOptions = {},
+): () => Promise<string> {
+  const plain = env.PROVIDER_API_KEY;
+  if (plain) return async () => plain;
+
+  const secretId = env.PROVIDER_SECRET_ARN;
+  if (!secretId) throw new Error('Provider key not configured: set PROVIDER_API_KEY or PROVIDER_SECRET_ARN');
+
+  const now = options.now ?? Date.now;
+  let cached: { value: string; expiresAt: number } | undefined;
+  let inFlight: Promise<string> | undefined;
+
+  return async () => {
+    if (cached && now() < cached.expiresAt) return cached.value;
+    if (!inFlight) {
+      inFlight = readSecret(secretId, env, options.fetch ?? fetch)
+        .then((value) => {
+          cached = { value, expiresAt: now() + PROVIDER_KEY_CACHE_MS };
+          return value;
+        })
+        .finally(() => {
+          inFlight = undefined;
+        });
+    }
+    return inFlight;
+  };
+}
+
+async function readSecret(secretId: string, env: NodeJS.ProcessEnv, doFetch: typeof fetch): Promise<string> {
+  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  if (!region) throw new Error('AWS_REGION is not set');
+  const endpoint =
+    env.AWS_ENDPOINT_URL_SECRETS_MANAGER ?? env.AWS_ENDPOINT_URL ?? `https://secretsmanager.${region}.amazonaws.com/`;
+  const url = new URL('/', endpoint);
+  const body = JSON.stringify({ SecretId: secretId });
+  const headers = signRequest({
+    method: 'POST',
+    url,
+    headers: {
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-target': 'secretsmanager.GetSecretValue',
+    },
+    body,
+    service: 'secretsmanager',
+    region,
+    credentials: credentialsFromEnv(env),
+  });
+  // `host` is set by fetch itself from the URL (it is a forbidden header); the signed value is the same.
+  const { host: _host, ...sendHeaders } = headers;
+
+  const response = await doFetch(url, {
+    method: 'POST',
+    headers: sendHeaders,
+    body,
+    signal: AbortSignal.timeout(SECRETS_MANAGER_TIMEOUT_MS),
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const record = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  if (!response.ok) {
+    // Only the error type is surfaced; the body is AWS's, but there is no reason to echo it.
+    const type = typeof record.__type === 'string' ? record.__type : 'unknown error';
+    throw new Error(`Secrets Manager GetSecretValue failed: HTTP ${response.status} ${type}`);
+  }
+  const secretString = record.SecretString;
+  if (typeof secretString !== 'string' || secretString.length === 0) {
+    throw new Error('Secrets Manager GetSecretValue: the secret has no SecretString');
+  }
+  return keyFromSecretString(secretString);
+}
+
+function keyFromSecretString(secretString: string): string {
+  const trimmed = secretString.trim();
+  if (!trimmed.startsWith('{')) return trimmed;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    // Not JSON after all: the whole string is the key.
+    return trimmed;
+  }
+  if (typeof value === 'object' && value !== null && 'apiKey' in value && typeof value.apiKey === 'string') {
+    if (value.apiKey.length > 0) return value.apiKey;
+  }
+  throw new Error('Provider secret is JSON without a non-empty "apiKey" field');
+}

@@ -1,0 +1,274 @@
+/**
+ * The HTTP adapter for the upstream provider: a task-queue API of the common shape.
+ *
+ * ## The protocol (what this adapter speaks and what `local/mock-provider.ts` serves)
+ *
+ * Every request carries `Authorization: Bearer <providerKey>`. Paths are relative to the configured
+ * base URL.
+ *
+ * **Create a task** — `POST {base}/api/v1/jobs/createTask`, `Content-Type: application/json`,
+ * body `{ "model": string, "input": object, "callBackUrl"?: string }`.
+ * - Accepted: HTTP 200 `{ "code": 200, "msg": "success", "data": { "taskId": string } }`.
+ * - Input refused (never retry): HTTP 400 or 422, or HTTP 200 with body `code` 400 or 422, body
+ *   `{ "code": number, "msg": string }`.
+ * - Anything else (401/403 bad key, 429 rate limit, 5xx, other body codes) is a transient failure.
+ *
+ * **Read a task** — `GET {base}/api/v1/jobs/recordInfo?taskId=<id>`.
+ * - HTTP 200 `{ "code": 200, "msg": string, "data": { "taskId", "model",
+ *   "state": "waiting" | "queuing" | "generating" | "success" | "fail",
+ *   "resultJson": "<JSON text of { \"resultUrls\": string[] }>", "failCode", "failMsg",
+ *   "createTime", "updateTime" } }`.
+ * - `resultJson` is read only when `state` is `success`, and must then hold at least one URL;
+ *   `failCode`/`failMsg` only when `state` is `fail`.
+ *
+ * ## Error mapping
+ * - `createTask` is not idempotent (a retry after a lost response would create and bill a second task
+ *   upstream), so it is tried exactly once: refused input -> `ProviderRejectedError` (provider code and
+ *   message); network error, timeout, 401/403/429/5xx, malformed JSON, missing task id ->
+ *   `ProviderUnavailableError`.
+ * - `getTask` is safe to repeat and is retried once on a connection error or a 5xx. A timeout is not
+ *   retried: the read sits on a polling request's latency budget, and the lifecycle asks again later.
+ *   Malformed JSON, an unknown state, or missing fields -> `ProviderUnavailableError`, so the task stays
+ *   pending rather than being failed on a garbled answer.
+ *
+ * The provider key is only ever placed in the `Authorization` header; it is never logged and never
+ * part of an error message.
+ */
+import {
+  type GenerationProvider,
+  type ProviderCreateRequest,
+  ProviderRejectedError,
+  type ProviderState,
+  type ProviderTaskStatus,
+  ProviderUnavailableError,
+} from './port';
+
+export interface HttpProviderOptions {
+  /** The provider's base URL, e.g. `https://api.provider.example` (a path prefix is kept). */
+  baseUrl: string;
+  /** Supplies the provider key per call (cached by the source, e.g. `providerApiKeyFromEnv`). */
+  apiKey: () => Promise<string>;
+  /** Per-attempt timeout, covering the response body too. Default 10 000 ms. */
+  timeoutMs?: number;
+  /** Injected for tests; defaults to the global `fetch`. */
+  fetch?: typeof fetch;
+}
+
+/** The paths of the protocol, relative to the base URL. */
+export const PROVIDER_PATHS = {
+  createTask: 'api/v1/jobs/createTask',
+  recordInfo: 'api/v1/jobs/recordInfo',
+} as const;
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const STATES: readonly ProviderState[] = ['waiting', 'queuing', 'generating', 'success', 'fail'];
+const REJECT_CODES = new Set([400, 422]);
+
+/** Creates the provider adapter. Nothing is fetched until the first call. */
+export function createHttpProvider(options: HttpProviderOptions): GenerationProvider {
+  const base = options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const doFetch = options.fetch ?? fetch;
+
+  async function authorization(): Promise<string> {
+    try {
+      return `Bearer ${await options.apiKey()}`;
+    } catch (error) {
+      // The cause is kept for the log; it is a configuration/secret-read failure, never the key.
+      throw new ProviderUnavailableError('Provider key unavailable', { cause: error });
+    }
+  }
+
+  /** One HTTP exchange under one deadline; the body is read inside the same deadline. */
+  async function exchange(url: URL, init: RequestInit, operation: string): Promise<Exchange> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      const response = await doFetch(url, { ...init, signal, redirect: 'error' });
+      const text = await response.text();
+      return { status: response.status, text };
+    } catch (error) {
+      const timedOut = signal.aborted;
+      throw new TransportError(
+        timedOut ? `${operation}: no answer within ${timeoutMs} ms` : `${operation}: connection failed`,
+        timedOut,
+        error,
+      );
+    }
+  }
+
+  return {
+    async createTask(request: ProviderCreateRequest): Promise<{ providerTaskId: string }> {
+      const url = new URL(PROVIDER_PATHS.createTask, base);
+      const body: Record<string, unknown> = { model: request.model, input: request.input };
+      if (request.callBackUrl !== undefined) body.callBackUrl = request.callBackUrl;
+      let result: Exchange;
+      try {
+        result = await exchange(
+          url,
+          {
+            method: 'POST',
+            headers: {
+              authorization: await authorization(),
+              'content-type': 'application/json',
+              accept: 'application/json',
+            },
+            body: JSON.stringify(body),
+          },
+          'createTask',
+        );
+      } catch (error) {
+        throw asUnavailable(error);
+      }
+
+      const envelope = parseEnvelope(result.text);
+      if (REJECT_CODES.has(result.status)) {
+        throw rejected(envelope, result.status);
+      }
+      if (result.status < 200 || result.status > 299) {
+        throw new ProviderUnavailableError(`createTask: provider answered HTTP ${result.status}`);
+      }
+      if (!envelope) throw new ProviderUnavailableError('createTask: response is not a JSON object');
+      if (typeof envelope.code === 'number' && REJECT_CODES.has(envelope.code)) {
+        throw rejected(envelope, envelope.code);
+      }
+      if (envelope.code !== 200) {
+        throw new ProviderUnavailableError(`createTask: provider answered code ${describe(envelope.code)}`);
+      }
+      const taskId = isRecord(envelope.data) ? envelope.data.taskId : undefined;
+      if (typeof taskId !== 'string' || taskId.length === 0) {
+        throw new ProviderUnavailableError('createTask: response has no taskId');
+      }
+      return { providerTaskId: taskId };
+    },
+
+    async getTask(providerTaskId: string): Promise<ProviderTaskStatus> {
+      const url = new URL(PROVIDER_PATHS.recordInfo, base);
+      url.searchParams.set('taskId', providerTaskId);
+      const init: RequestInit = {
+        method: 'GET',
+        headers: { authorization: await authorization(), accept: 'application/json' },
+      };
+
+      let result: Exchange | undefined;
+      for (let attempt = 1; attempt <= 2 && result === undefined; attempt++) {
+        const last = attempt === 2;
+        try {
+          const answer = await exchange(url, init, 'getTask');
+          if (answer.status >= 500 && !last) continue;
+          result = answer;
+        } catch (error) {
+          if (error instanceof TransportError && !error.timedOut && !last) continue;
+          throw asUnavailable(error);
+        }
+      }
+      if (!result) throw new ProviderUnavailableError('getTask: no answer');
+      if (result.status < 200 || result.status > 299) {
+        throw new ProviderUnavailableError(`getTask: provider answered HTTP ${result.status}`);
+      }
+      return parseRecordInfo(result.text);
+    },
+  };
+}
+
+interface Exchange {
+  status: number;
+  text: string;
+}
+
+class TransportError extends Error {
+  constructor(
+    message: string,
+    readonly timedOut: boolean,
+    cause: unknown,
+  ) {
+    super(message, { cause });
+  }
+}
+
+function asUnavailable(error: unknown): ProviderUnavailableError {
+  if (error instanceof ProviderUnavailableError) return error;
+  if (error instanceof TransportError) return new ProviderUnavailableError(error.message, { cause: error.cause });
+  return new ProviderUnavailableError('Provider call failed', { cause: error });
+}
+
+function rejected(envelope: Record<string, unknown> | undefined, status: number): ProviderRejectedError {
+  const code = envelope?.code ?? status;
+  const message = typeof envelope?.msg === 'string' && envelope.msg.length > 0 ? envelope.msg : 'Input refused';
+  return new ProviderRejectedError(message, String(code));
+}
+
+function parseRecordInfo(text: string): ProviderTaskStatus {
+  const envelope = parseEnvelope(text);
+  if (!envelope) throw new ProviderUnavailableError('getTask: response is not a JSON object');
+  if (envelope.code !== 200) {
+    throw new ProviderUnavailableError(`getTask: provider answered code ${describe(envelope.code)}`);
+  }
+  const data = envelope.data;
+  if (!isRecord(data)) throw new ProviderUnavailableError('getTask: response has no data');
+  const state = data.state;
+  if (typeof state !== 'string' || !(STATES as readonly string[]).includes(state)) {
+    throw new ProviderUnavailableError(`getTask: unknown state ${describe(state)}`);
+  }
+  const status: ProviderTaskStatus = { state: state as ProviderState, resultUrls: [] };
+  if (status.state === 'success') {
+    status.resultUrls = parseResultUrls(data.resultJson);
+  } else if (status.state === 'fail') {
+    const failCode = scalarText(data.failCode);
+    const failMessage = scalarText(data.failMsg);
+    if (failCode !== undefined) status.failCode = failCode;
+    if (failMessage !== undefined) status.failMessage = failMessage;
+  }
+  return status;
+}
+
+function parseResultUrls(resultJson: unknown): string[] {
+  // The protocol sends JSON text; an already-decoded object is accepted too, as some deployments do.
+  let result: unknown = resultJson;
+  if (typeof resultJson === 'string') {
+    try {
+      result = JSON.parse(resultJson);
+    } catch {
+      throw new ProviderUnavailableError('getTask: resultJson is not JSON');
+    }
+  }
+  const urls = isRecord(result) ? result.resultUrls : undefined;
+  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+    throw new ProviderUnavailableError('getTask: success without usable resultUrls');
+  }
+  return urls as string[];
+}
+
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'https:' || protocol === 'http:';
+  } catch {
+    return false;
+  }
+}
+
+function parseEnvelope(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function scalarText(value: unknown): string | undefined {
+  if (typeof value === 'string' && value.length > 0) return value;
+  if (typeof value === 'number') return String(value);
+  return undefined;
+}
+
+/** A short, bounded rendering of an unexpected value for an error message. */
+function describe(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
+}

@@ -1,0 +1,459 @@
+/**
+ * API key records. Three items per key, always written together in one transaction:
+ * - `APIKEY#<sha256>` / `APIKEY`: what the authorizer reads on every cache miss (one GetItem);
+ * - `USER#<userId>` / `KEY#<keyId>`: the owner's listing (prefix for display, never the key or its hash);
+ * - `KEYID#<keyId>` / `KEYID`: key id -> owner and hash, so operators revoke and rotate by key id.
+ * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`.
+ */
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
+import { normalizeCidr } from '../core/cidr';
+import { DomainError, UsageError } from '../core/errors';
+import type { StoreContext } from './client';
+import { cancellationReasons, withRetry } from './errors';
+import { keys } from './keys';
+
+/** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
+export interface ApiKeyRecord {
+  keyId: string;
+  userId: string;
+  name: string;
+  /** Canonical CIDRs (`10.0.0.0/8`, `2001:db8::/32`, single addresses as /32 or /128); empty = any. */
+  allowedCidrs: string[];
+  /** ISO 8601 creation time. */
+  createdAt: string;
+  /** Epoch seconds; the key is refused from this second on. Absent: never expires. */
+  expiresAt?: number;
+  /** Epoch seconds; present means revoked. */
+  revokedAt?: number;
+  /** Key id of the key that replaced this one by rotation. */
+  replacedBy?: string;
+  /** Key id of the key this one replaced by rotation. */
+  rotatedFrom?: string;
+}
+
+/** One row of a user's key listing: everything but the key and its hash. */
+export interface ApiKeyListing extends Omit<ApiKeyRecord, 'userId'> {
+  /** The displayable start of the key, e.g. `gsk_live_AbC123`. */
+  prefix: string;
+}
+
+/** A key just issued: `apiKey` is the plaintext, returned this once and stored nowhere. */
+export interface IssuedApiKey extends ApiKeyRecord {
+  apiKey: string;
+  prefix: string;
+}
+
+export interface PutApiKeyInput {
+  userId: string;
+  name: string;
+  allowedCidrs?: readonly string[];
+  /** Epoch seconds, in the future; omit for a key that never expires. */
+  expiresAt?: number;
+  now?: Date;
+}
+
+export interface RevokedApiKey {
+  keyId: string;
+  userId: string;
+  /** Epoch seconds of the revocation (the earlier one when the key was already revoked). */
+  revokedAt: number;
+  alreadyRevoked: boolean;
+}
+
+export interface RotatedApiKey {
+  /** The new key (plaintext shown once). */
+  issued: IssuedApiKey;
+  /** The old key's end: `revokedAt` when the grace was 0, else its new `expiresAt`. */
+  previous: { keyId: string; expiresAt?: number; revokedAt?: number };
+}
+
+/** No key has this id (or its records are gone). */
+export class ApiKeyNotFoundError extends DomainError {
+  constructor(readonly keyId: string) {
+    super(`API key not found: ${keyId}`);
+  }
+}
+
+/** The key exists but cannot undergo the operation (rotating a revoked, expired or replaced key). */
+export class ApiKeyStateError extends DomainError {}
+
+export { epochSeconds };
+
+/** Attribute names used in expressions (`name` is a DynamoDB reserved word; the rest for uniformity). */
+const NAMES = {
+  '#pk': 'PK',
+  '#sk': 'SK',
+  '#keyId': 'keyId',
+  '#userId': 'userId',
+  '#name': 'name',
+  '#allowedCidrs': 'allowedCidrs',
+  '#createdAt': 'createdAt',
+  '#expiresAt': 'expiresAt',
+  '#revokedAt': 'revokedAt',
+  '#replacedBy': 'replacedBy',
+  '#rotatedFrom': 'rotatedFrom',
+  '#prefix': 'prefix',
+  '#keyHash': 'keyHash',
+} as const;
+
+type Names = Partial<Record<keyof typeof NAMES, string>>;
+
+/** Only the names an expression uses: DynamoDB rejects unused ExpressionAttributeNames. */
+function names(...used: (keyof typeof NAMES)[]): Names {
+  const out: Names = {};
+  for (const key of used) out[key] = NAMES[key];
+  return out;
+}
+
+const RECORD_ATTRIBUTES = [
+  '#keyId',
+  '#userId',
+  '#name',
+  '#allowedCidrs',
+  '#createdAt',
+  '#expiresAt',
+  '#revokedAt',
+  '#replacedBy',
+  '#rotatedFrom',
+] as const;
+
+const LISTING_ATTRIBUTES = [
+  '#keyId',
+  '#name',
+  '#prefix',
+  '#allowedCidrs',
+  '#createdAt',
+  '#expiresAt',
+  '#revokedAt',
+  '#replacedBy',
+  '#rotatedFrom',
+] as const;
+
+type Item = Record<string, unknown>;
+
+function str(item: Item, field: string): string {
+  const value = item[field];
+  if (typeof value !== 'string') throw new Error(`API key item: ${field} is not a string`);
+  return value;
+}
+
+function optStr(item: Item, field: string): string | undefined {
+  const value = item[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new Error(`API key item: ${field} is not a string`);
+  return value;
+}
+
+function optNum(item: Item, field: string): number | undefined {
+  const value = item[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number') throw new Error(`API key item: ${field} is not a number`);
+  return value;
+}
+
+function strList(item: Item, field: string): string[] {
+  const value = item[field];
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) {
+    throw new Error(`API key item: ${field} is not a list of strings`);
+  }
+  return value;
+}
+
+/** Optional fields are left out rather than set to undefined, so records compare and print cleanly. */
+function withOptional<T extends object>(base: T, optional: Partial<T>): T {
+  const out = { ...base };
+  for (const key of Object.keys(optional) as (keyof T)[]) {
+    const value = optional[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+function toRecord(item: Item): ApiKeyRecord {
+  return withOptional<ApiKeyRecord>(
+    {
+      keyId: str(item, 'keyId'),
+      userId: str(item, 'userId'),
+      name: str(item, 'name'),
+      allowedCidrs: strList(item, 'allowedCidrs'),
+      createdAt: str(item, 'createdAt'),
+    },
+    {
+      expiresAt: optNum(item, 'expiresAt'),
+      revokedAt: optNum(item, 'revokedAt'),
+      replacedBy: optStr(item, 'replacedBy'),
+      rotatedFrom: optStr(item, 'rotatedFrom'),
+    },
+  );
+}
+
+function toListing(item: Item): ApiKeyListing {
+  return withOptional<ApiKeyListing>(
+    {
+      keyId: str(item, 'keyId'),
+      name: str(item, 'name'),
+      prefix: str(item, 'prefix'),
+      allowedCidrs: strList(item, 'allowedCidrs'),
+      createdAt: str(item, 'createdAt'),
+    },
+    {
+      expiresAt: optNum(item, 'expiresAt'),
+      revokedAt: optNum(item, 'revokedAt'),
+      replacedBy: optStr(item, 'replacedBy'),
+      rotatedFrom: optStr(item, 'rotatedFrom'),
+    },
+  );
+}
+
+/** Canonical allowlist; throws UsageError naming the first malformed entry. */
+function canonicalCidrs(cidrs: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const text of cidrs) {
+    const canonical = normalizeCidr(text);
+    if (canonical === undefined) throw new UsageError(`not an IPv4/IPv6 address or CIDR block: ${text}`);
+    if (!out.includes(canonical)) out.push(canonical);
+  }
+  return out;
+}
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The three puts that create a key; every one must not exist yet. */
+function createItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, prefix: string): TransactItem[] {
+  const notExists = { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: names('#pk') };
+  return [
+    { Put: { TableName: ctx.tableName, Item: { ...keys.apiKey(keyHash), ...record }, ...notExists } },
+    {
+      Put: {
+        TableName: ctx.tableName,
+        Item: { ...keys.keyListing(record.userId, record.keyId), ...withoutUserId(record), prefix },
+        ...notExists,
+      },
+    },
+    {
+      Put: {
+        TableName: ctx.tableName,
+        Item: { ...keys.keyId(record.keyId), keyId: record.keyId, userId: record.userId, keyHash },
+        ...notExists,
+      },
+    },
+  ];
+}
+
+function withoutUserId(record: ApiKeyRecord): Omit<ApiKeyRecord, 'userId'> {
+  const { userId: _userId, ...rest } = record;
+  return rest;
+}
+
+function cancellationCodes(error: unknown): string[] | undefined {
+  return cancellationReasons(error)?.map((reason) => reason.Code ?? 'None');
+}
+
+/**
+ * TransactWriteItems, retried on transient failures (transaction conflicts, throttling: the real
+ * service has them, DynamoDB Local does not). A failed condition is the caller's to interpret.
+ */
+async function transact(ctx: StoreContext, items: TransactItem[]): Promise<void> {
+  await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+}
+
+/**
+ * Issues a key: generates it, stores its hash, listing and id items in one transaction and returns the
+ * plaintext once. Validates before writing: non-empty user and name, well-formed CIDRs (stored in
+ * canonical form), an expiry in the future.
+ */
+export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promise<IssuedApiKey> {
+  const now = input.now ?? new Date();
+  if (input.userId.length === 0) throw new UsageError('userId must not be empty');
+  if (input.name.length === 0) throw new UsageError('name must not be empty');
+  const allowedCidrs = canonicalCidrs(input.allowedCidrs ?? []);
+  if (input.expiresAt !== undefined) {
+    if (!Number.isSafeInteger(input.expiresAt)) throw new UsageError('expiresAt must be whole epoch seconds');
+    if (input.expiresAt <= epochSeconds(now)) throw new UsageError('expiresAt must be in the future');
+  }
+  const { apiKey, keyId } = generateApiKey();
+  const record = withOptional<ApiKeyRecord>(
+    { keyId, userId: input.userId, name: input.name, allowedCidrs, createdAt: now.toISOString() },
+    { expiresAt: input.expiresAt },
+  );
+  const prefix = keyPrefix(apiKey);
+  await transact(ctx, createItems(ctx, record, hashApiKey(apiKey), prefix));
+  return { ...record, apiKey, prefix };
+}
+
+/** Alias of {@link putApiKey} for callers that read better with "create". */
+export const createApiKey = putApiKey;
+
+/**
+ * The key with this SHA-256, or `undefined`. The authorizer's hot path: exactly one GetItem. Strongly
+ * consistent, so a revocation is seen by the very next lookup (the authorizer cache TTL is then the
+ * only delay).
+ */
+export async function getApiKeyByHash(ctx: StoreContext, keyHash: string): Promise<ApiKeyRecord | undefined> {
+  const result = await ctx.doc.send(
+    new GetCommand({
+      TableName: ctx.tableName,
+      Key: keys.apiKey(keyHash),
+      ConsistentRead: true,
+      ProjectionExpression: RECORD_ATTRIBUTES.join(', '),
+      ExpressionAttributeNames: names(...RECORD_ATTRIBUTES),
+    }),
+  );
+  return result.Item ? toRecord(result.Item) : undefined;
+}
+
+/** Every key of a user (active, expired and revoked), oldest first by key id order of the listing. */
+export async function listApiKeys(ctx: StoreContext, userId: string): Promise<ApiKeyListing[]> {
+  const listings: ApiKeyListing[] = [];
+  const prefix = keys.keyListing(userId, '');
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.doc.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
+        ExpressionAttributeNames: { ...names('#pk', '#sk'), ...names(...LISTING_ATTRIBUTES) },
+        ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+        ProjectionExpression: LISTING_ATTRIBUTES.join(', '),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of page.Items ?? []) listings.push(toListing(item));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
+}
+
+interface KeyRef {
+  keyId: string;
+  userId: string;
+  keyHash: string;
+}
+
+async function getKeyRef(ctx: StoreContext, keyId: string): Promise<KeyRef> {
+  const result = await ctx.doc.send(
+    new GetCommand({
+      TableName: ctx.tableName,
+      Key: keys.keyId(keyId),
+      ConsistentRead: true,
+      ProjectionExpression: '#keyId, #userId, #keyHash',
+      ExpressionAttributeNames: names('#keyId', '#userId', '#keyHash'),
+    }),
+  );
+  if (!result.Item) throw new ApiKeyNotFoundError(keyId);
+  return { keyId: str(result.Item, 'keyId'), userId: str(result.Item, 'userId'), keyHash: str(result.Item, 'keyHash') };
+}
+
+/**
+ * Revokes a key at once: the authorizer refuses it on its next store lookup. Revoking a revoked key
+ * changes nothing and reports the original revocation time. Unknown key id: ApiKeyNotFoundError.
+ */
+export async function revokeApiKey(ctx: StoreContext, input: { keyId: string; now?: Date }): Promise<RevokedApiKey> {
+  const ref = await getKeyRef(ctx, input.keyId);
+  const revokedAt = epochSeconds(input.now ?? new Date());
+  try {
+    await transact(ctx, [
+      {
+        Update: {
+          TableName: ctx.tableName,
+          Key: keys.apiKey(ref.keyHash),
+          UpdateExpression: 'SET #revokedAt = :now',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
+          ExpressionAttributeNames: names('#pk', '#revokedAt'),
+          ExpressionAttributeValues: { ':now': revokedAt },
+        },
+      },
+      {
+        Update: {
+          TableName: ctx.tableName,
+          Key: keys.keyListing(ref.userId, ref.keyId),
+          UpdateExpression: 'SET #revokedAt = :now',
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: names('#pk', '#revokedAt'),
+          ExpressionAttributeValues: { ':now': revokedAt },
+        },
+      },
+    ]);
+    return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
+  } catch (error) {
+    if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
+    const current = await getApiKeyByHash(ctx, ref.keyHash);
+    if (current?.revokedAt === undefined) throw new ApiKeyNotFoundError(ref.keyId);
+    return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
+  }
+}
+
+/**
+ * Replaces a key with a new one for the same user, name, allowlist and expiry, in one transaction.
+ * The old key ends at `now + graceSeconds` (never later than its own expiry), or is revoked at once when
+ * `graceSeconds` is 0. Only the newest key of a chain can be rotated; a revoked or expired key cannot
+ * (ApiKeyStateError). The new plaintext key is in the result, once.
+ */
+export async function rotateApiKey(
+  ctx: StoreContext,
+  input: { keyId: string; graceSeconds: number; now?: Date },
+): Promise<RotatedApiKey> {
+  if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
+    throw new UsageError('graceSeconds must be a non-negative integer');
+  }
+  const now = input.now ?? new Date();
+  const nowSeconds = epochSeconds(now);
+  const ref = await getKeyRef(ctx, input.keyId);
+  const old = await getApiKeyByHash(ctx, ref.keyHash);
+  if (!old) throw new ApiKeyNotFoundError(input.keyId);
+  if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
+  if (old.replacedBy !== undefined) {
+    throw new ApiKeyStateError(`API key ${old.keyId} was already rotated; rotate ${old.replacedBy} instead`);
+  }
+  if (isKeyExpired(old.expiresAt, now)) {
+    throw new ApiKeyStateError(`API key ${old.keyId} has expired`);
+  }
+
+  const { apiKey, keyId } = generateApiKey();
+  const record = withOptional<ApiKeyRecord>(
+    { keyId, userId: old.userId, name: old.name, allowedCidrs: old.allowedCidrs, createdAt: now.toISOString() },
+    { expiresAt: old.expiresAt, rotatedFrom: old.keyId },
+  );
+  const prefix = keyPrefix(apiKey);
+
+  const previous: RotatedApiKey['previous'] =
+    input.graceSeconds === 0
+      ? { keyId: old.keyId, revokedAt: nowSeconds }
+      : {
+          keyId: old.keyId,
+          expiresAt: Math.min(old.expiresAt ?? Number.POSITIVE_INFINITY, nowSeconds + input.graceSeconds),
+        };
+  const endField = previous.revokedAt !== undefined ? '#revokedAt' : '#expiresAt';
+  const endValue = previous.revokedAt ?? previous.expiresAt;
+  const endOld = (key: { PK: string; SK: string }, condition: string): TransactItem => ({
+    Update: {
+      TableName: ctx.tableName,
+      Key: key,
+      UpdateExpression: `SET ${endField} = :end, #replacedBy = :next`,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names('#pk', '#revokedAt', '#replacedBy', endField),
+      ExpressionAttributeValues: { ':end': endValue, ':next': keyId },
+    },
+  });
+
+  try {
+    await transact(ctx, [
+      ...createItems(ctx, record, hashApiKey(apiKey), prefix),
+      // The same conditions as the checks above, so two racing rotations cannot both win.
+      endOld(
+        keys.apiKey(ref.keyHash),
+        'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy)',
+      ),
+      endOld(keys.keyListing(ref.userId, ref.keyId), 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)'),
+    ]);
+  } catch (error) {
+    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
+      throw new ApiKeyStateError(`API key ${old.keyId} changed while rotating it (revoked or rotated); try again`);
+    }
+    throw error;
+  }
+  return { issued: { ...record, apiKey, prefix }, previous };
+}

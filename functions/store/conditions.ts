@@ -1,0 +1,182 @@
+/**
+ * Named condition fragments and a small expression builder. Every attribute goes through an
+ * `ExpressionAttributeNames` placeholder (`#status`, `#ttl`, ... are reserved words), and each fragment
+ * owns distinct value placeholders, so fragments combine without clashes.
+ */
+import { TaskStatus } from '../core/task';
+import { TABLE } from './table';
+
+/** A piece of a DynamoDB expression with the placeholders it uses. */
+export interface Expr {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/** The placeholder of an attribute name. Our attribute names are alphanumeric, so it is `#<name>`. */
+export function attr(name: string): string {
+  return `#${name}`;
+}
+
+function namesOf(...attributes: string[]): Record<string, string> {
+  return Object.fromEntries(attributes.map((name) => [attr(name), name]));
+}
+
+/** Both conditions must hold. */
+export function and(...parts: Expr[]): Expr {
+  const merged = mergePlaceholders(parts);
+  return { ...merged, expression: parts.map((part) => `(${part.expression})`).join(' AND ') };
+}
+
+export const conditions = {
+  /** A put that must not overwrite: the key is not taken. */
+  itemIsNew: (): Expr => ({
+    expression: `attribute_not_exists(${attr(TABLE.partitionKey)})`,
+    names: namesOf(TABLE.partitionKey),
+    values: {},
+  }),
+
+  /** The account exists and holds at least `cost` credits. */
+  balanceCovers: (cost: number): Expr => ({
+    expression: `attribute_exists(${attr(TABLE.partitionKey)}) AND ${attr('balance')} >= :cost`,
+    names: namesOf(TABLE.partitionKey, 'balance'),
+    values: { ':cost': cost },
+  }),
+
+  /** The task exists and is PENDING (0); fails for a missing item too. */
+  taskIsPending: (): Expr => ({
+    expression: `${attr('status')} = :pendingStatus`,
+    names: namesOf('status'),
+    values: { ':pendingStatus': TaskStatus.PENDING },
+  }),
+
+  /** The task's credits have not been given back yet. */
+  notYetRefunded: (): Expr => ({
+    expression: `${attr('creditsRefunded')} = :notRefunded`,
+    names: namesOf('creditsRefunded'),
+    values: { ':notRefunded': false },
+  }),
+
+  /**
+   * The stored task is the one the caller describes: it was charged `creditsUsed` and created at
+   * `createdAt`, so a refund computed from the caller's copy gives back exactly what was debited.
+   */
+  chargedAs: (creditsUsed: number, createdAt: string): Expr => ({
+    expression: `${attr('creditsUsed')} = :chargedCredits AND ${attr('createdAt')} = :chargedAt`,
+    names: namesOf('creditsUsed', 'createdAt'),
+    values: { ':chargedCredits': creditsUsed, ':chargedAt': createdAt },
+  }),
+
+  /** Nobody claimed a provider query since `checkedBeforeMs` (epoch ms), or nobody ever did. */
+  checkIntervalElapsed: (checkedBeforeMs: number): Expr => ({
+    expression: `attribute_not_exists(${attr('lastCheckedAt')}) OR ${attr('lastCheckedAt')} <= :checkedBefore`,
+    names: namesOf('lastCheckedAt'),
+    values: { ':checkedBefore': checkedBeforeMs },
+  }),
+
+  /** The provider task id has not been recorded yet. */
+  providerTaskNotRecorded: (): Expr => ({
+    expression: `attribute_not_exists(${attr('providerTaskId')})`,
+    names: namesOf('providerTaskId'),
+    values: {},
+  }),
+
+  /**
+   * The idempotency key is free: never used, or its record has expired. TTL deletion can lag by days,
+   * so an expired record still on the table must not block the key.
+   */
+  idempotencyKeyFree: (nowEpochSeconds: number): Expr => ({
+    expression: `attribute_not_exists(${attr(TABLE.partitionKey)}) OR ${attr(TABLE.ttlAttribute)} < :nowEpochSeconds`,
+    names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
+    values: { ':nowEpochSeconds': nowEpochSeconds },
+  }),
+} as const;
+
+/** What an update changes: `SET` values, `ADD` numbers, `REMOVE` attributes. */
+export interface UpdateSpec {
+  set?: Record<string, unknown>;
+  /** Set only when the attribute is missing (`if_not_exists`), e.g. `createdAt` of an upserted item. */
+  setIfMissing?: Record<string, unknown>;
+  add?: Record<string, number>;
+  remove?: string[];
+}
+
+/** Builds an `UpdateExpression` whose value placeholders (`:set<Name>`, ...) cannot clash with conditions. */
+export function update(spec: UpdateSpec): Expr {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const sets: string[] = [];
+  for (const [name, value] of Object.entries(spec.set ?? {})) {
+    names[attr(name)] = name;
+    values[`:set${name}`] = value;
+    sets.push(`${attr(name)} = :set${name}`);
+  }
+  for (const [name, value] of Object.entries(spec.setIfMissing ?? {})) {
+    names[attr(name)] = name;
+    values[`:init${name}`] = value;
+    sets.push(`${attr(name)} = if_not_exists(${attr(name)}, :init${name})`);
+  }
+  const adds: string[] = [];
+  for (const [name, value] of Object.entries(spec.add ?? {})) {
+    names[attr(name)] = name;
+    values[`:add${name}`] = value;
+    adds.push(`${attr(name)} :add${name}`);
+  }
+  const removes = (spec.remove ?? []).map((name) => {
+    names[attr(name)] = name;
+    return attr(name);
+  });
+  const clauses = [
+    sets.length ? `SET ${sets.join(', ')}` : '',
+    adds.length ? `ADD ${adds.join(', ')}` : '',
+    removes.length ? `REMOVE ${removes.join(', ')}` : '',
+  ].filter(Boolean);
+  return { expression: clauses.join(' '), names, values };
+}
+
+/** Placeholder maps of a request; `ExpressionAttributeValues` is left out when empty (DynamoDB rejects `{}`). */
+export interface PlaceholderParams {
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, unknown>;
+}
+
+/** Request fields of an update, optionally conditional, with all placeholders merged. */
+export function updateParams(
+  change: Expr,
+  condition?: Expr,
+): PlaceholderParams & { UpdateExpression: string; ConditionExpression?: string } {
+  return {
+    UpdateExpression: change.expression,
+    ...(condition ? { ConditionExpression: condition.expression } : {}),
+    ...placeholderParams(condition ? [change, condition] : [change]),
+  };
+}
+
+/** Request fields of a conditional put. */
+export function conditionParams(condition: Expr): PlaceholderParams & { ConditionExpression: string } {
+  return { ConditionExpression: condition.expression, ...placeholderParams([condition]) };
+}
+
+function placeholderParams(parts: Expr[]): PlaceholderParams {
+  const { names, values } = mergePlaceholders(parts);
+  return {
+    ExpressionAttributeNames: names,
+    ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+  };
+}
+
+function mergePlaceholders(parts: Expr[]): Pick<Expr, 'names' | 'values'> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  for (const part of parts) {
+    Object.assign(names, part.names);
+    for (const [placeholder, value] of Object.entries(part.values)) {
+      if (placeholder in values && values[placeholder] !== value) {
+        // A silent overwrite would change what one fragment tests; fail loudly instead.
+        throw new Error(`Expression placeholder ${placeholder} used with two values`);
+      }
+      values[placeholder] = value;
+    }
+  }
+  return { names, values };
+}

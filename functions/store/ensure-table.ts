@@ -1,0 +1,74 @@
+/**
+ * Creates the table from the one definition in `table.ts` when it does not exist (DynamoDB Local for
+ * the local stack and the tests; in AWS the CDK stack owns the table).
+ */
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  type DescribeTableCommandOutput,
+  ResourceInUseException,
+  ResourceNotFoundException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { StoreContext } from './client';
+import { createTableInput, TABLE } from './table';
+
+const POLL_MS = 100;
+
+/**
+ * Idempotent: creates the table (with TTL on `ttl`, as the stack does) if missing and waits until it
+ * and its index are ACTIVE. Safe when several processes race to create it.
+ */
+export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number } = {}): Promise<void> {
+  const existing = await describe(ctx);
+  if (!existing) {
+    try {
+      await ctx.doc.send(new CreateTableCommand(createTableInput(ctx.tableName)));
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+  }
+  await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
+  if (!existing) {
+    await ctx.doc.send(
+      new UpdateTimeToLiveCommand({
+        TableName: ctx.tableName,
+        TimeToLiveSpecification: { AttributeName: TABLE.ttlAttribute, Enabled: true },
+      }),
+    );
+  }
+}
+
+/** Deletes the table if it exists (test clean-up). */
+export async function deleteTable(ctx: StoreContext): Promise<void> {
+  try {
+    await ctx.doc.send(new DeleteTableCommand({ TableName: ctx.tableName }));
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+}
+
+async function describe(ctx: StoreContext): Promise<DescribeTableCommandOutput | undefined> {
+  try {
+    return await ctx.doc.send(new DescribeTableCommand({ TableName: ctx.tableName }));
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException) return undefined;
+    throw error;
+  }
+}
+
+async function waitUntilActive(ctx: StoreContext, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const table = (await describe(ctx))?.Table;
+    const indexesActive = (table?.GlobalSecondaryIndexes ?? []).every((index) => index.IndexStatus === 'ACTIVE');
+    if (table?.TableStatus === 'ACTIVE' && indexesActive) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `Table ${ctx.tableName} is not ACTIVE after ${timeoutMs} ms (${table?.TableStatus ?? 'missing'})`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}

@@ -1,0 +1,461 @@
+/**
+ * Tasks in DynamoDB: accept (the atomic debit), read, claim a provider query, record the provider id,
+ * complete, fail-and-refund (exactly once), and the pending-task index for the sweeper.
+ *
+ * Every state change is a conditional write on the stored status, so concurrent pollers and sweepers
+ * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
+ */
+import {
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { UsageError } from '../core/errors';
+import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
+import { and, attr, conditionParams, conditions, update, updateParams } from './conditions';
+import { acceptFailure, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
+import { keys, pendingShardKey, userIdFromPk } from './keys';
+import { ledgerEntryItem } from './ledger-entry';
+import { TABLE } from './table';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+
+/** A task about to be accepted; `creditsUsed` is the price, debited by `acceptTask`. */
+export interface NewTask {
+  userId: string;
+  taskId: string;
+  type: TaskType;
+  model: string;
+  prompt: string;
+  request: Record<string, unknown>;
+  creditsUsed: number;
+  keyId?: string;
+  now: Date;
+}
+
+/** The Idempotency-Key of a submission and the hash of its body. */
+export interface IdempotencyInput {
+  key: string;
+  requestHash: string;
+  /** Default `IDEMPOTENCY_TTL_SECONDS` (24 h). */
+  ttlSeconds?: number;
+}
+
+const TASK_KEY_ATTRIBUTES = [
+  TABLE.partitionKey,
+  TABLE.sortKey,
+  TABLE.pendingIndex.partitionKey,
+  TABLE.pendingIndex.sortKey,
+] as const;
+
+/** The stored item without its table keys. Items are only ever written by this module. */
+function toTaskRecord(item: Record<string, unknown>): TaskRecord {
+  const record: Record<string, unknown> = { ...item };
+  for (const name of TASK_KEY_ATTRIBUTES) delete record[name];
+  return record as unknown as TaskRecord;
+}
+
+/**
+ * Accepts a task in ONE `TransactWriteItems`: debit the account (`balance >= cost`), put the task
+ * (pending, in the pending index), put the ledger debit and, with an Idempotency-Key, put the
+ * idempotency record.
+ *
+ * - Key seen before with the same request hash: nothing is written; the original task is read and
+ *   returned with `replayed: true` (2 requests in all).
+ * - Key seen before with another hash: `IdempotencyConflictError` (checked before the balance).
+ * - Not enough credits, or no account: `InsufficientCreditsError(cost, balance)`.
+ * - Transaction conflicts and throttling are retried (see `withRetry`).
+ */
+export async function acceptTask(
+  ctx: RetryingStoreContext,
+  input: { task: NewTask; idempotency?: IdempotencyInput },
+): Promise<{ task: TaskRecord; replayed: boolean }> {
+  const { task, idempotency } = input;
+  const cost = task.creditsUsed;
+  if (!Number.isSafeInteger(cost) || cost < 0) throw new Error(`creditsUsed must be a whole number >= 0, got ${cost}`);
+  const createdAt = task.now.toISOString();
+  const nowSeconds = Math.floor(task.now.getTime() / 1000);
+  const record: TaskRecord = {
+    userId: task.userId,
+    taskId: task.taskId,
+    type: task.type,
+    status: TaskStatus.PENDING,
+    model: task.model,
+    prompt: task.prompt,
+    request: task.request,
+    creditsUsed: cost,
+    creditsRefunded: false,
+    createdAt,
+    updatedAt: createdAt,
+    attempts: 0,
+    ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
+  };
+
+  const items: TransactItem[] = [
+    {
+      Update: {
+        TableName: ctx.tableName,
+        Key: keys.account(task.userId),
+        ...updateParams(
+          update({ add: { balance: -cost }, set: { updatedAt: createdAt } }),
+          conditions.balanceCovers(cost),
+        ),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Put: {
+        TableName: ctx.tableName,
+        Item: { ...keys.task(task.userId, task.taskId), ...keys.pendingIndex(task.taskId, createdAt), ...record },
+        ...conditionParams(conditions.itemIsNew()),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Put: {
+        TableName: ctx.tableName,
+        Item: ledgerEntryItem({ userId: task.userId, kind: 'debit', delta: -cost, at: createdAt, taskId: task.taskId }),
+        ...conditionParams(conditions.itemIsNew()),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+  ];
+  if (idempotency) {
+    items.push({
+      Put: {
+        TableName: ctx.tableName,
+        Item: {
+          ...keys.idempotency(task.userId, idempotency.key),
+          taskId: task.taskId,
+          requestHash: idempotency.requestHash,
+          createdAt,
+          [TABLE.ttlAttribute]: nowSeconds + (idempotency.ttlSeconds ?? IDEMPOTENCY_TTL_SECONDS),
+        },
+        ...conditionParams(conditions.idempotencyKeyFree(nowSeconds)),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
+  }
+
+  try {
+    // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
+    // (cancelled) transaction is evaluated again rather than answered from the token cache.
+    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })), ctx.retry);
+    return { task: record, replayed: false };
+  } catch (error) {
+    const { replayOf } = acceptFailure(error, {
+      account: 0,
+      task: 1,
+      ledger: 2,
+      ...(idempotency ? { idempotency: 3, requestHash: idempotency.requestHash } : {}),
+      cost,
+    });
+    const original = await getTask(ctx, task.userId, replayOf);
+    if (!original) throw new Error(`Idempotency record points at missing task ${replayOf}`, { cause: error });
+    return { task: original, replayed: true };
+  }
+}
+
+/**
+ * Reads a task of `userId` (one consistent GetItem). Another user's task id is simply not found:
+ * the key is built from the caller's id.
+ */
+export async function getTask(
+  ctx: RetryingStoreContext,
+  userId: string,
+  taskId: string,
+): Promise<TaskRecord | undefined> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.task(userId, taskId), ConsistentRead: true })),
+    ctx.retry,
+  );
+  return out.Item ? toTaskRecord(out.Item) : undefined;
+}
+
+/** One conditional UpdateItem returning the new item, or undefined when the condition did not hold. */
+async function conditionalUpdate(
+  ctx: RetryingStoreContext,
+  userId: string,
+  taskId: string,
+  params: ReturnType<typeof updateParams>,
+): Promise<TaskRecord | undefined> {
+  try {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: keys.task(userId, taskId),
+            ...params,
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      ctx.retry,
+    );
+    return out.Attributes ? toTaskRecord(out.Attributes) : undefined;
+  } catch (error) {
+    lostCondition(error);
+    return undefined;
+  }
+}
+
+/**
+ * Claims the right to query the provider (or retry the send) for a pending task: at most one caller
+ * wins per `intervalMs`, however many race. Sets `lastCheckedAt = now` (epoch ms) and adds 1 to
+ * `attempts`; `updatedAt` is left alone because nothing visible changed. Returns the updated task to
+ * the winner and undefined to losers (and for missing or terminal tasks); never throws for a lost claim.
+ */
+export async function claimRefresh(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date; intervalMs: number },
+): Promise<TaskRecord | undefined> {
+  const nowMs = input.now.getTime();
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { lastCheckedAt: nowMs }, add: { attempts: 1 } }),
+      and(conditions.taskIsPending(), conditions.checkIntervalElapsed(nowMs - input.intervalMs)),
+    ),
+  );
+}
+
+/** Records the provider's id of a pending task, once; undefined when the task is not pending or has one. */
+export async function recordProviderTask(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; providerTaskId: string; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { providerTaskId: input.providerTaskId, updatedAt: input.now.toISOString() } }),
+      and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
+    ),
+  );
+}
+
+/**
+ * Completes a pending task (`status 0 -> 1`) with its result media keys and takes it out of the
+ * pending index. Undefined when the task is missing or already terminal.
+ */
+export async function completeTask(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; resultKeys: string[]; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({
+        set: { status: TaskStatus.COMPLETED, resultKeys: input.resultKeys, updatedAt: input.now.toISOString() },
+        remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
+      }),
+      conditions.taskIsPending(),
+    ),
+  );
+}
+
+/** Input of `failAndRefund`. */
+export interface FailAndRefundInput {
+  userId: string;
+  taskId: string;
+  errorCode: ErrorCode;
+  errorMessage: string;
+  now: Date;
+  /**
+   * The pending record the caller already holds (e.g. from `claimRefresh` or `getTask`). Given, the
+   * refund costs ONE request: its `creditsUsed` and `createdAt` are used, and the transaction checks
+   * that the stored task still has exactly those values. Omitted, the task is read first (2 requests).
+   * The returned task is this copy with the failure applied, so internals that changed since it was
+   * read (`lastCheckedAt`, `attempts`) may lag; the public fields are exact.
+   */
+  task?: TaskRecord;
+}
+
+/**
+ * Fails a pending task and gives its credits back, exactly once however many callers race: ONE
+ * `TransactWriteItems` that moves the task `status 0 -> 2` and `creditsRefunded false -> true` (both
+ * conditions), sets the error fields, leaves the pending index, adds `creditsUsed` to the balance and
+ * puts the ledger refund. The refund entry's key is the task's (creation time, id, 'refund'), so even
+ * the ledger cannot hold two refunds of one task.
+ *
+ * Returns `{ task, refunded: true }` to the caller that refunded, `{ task: <current>, refunded: false }`
+ * when the task was already terminal (read after the failed attempt), undefined when it does not exist.
+ */
+export async function failAndRefund(
+  ctx: RetryingStoreContext,
+  input: FailAndRefundInput,
+): Promise<{ task: TaskRecord; refunded: boolean } | undefined> {
+  let base = input.task;
+  if (base) {
+    if (base.userId !== input.userId || base.taskId !== input.taskId) {
+      throw new Error('failAndRefund: the given task is not the one addressed by userId/taskId');
+    }
+  } else {
+    base = await getTask(ctx, input.userId, input.taskId);
+    if (!base) return undefined;
+    if (base.status !== TaskStatus.PENDING || base.creditsRefunded) return { task: base, refunded: false };
+  }
+
+  const updatedAt = input.now.toISOString();
+  const credits = base.creditsUsed;
+  const items: TransactItem[] = [
+    {
+      Update: {
+        TableName: ctx.tableName,
+        Key: keys.task(input.userId, input.taskId),
+        ...updateParams(
+          update({
+            set: {
+              status: TaskStatus.FAILED,
+              creditsRefunded: true,
+              errorCode: input.errorCode,
+              errorMessage: input.errorMessage,
+              updatedAt,
+            },
+            remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
+          }),
+          and(conditions.taskIsPending(), conditions.notYetRefunded(), conditions.chargedAs(credits, base.createdAt)),
+        ),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Update: {
+        TableName: ctx.tableName,
+        Key: keys.account(input.userId),
+        ...updateParams(update({ add: { balance: credits }, set: { updatedAt } })),
+      },
+    },
+    {
+      Put: {
+        TableName: ctx.tableName,
+        Item: ledgerEntryItem(
+          { userId: input.userId, kind: 'refund', delta: credits, at: updatedAt, taskId: input.taskId },
+          base.createdAt,
+        ),
+        ...conditionParams(conditions.itemIsNew()),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+  ];
+
+  try {
+    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })), ctx.retry);
+  } catch (error) {
+    if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
+    const current = await getTask(ctx, input.userId, input.taskId);
+    if (!current) return undefined;
+    if (current.status === TaskStatus.PENDING && !current.creditsRefunded) {
+      // Still refundable, so the condition that failed was chargedAs: the caller's copy is not this task.
+      throw new Error('failAndRefund: the given task does not match the stored one', { cause: error });
+    }
+    return { task: current, refunded: false };
+  }
+  return {
+    task: {
+      ...base,
+      status: TaskStatus.FAILED,
+      creditsRefunded: true,
+      errorCode: input.errorCode,
+      errorMessage: input.errorMessage,
+      updatedAt,
+    },
+    refunded: true,
+  };
+}
+
+/** A pending task as the index holds it: enough to address the task and order by age. */
+export interface PendingTaskRef {
+  userId: string;
+  taskId: string;
+  createdAt: string;
+}
+
+const TASK_SK_PREFIX = 'TASK#';
+
+/**
+ * One page of pending tasks of one index shard, oldest first. `cursor` is opaque (base64url of the
+ * last evaluated key); pass it back for the next page; absent when the shard is exhausted. The index
+ * is eventually consistent: a just-accepted task may show up a moment later, a just-finished one may
+ * still be listed (the caller re-reads the task before acting).
+ */
+export async function listPendingTasks(
+  ctx: RetryingStoreContext,
+  input: { shard: number; limit?: number; cursor?: string },
+): Promise<{ tasks: PendingTaskRef[]; cursor?: string }> {
+  if (!Number.isInteger(input.shard) || input.shard < 0 || input.shard >= TABLE.pendingShards) {
+    throw new UsageError(`shard must be an integer in 0..${TABLE.pendingShards - 1}`);
+  }
+  const index = TABLE.pendingIndex;
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          IndexName: index.name,
+          KeyConditionExpression: `${attr(index.partitionKey)} = :shard`,
+          ExpressionAttributeNames: { [attr(index.partitionKey)]: index.partitionKey },
+          ExpressionAttributeValues: { ':shard': pendingShardKey(input.shard) },
+          ScanIndexForward: true,
+          Limit: input.limit ?? 100,
+          ...(input.cursor ? { ExclusiveStartKey: decodeCursor(input.cursor) } : {}),
+        }),
+      ),
+    ctx.retry,
+  );
+  const tasks = (out.Items ?? []).map((item): PendingTaskRef => {
+    const pk = String(item[TABLE.partitionKey]);
+    const sk = String(item[TABLE.sortKey]);
+    const gsiSk = String(item[index.sortKey]);
+    return {
+      userId: userIdFromPk(pk),
+      taskId: sk.startsWith(TASK_SK_PREFIX) ? sk.slice(TASK_SK_PREFIX.length) : sk,
+      // GSI1SK is `<createdAt ISO>#<taskId>`; an ISO time holds no '#'.
+      createdAt: gsiSk.slice(0, Math.max(0, gsiSk.indexOf('#'))),
+    };
+  });
+  return out.LastEvaluatedKey ? { tasks, cursor: encodeCursor(out.LastEvaluatedKey) } : { tasks };
+}
+
+/** Every pending task of every shard, fetched page by page (for the sweeper). */
+export async function* allPendingTasks(ctx: RetryingStoreContext, pageSize = 100): AsyncGenerator<PendingTaskRef> {
+  for (let shard = 0; shard < TABLE.pendingShards; shard++) {
+    let cursor: string | undefined;
+    do {
+      const page = await listPendingTasks(ctx, { shard, limit: pageSize, ...(cursor ? { cursor } : {}) });
+      yield* page.tasks;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+}
+
+function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new UsageError('Invalid cursor');
+  }
+  const valid =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed).every((value) => typeof value === 'string');
+  if (!valid) throw new UsageError('Invalid cursor');
+  return parsed as Record<string, string>;
+}

@@ -1,0 +1,231 @@
+/**
+ * Deployment configuration read from CDK context (`cdk.json` "context", or `-c key=value` on the
+ * command line). Every key is optional; the defaults below are what `cdk.json` ships with. Values given
+ * with `-c` arrive as strings, so numbers and booleans are parsed and checked here, and a bad value
+ * stops synthesis with a message instead of deploying something surprising.
+ */
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Node } from 'constructs';
+
+/** The context keys the stack reads, with their meaning. */
+export interface ServiceConfig {
+  /** `stackName`: CloudFormation stack name, so several copies (dev, prod) can live in one account. */
+  stackName: string;
+  /** `stageName`: API Gateway stage name; it is the first path segment of the API URL. */
+  stageName: string;
+  /**
+   * `localstack`: deploy to LocalStack's free edition. Routes get no Lambda authorizer (LocalStack runs
+   * none) and the route functions authorize inline (`INLINE_AUTHORIZER=true`); the API Gateway
+   * CloudWatch role is skipped; data is never retained. Never set it for AWS.
+   */
+  localstack: boolean;
+  /** `providerBaseUrl`: base URL of the upstream generation provider's HTTP API (https in AWS). */
+  providerBaseUrl: string;
+  /**
+   * `providerSecretName`: name of an existing Secrets Manager secret that holds the provider API key.
+   * Empty (the default): the stack creates the secret with a random placeholder value that the
+   * operator overwrites with `aws secretsmanager put-secret-value`. The key itself is never in code or
+   * context.
+   */
+  providerSecretName: string;
+  /** `providerRefreshIntervalSeconds`: minimum time between two provider queries for one task. */
+  providerRefreshIntervalSeconds: number;
+  /** `authorizerCacheTtlSeconds`: API Gateway authorizer result cache (0 disables it; max 3600). */
+  authorizerCacheTtlSeconds: number;
+  /** `maxPendingSeconds`: age at which a pending task fails with `TIMEOUT` and is refunded. */
+  maxPendingSeconds: number;
+  /** `mediaUrlTtlSeconds`: lifetime of the signed result URLs returned by the API (max 7 days). */
+  mediaUrlTtlSeconds: number;
+  /** `logRetentionDays`: retention of the Lambda and API access log groups (a CloudWatch value). */
+  logRetentionDays: RetentionDays;
+  /** `resultRetentionDays`: result files in the media bucket expire after this many days. */
+  resultRetentionDays: number;
+  /**
+   * `retainData`: keep the table, the bucket and the secret when the stack is deleted, and turn on
+   * DynamoDB deletion protection. True in production; false for throwaway stacks (and LocalStack).
+   */
+  retainData: boolean;
+  /** `throttlingRateLimit`: stage-wide steady-state request rate (requests per second). */
+  throttlingRateLimit: number;
+  /** `throttlingBurstLimit`: stage-wide burst capacity (requests). */
+  throttlingBurstLimit: number;
+  /** `logLevel`: `LOG_LEVEL` of every function (DEBUG, INFO, WARN, ERROR). */
+  logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** `alarmEmail`: when set, alarms notify an SNS topic with this e-mail subscribed. */
+  alarmEmail: string;
+  /** `timeoutAlarmThreshold`: tasks failed with `TIMEOUT` within 15 minutes that raise the alarm. */
+  timeoutAlarmThreshold: number;
+  /** `providerErrorAlarmThreshold`: provider call failures within 5 minutes that raise the alarm. */
+  providerErrorAlarmThreshold: number;
+  /**
+   * `apiGatewayCloudWatchRole`: create the account-wide (per region) role API Gateway needs to write
+   * access and execution logs. Set false when the account already has one configured, which is the
+   * case when another stack in this region manages it.
+   */
+  apiGatewayCloudWatchRole: boolean;
+}
+
+/** The defaults; `cdk.json` repeats them so that operators see every knob in one place. */
+export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
+  stackName: 'GenerationService',
+  stageName: 'prod',
+  localstack: false,
+  providerBaseUrl: 'https://provider.example.invalid',
+  providerSecretName: '',
+  providerRefreshIntervalSeconds: 30,
+  authorizerCacheTtlSeconds: 60,
+  maxPendingSeconds: 1800,
+  mediaUrlTtlSeconds: 3600,
+  logRetentionDays: RetentionDays.ONE_MONTH,
+  resultRetentionDays: 30,
+  retainData: true,
+  throttlingRateLimit: 100,
+  throttlingBurstLimit: 200,
+  logLevel: 'INFO',
+  alarmEmail: '',
+  timeoutAlarmThreshold: 3,
+  providerErrorAlarmThreshold: 10,
+  apiGatewayCloudWatchRole: true,
+};
+
+/** The context keys the stack understands; anything else in `cdk.json` is a CDK feature flag. */
+export const CONFIG_KEYS = Object.keys(DEFAULT_CONFIG) as readonly (keyof ServiceConfig)[];
+
+const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+const RETENTION_VALUES = new Set<number>(
+  Object.values(RetentionDays).filter((value): value is number => typeof value === 'number'),
+);
+
+/** Thrown when a context value is missing its expected type or range. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Reads and validates the configuration from a construct's context (the app's context in practice).
+ * @throws ConfigError when a value has the wrong type or is out of range
+ */
+export function readConfig(node: Node): ServiceConfig {
+  const raw = (key: keyof ServiceConfig): unknown => node.tryGetContext(key);
+  const localstack = bool(raw('localstack'), 'localstack', DEFAULT_CONFIG.localstack);
+  const logRetentionDays = int(raw('logRetentionDays'), 'logRetentionDays', DEFAULT_CONFIG.logRetentionDays, 1, 9999);
+  if (!RETENTION_VALUES.has(logRetentionDays)) {
+    throw new ConfigError(`logRetentionDays must be one of ${[...RETENTION_VALUES].join(', ')}`);
+  }
+  const logLevel = str(raw('logLevel'), 'logLevel', DEFAULT_CONFIG.logLevel).toUpperCase();
+  if (!isLogLevel(logLevel)) throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
+  const providerBaseUrl = str(raw('providerBaseUrl'), 'providerBaseUrl', DEFAULT_CONFIG.providerBaseUrl);
+  if (!/^https?:\/\/[^\s/]+/.test(providerBaseUrl)) {
+    throw new ConfigError('providerBaseUrl must be an http(s) URL');
+  }
+  const config: ServiceConfig = {
+    stackName: str(raw('stackName'), 'stackName', DEFAULT_CONFIG.stackName),
+    stageName: str(raw('stageName'), 'stageName', DEFAULT_CONFIG.stageName),
+    localstack,
+    providerBaseUrl: providerBaseUrl.replace(/\/+$/, ''),
+    providerSecretName: str(raw('providerSecretName'), 'providerSecretName', DEFAULT_CONFIG.providerSecretName, true),
+    providerRefreshIntervalSeconds: int(
+      raw('providerRefreshIntervalSeconds'),
+      'providerRefreshIntervalSeconds',
+      DEFAULT_CONFIG.providerRefreshIntervalSeconds,
+      1,
+      3600,
+    ),
+    authorizerCacheTtlSeconds: int(
+      raw('authorizerCacheTtlSeconds'),
+      'authorizerCacheTtlSeconds',
+      DEFAULT_CONFIG.authorizerCacheTtlSeconds,
+      0,
+      3600,
+    ),
+    maxPendingSeconds: int(raw('maxPendingSeconds'), 'maxPendingSeconds', DEFAULT_CONFIG.maxPendingSeconds, 60, 86400),
+    mediaUrlTtlSeconds: int(
+      raw('mediaUrlTtlSeconds'),
+      'mediaUrlTtlSeconds',
+      DEFAULT_CONFIG.mediaUrlTtlSeconds,
+      60,
+      604800,
+    ),
+    logRetentionDays,
+    resultRetentionDays: int(
+      raw('resultRetentionDays'),
+      'resultRetentionDays',
+      DEFAULT_CONFIG.resultRetentionDays,
+      1,
+      36500,
+    ),
+    // A LocalStack deployment is disposable by definition: nothing is retained there.
+    retainData: localstack ? false : bool(raw('retainData'), 'retainData', DEFAULT_CONFIG.retainData),
+    throttlingRateLimit: int(
+      raw('throttlingRateLimit'),
+      'throttlingRateLimit',
+      DEFAULT_CONFIG.throttlingRateLimit,
+      1,
+      1_000_000,
+    ),
+    throttlingBurstLimit: int(
+      raw('throttlingBurstLimit'),
+      'throttlingBurstLimit',
+      DEFAULT_CONFIG.throttlingBurstLimit,
+      1,
+      1_000_000,
+    ),
+    logLevel,
+    alarmEmail: str(raw('alarmEmail'), 'alarmEmail', DEFAULT_CONFIG.alarmEmail, true),
+    timeoutAlarmThreshold: int(
+      raw('timeoutAlarmThreshold'),
+      'timeoutAlarmThreshold',
+      DEFAULT_CONFIG.timeoutAlarmThreshold,
+      1,
+      1_000_000,
+    ),
+    providerErrorAlarmThreshold: int(
+      raw('providerErrorAlarmThreshold'),
+      'providerErrorAlarmThreshold',
+      DEFAULT_CONFIG.providerErrorAlarmThreshold,
+      1,
+      1_000_000,
+    ),
+    apiGatewayCloudWatchRole: bool(
+      raw('apiGatewayCloudWatchRole'),
+      'apiGatewayCloudWatchRole',
+      DEFAULT_CONFIG.apiGatewayCloudWatchRole,
+    ),
+  };
+  if (config.maxPendingSeconds <= config.providerRefreshIntervalSeconds) {
+    throw new ConfigError('maxPendingSeconds must be greater than providerRefreshIntervalSeconds');
+  }
+  if (config.alarmEmail !== '' && !/^[^\s@]+@[^\s@]+$/.test(config.alarmEmail)) {
+    throw new ConfigError('alarmEmail must be an e-mail address or empty');
+  }
+  return config;
+}
+
+function isLogLevel(value: string): value is ServiceConfig['logLevel'] {
+  return (LOG_LEVELS as readonly string[]).includes(value);
+}
+
+function str(value: unknown, key: string, fallback: string, allowEmpty = false): string {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'string') throw new ConfigError(`${key} must be a string`);
+  const trimmed = value.trim();
+  if (trimmed === '' && !allowEmpty) throw new ConfigError(`${key} must not be empty`);
+  return trimmed;
+}
+
+function bool(value: unknown, key: string, fallback: boolean): boolean {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value === 'boolean') return value;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new ConfigError(`${key} must be true or false`);
+}
+
+function int(value: unknown, key: string, fallback: number, min: number, max: number): number {
+  if (value === undefined || value === null) return fallback;
+  const parsed = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  if (typeof parsed !== 'number' || !Number.isInteger(parsed) || parsed < min || parsed > max) {
+    throw new ConfigError(`${key} must be an integer from ${min} to ${max}`);
+  }
+  return parsed;
+}

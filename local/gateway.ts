@@ -1,0 +1,348 @@
+/**
+ * The local API Gateway: the same routes as the deployed REST API (built from lib/routes.ts), the real
+ * handler code, the real authorizer with the same identity sources and result cache, and the same
+ * gateway error bodies. It builds REST proxy events the way API Gateway does, with `sourceIp` taken from
+ * the TCP socket (never from X-Forwarded-For).
+ */
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  APIGatewayRequestAuthorizerEvent,
+  Context,
+} from 'aws-lambda';
+import type { RouteDefinition } from '../lib/routes';
+
+export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+
+export interface LoadedRoute {
+  route: RouteDefinition;
+  handler: ProxyHandler;
+}
+
+export interface GatewayOptions {
+  routes: LoadedRoute[];
+  authorizer: AuthorizerHandler;
+  /** Authorizer result cache TTL, as `authorizerCacheTtlSeconds` in the stack; 0 disables it. */
+  authorizerCacheTtlSeconds: number;
+  /** Serves GET /media/<key> from here (stands in for the bucket's signed URLs). */
+  media?: { resolve(urlPath: string): string | undefined; contentType(path: string): string };
+  /** One line per request. */
+  log?: (line: string) => void;
+  stage?: string;
+}
+
+/** API Gateway's payload limit for REST APIs. */
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+const REGION = 'local';
+const ACCOUNT = '000000000000';
+const API_ID = 'local';
+
+interface CompiledRoute extends LoadedRoute {
+  pattern: RegExp;
+  params: string[];
+}
+
+function compile(loaded: LoadedRoute): CompiledRoute {
+  const params: string[] = [];
+  const source = loaded.route.path
+    .split('/')
+    .map((segment) => {
+      const match = /^\{(\w+)\}$/.exec(segment);
+      if (!match?.[1]) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      params.push(match[1]);
+      return '([^/]+)';
+    })
+    .join('/');
+  return { ...loaded, pattern: new RegExp(`^${source}$`), params };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+class PayloadTooLarge extends Error {}
+
+/** How much of an oversized body is read and dropped before the connection is cut. */
+const MAX_DRAIN_BYTES = 8 * MAX_BODY_BYTES;
+
+/**
+ * An oversized body is still read to its end (and dropped) before the 413: answering and closing while
+ * the client is still sending resets the connection under it (EPIPE in Node's fetch), so the client
+ * would never see the 413. Only an absurdly large body is cut short.
+ */
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  let tooLarge = Number.isFinite(declared) && declared > MAX_BODY_BYTES;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) tooLarge = true;
+    if (size > MAX_DRAIN_BYTES) break;
+    if (!tooLarge) chunks.push(chunk as Buffer);
+  }
+  if (tooLarge) throw new PayloadTooLarge();
+  return Buffer.concat(chunks);
+}
+
+/** Policy resources may use `*` wildcards (the authorizer allows `.../<stage>/*\/*`). */
+function resourceMatches(pattern: string, arn: string): boolean {
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${source}$`).test(arn);
+}
+
+/** Explicit Deny wins, then an Allow must match; anything else is a Deny, as in IAM. */
+function isAllowed(result: APIGatewayAuthorizerResult, methodArn: string): boolean {
+  let allowed = false;
+  for (const statement of result.policyDocument.Statement) {
+    if (!('Resource' in statement)) continue;
+    const resources = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
+    if (!resources.some((resource) => typeof resource === 'string' && resourceMatches(resource, methodArn))) continue;
+    if (statement.Effect === 'Deny') return false;
+    if (statement.Effect === 'Allow') allowed = true;
+  }
+  return allowed;
+}
+
+function headerMaps(req: IncomingMessage) {
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i] ?? '';
+    const value = req.rawHeaders[i + 1] ?? '';
+    headers[name] = value;
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+  }
+  return { headers, multiValueHeaders };
+}
+
+function queryMaps(url: URL) {
+  const single: Record<string, string> = {};
+  const multi: Record<string, string[]> = {};
+  for (const [key, value] of url.searchParams) {
+    single[key] = value;
+    multi[key] = [...(multi[key] ?? []), value];
+  }
+  const any = Object.keys(single).length > 0;
+  return { queryStringParameters: any ? single : null, multiValueQueryStringParameters: any ? multi : null };
+}
+
+function lambdaContext(functionName: string, requestId: string): Context {
+  const deadline = Date.now() + 29_000;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+interface CachedDecision {
+  result: APIGatewayAuthorizerResult;
+  expiresAt: number;
+}
+
+/**
+ * Builds the request listener. Returned as a function so the caller owns the server (port, shutdown).
+ */
+export function createGateway(options: GatewayOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const stage = options.stage ?? 'local';
+  const routes = options.routes.map(compile);
+  const cache = new Map<string, CachedDecision>();
+  const log = options.log ?? (() => undefined);
+
+  /** Runs the authorizer (or reuses its cached result) and answers 401/403/500 as API Gateway would. */
+  async function authorize(
+    authorization: string | undefined,
+    sourceIp: string,
+    methodArn: string,
+    event: APIGatewayRequestAuthorizerEvent,
+  ): Promise<{ ok: true; context: Record<string, string> } | { ok: false; status: number; body: unknown }> {
+    // API Gateway does not call a REQUEST authorizer whose identity source is missing: it answers 401.
+    if (!authorization) return { ok: false, status: 401, body: { error: 'Unauthorized' } };
+    const cacheKey = `${authorization}\n${sourceIp}`;
+    const now = Date.now();
+    let decision = cache.get(cacheKey);
+    if (!decision || decision.expiresAt <= now) {
+      try {
+        const result = await options.authorizer(event);
+        decision = { result, expiresAt: now + options.authorizerCacheTtlSeconds * 1000 };
+        if (options.authorizerCacheTtlSeconds > 0) cache.set(cacheKey, decision);
+      } catch (error) {
+        if (error instanceof Error && error.message === 'Unauthorized') {
+          return { ok: false, status: 401, body: { error: 'Unauthorized' } };
+        }
+        return { ok: false, status: 500, body: { error: 'Internal error', requestId: event.requestContext.requestId } };
+      }
+    }
+    if (!isAllowed(decision.result, methodArn)) return { ok: false, status: 403, body: { error: 'Forbidden' } };
+    // REST APIs hand the authorizer context to the integration with string values.
+    const context: Record<string, string> = { principalId: decision.result.principalId };
+    for (const [key, value] of Object.entries(decision.result.context ?? {})) {
+      if (value !== undefined && value !== null) context[key] = String(value);
+    }
+    return { ok: true, context };
+  }
+
+  async function serveMedia(path: string, res: ServerResponse): Promise<boolean> {
+    const file = options.media?.resolve(path);
+    if (!file || !options.media) return false;
+    const info = await stat(file).catch(() => undefined);
+    if (!info?.isFile()) return false;
+    res.writeHead(200, { 'Content-Type': options.media.contentType(file), 'Content-Length': String(info.size) });
+    createReadStream(file).pipe(res);
+    return true;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
+    const requestId = randomUUID();
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname;
+    const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
+
+    if (method === 'GET' && path.startsWith('/media/') && (await serveMedia(path, res))) return 200;
+
+    let body: Buffer;
+    try {
+      body = await readBody(req);
+    } catch (error) {
+      if (!(error instanceof PayloadTooLarge)) throw error;
+      json(res, 413, { error: 'Payload too large' }, { Connection: 'close' });
+      return 413;
+    }
+
+    let matched: { route: CompiledRoute; pathParameters: Record<string, string> } | undefined;
+    for (const route of routes) {
+      const match = route.pattern.exec(path);
+      if (!match || route.route.method !== method) continue;
+      const pathParameters: Record<string, string> = {};
+      route.params.forEach((name, index) => {
+        pathParameters[name] = decodeURIComponent(match[index + 1] ?? '');
+      });
+      matched = { route, pathParameters };
+      break;
+    }
+    // A REST API answers unknown routes (and unknown methods) with MISSING_AUTHENTICATION_TOKEN,
+    // which the stack's gateway response turns into this 404.
+    if (!matched) {
+      json(res, 404, { error: 'Not found' });
+      return 404;
+    }
+
+    const { route, pathParameters } = matched;
+    const { headers, multiValueHeaders } = headerMaps(req);
+    const methodArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${API_ID}/${stage}/${method}${path}`;
+    const identity = {
+      sourceIp,
+      userAgent: req.headers['user-agent'] ?? null,
+      accessKey: null,
+      accountId: null,
+      apiKey: null,
+      apiKeyId: null,
+      caller: null,
+      clientCert: null,
+      cognitoAuthenticationProvider: null,
+      cognitoAuthenticationType: null,
+      cognitoIdentityId: null,
+      cognitoIdentityPoolId: null,
+      principalOrgId: null,
+      user: null,
+      userArn: null,
+    };
+    const requestContext = {
+      accountId: ACCOUNT,
+      apiId: API_ID,
+      resourceId: route.route.name,
+      resourcePath: route.route.path,
+      httpMethod: method,
+      path: `/${stage}${path}`,
+      stage,
+      requestId,
+      requestTimeEpoch: Date.now(),
+      protocol: `HTTP/${req.httpVersion}`,
+      identity,
+      authorizer: null as Record<string, string> | null,
+    };
+    const { queryStringParameters, multiValueQueryStringParameters } = queryMaps(url);
+    const authorizationHeader = Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+
+    const decision = await authorize(authorizationHeader, sourceIp, methodArn, {
+      type: 'REQUEST',
+      methodArn,
+      resource: route.route.path,
+      path,
+      httpMethod: method,
+      headers,
+      multiValueHeaders,
+      pathParameters,
+      queryStringParameters,
+      multiValueQueryStringParameters,
+      stageVariables: null,
+      requestContext: { ...requestContext, authorizer: undefined },
+    } as APIGatewayRequestAuthorizerEvent);
+    if (!decision.ok) {
+      json(res, decision.status, decision.body);
+      return decision.status;
+    }
+    requestContext.authorizer = decision.context;
+
+    const event = {
+      resource: route.route.path,
+      path,
+      httpMethod: method,
+      headers,
+      multiValueHeaders,
+      queryStringParameters,
+      multiValueQueryStringParameters,
+      pathParameters: Object.keys(pathParameters).length > 0 ? pathParameters : null,
+      stageVariables: null,
+      requestContext,
+      body: body.length > 0 ? body.toString('utf8') : null,
+      isBase64Encoded: false,
+    } as APIGatewayProxyEvent;
+
+    let result: APIGatewayProxyResult;
+    try {
+      result = await route.handler(event, lambdaContext(route.route.name, requestId));
+    } catch {
+      // A Lambda that throws is a 502 at API Gateway; the stack's DEFAULT_5XX response gives this body.
+      json(res, 500, { error: 'Internal error', requestId });
+      return 500;
+    }
+    const responseHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(result.headers ?? {})) responseHeaders[name] = String(value);
+    res.writeHead(result.statusCode, responseHeaders);
+    res.end(result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body);
+    return result.statusCode;
+  }
+
+  return (req, res) => {
+    const started = performance.now();
+    handle(req, res)
+      .then((status) => log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`))
+      .catch((error: unknown) => {
+        log(`${req.method} ${req.url} 500 gateway error: ${error instanceof Error ? error.message : String(error)}`);
+        if (!res.headersSent) json(res, 500, { error: 'Internal error' });
+        else res.destroy();
+      });
+  };
+}

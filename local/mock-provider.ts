@@ -1,0 +1,520 @@
+/**
+ * A mock of the upstream provider: a real HTTP server speaking exactly the protocol documented at the
+ * top of `functions/provider/http-provider.ts`, serving real (small, generated) PNGs and a real MP4 as
+ * results. Used by the local stack (`npm start`) and the tests.
+ *
+ * Per-task controls, read from the task `input` (the API's `providerInput` is merged into it):
+ * - `mockOutcome`: `success` (default) | `fail` (state `fail`, `failCode`/`failMsg`; override them
+ *   with `mockFailCode`/`mockFailMsg`) | `reject` (createTask answers HTTP 422) | `broken_result`
+ *   (success whose result URL answers 404) | `hang_result` (success whose result URL never answers)
+ *   | `unknown_state` (recordInfo reports a state outside the protocol).
+ * - `mockDelayMs`: time from creation to the outcome (default 1500); the task reports `waiting` for the
+ *   first third of it, then `generating`.
+ * - `mockKind`: `image` | `video`, to force the kind of result; otherwise a model name containing
+ *   "video" means video, anything else image.
+ * - Image result count: the first positive integer among `num_images`, `numOutputs`, `num_outputs`,
+ *   `numImages`, `n` (default 1, at most 10).
+ *
+ * Server-wide faults (tests): `setFaults()` on the returned object, or `POST /__control` with a JSON
+ * body of the same shape; `GET /__stats` returns the call counts.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+
+/** A fault applied to every matching call while set. */
+export type MockFault =
+  /** HTTP 500 with a JSON error body. */
+  | 'http_500'
+  /** HTTP 429 (rate limited). */
+  | 'http_429'
+  /** HTTP 401, as if the key were wrong. */
+  | 'http_401'
+  /** The request is read and never answered. */
+  | 'timeout'
+  /** HTTP 200 with a body that is not JSON. */
+  | 'malformed_json'
+  /** The connection is destroyed without an answer. */
+  | 'connection_reset'
+  /** HTTP 200 `{ code: 200 }` without `data` (createTask: no task id; recordInfo: no state). */
+  | 'missing_fields';
+
+export interface MockFaults {
+  /** Fault for `createTask`, or null for none. */
+  createFault?: MockFault | null;
+  /** Fault for `recordInfo`, or null for none. */
+  getFault?: MockFault | null;
+  /** Apply `createFault` to this many calls only, then clear it (default: until changed). */
+  createFaultTimes?: number | null;
+  /** Apply `getFault` to this many calls only, then clear it (default: until changed). */
+  getFaultTimes?: number | null;
+}
+
+export type MockOutcome = 'success' | 'fail' | 'reject' | 'broken_result' | 'hang_result' | 'unknown_state';
+
+export interface MockProviderStats {
+  /** Calls to createTask since the last reset (every call that reached the route). */
+  readonly createTaskCalls: number;
+  /** Calls to recordInfo for one provider task id since the last reset. */
+  getTaskCalls(providerTaskId: string): number;
+  /** Calls to recordInfo for any task id since the last reset. */
+  readonly totalGetTaskCalls: number;
+  /** Result-file downloads since the last reset. */
+  readonly fileDownloads: number;
+  reset(): void;
+}
+
+export interface MockProviderOptions {
+  /** Port to listen on; 0 (default) picks a free one. */
+  port?: number;
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** When set, every protocol call must carry `Authorization: Bearer <apiKey>` (else 401). */
+  apiKey?: string;
+  /** Base of the result URLs; default the server's own address. */
+  publicBaseUrl?: string;
+  /** Default `mockDelayMs` for tasks that do not set it; default 1500. */
+  defaultDelayMs?: number;
+  /** MP4 served for video results; default `local/fixtures/sample.mp4`. */
+  videoFile?: string;
+}
+
+export interface MockProvider {
+  /** The server's base URL, e.g. `http://127.0.0.1:43123` (no trailing slash). */
+  readonly url: string;
+  readonly stats: MockProviderStats;
+  /** Sets (merges) the server-wide faults; `null` clears one. */
+  setFaults(faults: MockFaults): void;
+  /** Clears every fault. */
+  clearFaults(): void;
+  /** Stops listening and drops every open connection (including hung ones). */
+  stop(): Promise<void>;
+}
+
+interface MockTask {
+  taskId: string;
+  model: string;
+  kind: 'image' | 'video';
+  outcome: MockOutcome;
+  count: number;
+  delayMs: number;
+  createdAt: number;
+  failCode: string;
+  failMsg: string;
+}
+
+const OUTCOMES: readonly MockOutcome[] = ['success', 'fail', 'reject', 'broken_result', 'hang_result', 'unknown_state'];
+const FAULTS: readonly MockFault[] = [
+  'http_500',
+  'http_429',
+  'http_401',
+  'timeout',
+  'malformed_json',
+  'connection_reset',
+  'missing_fields',
+];
+const DEFAULT_DELAY_MS = 1500;
+const IMAGE_SIZE = 64;
+
+/** Starts the mock provider and resolves once it is listening. */
+export async function startMockProvider(options: MockProviderOptions = {}): Promise<MockProvider> {
+  const tasks = new Map<string, MockTask>();
+  const video = readFileSync(options.videoFile ?? join(__dirname, 'fixtures', 'sample.mp4'));
+  const defaultDelayMs = options.defaultDelayMs ?? DEFAULT_DELAY_MS;
+  const expectedAuth = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
+
+  let createTaskCalls = 0;
+  let fileDownloads = 0;
+  let getCalls = new Map<string, number>();
+  let faults: Required<MockFaults> = {
+    createFault: null,
+    getFault: null,
+    createFaultTimes: null,
+    getFaultTimes: null,
+  };
+  let baseUrl = '';
+
+  const stats: MockProviderStats = {
+    get createTaskCalls() {
+      return createTaskCalls;
+    },
+    getTaskCalls: (id) => getCalls.get(id) ?? 0,
+    get totalGetTaskCalls() {
+      let total = 0;
+      for (const count of getCalls.values()) total += count;
+      return total;
+    },
+    get fileDownloads() {
+      return fileDownloads;
+    },
+    reset() {
+      createTaskCalls = 0;
+      fileDownloads = 0;
+      getCalls = new Map();
+    },
+  };
+
+  function setFaults(next: MockFaults): void {
+    faults = { ...faults, ...next };
+  }
+
+  /** The active fault for one call, consuming one use when it is counted. */
+  function takeFault(which: 'create' | 'get'): MockFault | null {
+    const fault = which === 'create' ? faults.createFault : faults.getFault;
+    if (!fault) return null;
+    const times = which === 'create' ? faults.createFaultTimes : faults.getFaultTimes;
+    if (times !== null && times !== undefined) {
+      const left = times - 1;
+      if (which === 'create') {
+        faults.createFaultTimes = left > 0 ? left : null;
+        if (left <= 0) faults.createFault = null;
+      } else {
+        faults.getFaultTimes = left > 0 ? left : null;
+        if (left <= 0) faults.getFault = null;
+      }
+    }
+    return fault;
+  }
+
+  function authorized(req: IncomingMessage): boolean {
+    if (!expectedAuth) return true;
+    const given = Buffer.from(req.headers.authorization ?? '');
+    return given.length === expectedAuth.length && timingSafeEqual(given, expectedAuth);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://mock.invalid');
+    const route = `${req.method} ${url.pathname}`;
+
+    if (route === 'POST /api/v1/jobs/createTask') {
+      createTaskCalls++;
+      const body = await readBody(req);
+      if (!authorized(req)) {
+        sendJson(res, 401, { code: 401, msg: 'Unauthorized' });
+        return;
+      }
+      if (applyFault(takeFault('create'), res, req)) return;
+      createTask(body, res);
+      return;
+    }
+    if (route === 'GET /api/v1/jobs/recordInfo') {
+      const taskId = url.searchParams.get('taskId') ?? '';
+      getCalls.set(taskId, (getCalls.get(taskId) ?? 0) + 1);
+      if (!authorized(req)) {
+        sendJson(res, 401, { code: 401, msg: 'Unauthorized' });
+        return;
+      }
+      if (applyFault(takeFault('get'), res, req)) return;
+      recordInfo(taskId, res);
+      return;
+    }
+    if (req.method === 'GET' && url.pathname.startsWith('/files/')) {
+      fileDownloads++;
+      serveFile(url.pathname.slice('/files/'.length), res);
+      return;
+    }
+    if (route === 'POST /__control') {
+      const body = parseJson(await readBody(req));
+      const next = parseFaults(body);
+      if (!next) {
+        sendJson(res, 400, { error: 'expected { createFault?, getFault?, ...Times? }' });
+        return;
+      }
+      setFaults(next);
+      if (isRecord(body) && body.resetStats === true) stats.reset();
+      sendJson(res, 200, { faults });
+      return;
+    }
+    if (route === 'GET /__stats') {
+      sendJson(res, 200, { createTaskCalls, getTaskCalls: Object.fromEntries(getCalls), fileDownloads });
+      return;
+    }
+    sendJson(res, 404, { code: 404, msg: 'Not found' });
+  }
+
+  function createTask(rawBody: string, res: ServerResponse): void {
+    const body = parseJson(rawBody);
+    if (!isRecord(body)) {
+      sendJson(res, 400, { code: 400, msg: 'Body must be a JSON object' });
+      return;
+    }
+    const { model, input } = body;
+    if (typeof model !== 'string' || model.length === 0) {
+      sendJson(res, 422, { code: 422, msg: 'model is required' });
+      return;
+    }
+    if (!isRecord(input)) {
+      sendJson(res, 422, { code: 422, msg: 'input must be an object' });
+      return;
+    }
+    if (body.callBackUrl !== undefined && typeof body.callBackUrl !== 'string') {
+      sendJson(res, 422, { code: 422, msg: 'callBackUrl must be a string' });
+      return;
+    }
+
+    const outcome = input.mockOutcome ?? 'success';
+    if (!OUTCOMES.includes(outcome as MockOutcome)) {
+      sendJson(res, 422, { code: 422, msg: `unknown mockOutcome ${String(outcome)}` });
+      return;
+    }
+    if (outcome === 'reject') {
+      sendJson(res, 422, { code: 422, msg: 'Input refused by the mock (mockOutcome reject)' });
+      return;
+    }
+    const delay = input.mockDelayMs;
+    const task: MockTask = {
+      taskId: `mock_${randomUUID().replaceAll('-', '')}`,
+      model,
+      kind: resultKind(model, input),
+      outcome: outcome as MockOutcome,
+      count: resultCount(input),
+      delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
+      createdAt: Date.now(),
+      failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',
+      failMsg: typeof input.mockFailMsg === 'string' ? input.mockFailMsg : 'Generation failed (mockOutcome fail)',
+    };
+    tasks.set(task.taskId, task);
+    sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
+  }
+
+  function recordInfo(taskId: string, res: ServerResponse): void {
+    const task = tasks.get(taskId);
+    if (!task) {
+      sendJson(res, 200, { code: 404, msg: 'Task not found', data: null });
+      return;
+    }
+    const now = Date.now();
+    const elapsed = now - task.createdAt;
+    const done = elapsed >= task.delayMs;
+    const state = done ? finalState(task) : elapsed < task.delayMs / 3 ? 'waiting' : 'generating';
+    const data: Record<string, unknown> = {
+      taskId: task.taskId,
+      model: task.model,
+      state,
+      resultJson: '',
+      failCode: '',
+      failMsg: '',
+      createTime: task.createdAt,
+      updateTime: done ? task.createdAt + task.delayMs : now,
+    };
+    if (state === 'success') data.resultJson = JSON.stringify({ resultUrls: resultUrls(task) });
+    if (state === 'fail') {
+      data.failCode = task.failCode;
+      data.failMsg = task.failMsg;
+    }
+    sendJson(res, 200, { code: 200, msg: 'success', data });
+  }
+
+  function resultUrls(task: MockTask): string[] {
+    const base = `${baseUrl}/files/${task.taskId}`;
+    if (task.outcome === 'broken_result') return [`${base}/missing.${task.kind === 'video' ? 'mp4' : 'png'}`];
+    if (task.outcome === 'hang_result') return [`${base}/hang.${task.kind === 'video' ? 'mp4' : 'png'}`];
+    if (task.kind === 'video') return [`${base}/0.mp4`];
+    return Array.from({ length: task.count }, (_, index) => `${base}/${index}.png`);
+  }
+
+  function serveFile(rest: string, res: ServerResponse): void {
+    const [taskId = '', name = '', extra] = rest.split('/');
+    const task = tasks.get(taskId);
+    if (!task || extra !== undefined) {
+      sendJson(res, 404, { code: 404, msg: 'Not found' });
+      return;
+    }
+    if (/^hang\./.test(name) && task.outcome === 'hang_result') return; // never answered
+    if (task.outcome === 'success' && task.kind === 'video' && name === '0.mp4') {
+      sendBytes(res, 'video/mp4', video);
+      return;
+    }
+    const index = /^(\d+)\.png$/.exec(name)?.[1];
+    if (task.outcome === 'success' && task.kind === 'image' && index !== undefined && Number(index) < task.count) {
+      sendBytes(res, 'image/png', generatePng(IMAGE_SIZE, IMAGE_SIZE, `${taskId}/${index}`));
+      return;
+    }
+    sendJson(res, 404, { code: 404, msg: 'Not found' });
+  }
+
+  function applyFault(fault: MockFault | null, res: ServerResponse, req: IncomingMessage): boolean {
+    switch (fault) {
+      case null:
+        return false;
+      case 'http_500':
+        sendJson(res, 500, { code: 500, msg: 'Internal error (mock fault)' });
+        return true;
+      case 'http_429':
+        sendJson(res, 429, { code: 429, msg: 'Too many requests (mock fault)' });
+        return true;
+      case 'http_401':
+        sendJson(res, 401, { code: 401, msg: 'Unauthorized (mock fault)' });
+        return true;
+      case 'timeout':
+        return true; // left unanswered; stop() drops the connection
+      case 'malformed_json':
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"code":200,"data":');
+        return true;
+      case 'connection_reset':
+        req.socket.destroy();
+        return true;
+      case 'missing_fields':
+        sendJson(res, 200, { code: 200, msg: 'success' });
+        return true;
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) sendJson(res, 500, { code: 500, msg: 'Mock provider error' });
+      else res.destroy();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const ownUrl = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
+  baseUrl = (options.publicBaseUrl ?? ownUrl).replace(/\/+$/, '');
+
+  return {
+    url: ownUrl,
+    stats,
+    setFaults,
+    clearFaults: () => setFaults({ createFault: null, getFault: null, createFaultTimes: null, getFaultTimes: null }),
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * A real RGB PNG (8 bits per channel), a diagonal gradient whose colour is derived from `seed`, so that
+ * different results are different files. Built with node:zlib (deflate) and a hand-rolled CRC-32.
+ */
+export function generatePng(width: number, height: number, seed: string): Buffer {
+  const hue = crc32(Buffer.from(seed));
+  const [r, g, b] = [(hue >>> 16) & 0xff, (hue >>> 8) & 0xff, hue & 0xff];
+  const rowLength = width * 3 + 1;
+  const raw = Buffer.alloc(rowLength * height);
+  for (let y = 0; y < height; y++) {
+    raw[y * rowLength] = 0; // filter type None
+    for (let x = 0; x < width; x++) {
+      const shade = (x + y) / (width + height - 2 || 1);
+      const offset = y * rowLength + 1 + x * 3;
+      raw[offset] = Math.round(r * (1 - shade) + 255 * shade) & 0xff;
+      raw[offset + 1] = Math.round(g * (1 - shade)) & 0xff;
+      raw[offset + 2] = Math.round(b * shade + 64 * (1 - shade)) & 0xff;
+    }
+  }
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // colour type RGB
+  header[10] = 0; // deflate
+  header[11] = 0; // adaptive filtering
+  header[12] = 0; // no interlace
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', header),
+    pngChunk('IDAT', deflateSync(raw)),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length, 0);
+  const typeAndData = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(typeAndData), 0);
+  return Buffer.concat([length, typeAndData, crc]);
+}
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/** CRC-32 (ISO-HDLC), as PNG chunks use it. */
+export function crc32(data: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of data) crc = (CRC_TABLE[(crc ^ byte) & 0xff] ?? 0) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function finalState(task: MockTask): string {
+  if (task.outcome === 'fail') return 'fail';
+  if (task.outcome === 'unknown_state') return 'exploded';
+  return 'success';
+}
+
+function resultKind(model: string, input: Record<string, unknown>): 'image' | 'video' {
+  if (input.mockKind === 'image' || input.mockKind === 'video') return input.mockKind;
+  return /video/i.test(model) ? 'video' : 'image';
+}
+
+function resultCount(input: Record<string, unknown>): number {
+  for (const field of ['num_images', 'numOutputs', 'num_outputs', 'numImages', 'n']) {
+    const value = input[field];
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0) return Math.min(value, 10);
+  }
+  return 1;
+}
+
+function parseFaults(body: unknown): MockFaults | undefined {
+  if (!isRecord(body)) return undefined;
+  const next: MockFaults = {};
+  for (const field of ['createFault', 'getFault'] as const) {
+    const value = body[field];
+    if (value === undefined) continue;
+    if (value !== null && !FAULTS.includes(value as MockFault)) return undefined;
+    next[field] = value as MockFault | null;
+  }
+  for (const field of ['createFaultTimes', 'getFaultTimes'] as const) {
+    const value = body[field];
+    if (value === undefined) continue;
+    if (value !== null && !(typeof value === 'number' && Number.isInteger(value) && value > 0)) return undefined;
+    next[field] = value as number | null;
+  }
+  return next;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function sendBytes(res: ServerResponse, contentType: string, bytes: Buffer): void {
+  res.writeHead(200, { 'content-type': contentType, 'content-length': bytes.length }).end(bytes);
+}

@@ -1,0 +1,190 @@
+/**
+ * The whole service on one machine, on real parts: DynamoDB Local, the real handlers behind the local
+ * gateway, the mock provider over HTTP, results on the filesystem, and the sweeper on a timer.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { contentTypeForKey, resolveMediaPath } from '../functions/media/fs-media-store';
+import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
+import { grantCredits } from '../functions/store/accounts';
+import { listApiKeys, putApiKey } from '../functions/store/api-keys';
+import { ensureTable } from '../functions/store/ensure-table';
+import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
+import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
+import { type DynamoDbLocalHandle, startDynamoDbLocal } from './dynamodb-local';
+import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
+import { type MockProvider, startMockProvider } from './mock-provider';
+import type { LocalSettings } from './settings';
+
+/** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
+export class LocalStackError extends Error {}
+
+export interface LocalStack {
+  url: string;
+  dynamodbEndpoint: string;
+  mockProvider: MockProvider;
+  /** The demo key, when this start created the demo user (first start, or always with `:memory:`). */
+  demoApiKey?: string;
+  stop(): Promise<void>;
+}
+
+export const DEMO_USER = 'demo';
+export const DEMO_CREDITS = 1000;
+const PROVIDER_KEY = 'local-provider-key';
+const ROOT = resolve(__dirname, '..');
+
+function assertJava(): void {
+  const probe = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new LocalStackError('Java 17 or newer is required to run DynamoDB Local, and `java` was not found on PATH.');
+  }
+}
+
+function assertPortFree(port: number, host: string, setting: string): Promise<void> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createNetServer();
+    probe.once('error', () =>
+      reject(new LocalStackError(`Port ${port} (${setting}) is already in use; set ${setting} to a free port.`)),
+    );
+    probe.listen(port, host, () => probe.close(() => resolvePort()));
+  });
+}
+
+async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
+  const module = (await import(pathToFileURL(join(ROOT, definition.entry)).href)) as {
+    handler?: T;
+    default?: { handler?: T };
+  };
+  const handler = module.handler ?? module.default?.handler;
+  if (!handler) throw new Error(`${definition.entry} does not export a handler`);
+  return handler;
+}
+
+/** Creates the demo user with credits and a key on a fresh database; returns the key (shown once). */
+async function ensureDemoUser(): Promise<string | undefined> {
+  const store = storeFromEnv();
+  if ((await listApiKeys(store, DEMO_USER)).length > 0) return undefined;
+  await grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' });
+  const issued = await putApiKey(store, { userId: DEMO_USER, name: 'demo' });
+  return issued.apiKey;
+}
+
+/** Starts everything; on any failure, stops what already started. */
+export async function startLocalStack(settings: LocalSettings, log: (line: string) => void): Promise<LocalStack> {
+  assertJava();
+  await assertPortFree(settings.port, settings.host, 'PORT');
+  await assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT');
+
+  const inMemory = settings.dataDir === ':memory:';
+  const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
+  if (!inMemory) mkdirSync(resolve(settings.dataDir, 'dynamodb'), { recursive: true });
+  mkdirSync(mediaDir, { recursive: true });
+
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const stop = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  };
+  if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
+
+  try {
+    let dynamodb: Pick<DynamoDbLocalHandle, 'endpoint'>;
+    if (settings.dynamodbEndpoint) {
+      dynamodb = { endpoint: settings.dynamodbEndpoint };
+    } else {
+      try {
+        const started = await startDynamoDbLocal({
+          port: settings.dynamodbPort,
+          dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
+        });
+        cleanups.push(() => started.stop());
+        dynamodb = started;
+      } catch (error) {
+        throw new LocalStackError(
+          `DynamoDB Local did not start on port ${settings.dynamodbPort} (DYNAMODB_PORT): ${(error as Error).message}`,
+        );
+      }
+    }
+
+    const mockProvider = await startMockProvider({
+      port: settings.mockProviderPort,
+      host: settings.host,
+      apiKey: PROVIDER_KEY,
+    });
+    cleanups.push(() => mockProvider.stop());
+
+    const url = `http://${settings.host}:${settings.port}`;
+    // The handlers read exactly the variables the CDK stack sets on the Lambdas.
+    Object.assign(process.env, {
+      TABLE_NAME: settings.tableName,
+      DYNAMODB_ENDPOINT: dynamodb.endpoint,
+      AWS_REGION: 'local',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      PROVIDER_BASE_URL: mockProvider.url,
+      PROVIDER_API_KEY: PROVIDER_KEY,
+      MEDIA_DIR: mediaDir,
+      MEDIA_BASE_URL: url,
+      PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
+      MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
+    });
+    process.env.METRICS ??= 'off';
+    process.env.LOG_LEVEL ??= 'warn';
+    resetStoreFromEnv();
+    resetLifecycleFromEnv();
+    await ensureTable(storeFromEnv());
+
+    const routes: LoadedRoute[] = [];
+    for (const route of ROUTES) routes.push({ route, handler: await loadHandler<ProxyHandler>(route) });
+    const authorizer = await loadHandler<AuthorizerHandler>(AUTHORIZER);
+    const sweeper = await loadHandler<() => Promise<unknown>>(SWEEPER);
+
+    const server: Server = createServer(
+      createGateway({
+        routes,
+        authorizer,
+        authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
+        media: {
+          resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
+          contentType: contentTypeForKey,
+        },
+        log,
+      }),
+    );
+    await new Promise<void>((ready, fail) => {
+      server.once('error', fail);
+      server.listen(settings.port, settings.host, () => ready());
+    });
+    cleanups.push(
+      () =>
+        new Promise<void>((closed) => {
+          server.close(() => closed());
+          server.closeAllConnections();
+        }),
+    );
+
+    // The sweeper runs as in AWS, on a schedule; a run never overlaps the previous one.
+    let sweeping: Promise<unknown> | undefined;
+    const timer = setInterval(() => {
+      sweeping ??= sweeper()
+        .catch((error: unknown) => log(`sweeper failed: ${(error as Error).message}`))
+        .finally(() => {
+          sweeping = undefined;
+        });
+    }, settings.sweeperIntervalSeconds * 1000);
+    cleanups.push(async () => {
+      clearInterval(timer);
+      await sweeping;
+    });
+
+    const demoApiKey = await ensureDemoUser();
+    return { url, dynamodbEndpoint: dynamodb.endpoint, mockProvider, demoApiKey, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * How long things live, in one file so that the waits overlap: a key until its expiry (while the
+ * authorizer's cached Allow is still fresh), a task that never finishes until TIMEOUT, and an
+ * idempotency record beyond the end of its task.
+ */
+import { randomUUID } from 'node:crypto';
+import { createApi, IMAGE_PATH, taskPath } from './support/api';
+import { loadTarget } from './support/target';
+
+const target = loadTarget();
+const api = createApi(target);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test.concurrent(
+  'an Idempotency-Key replay after the task has ended answers with the same task',
+  async () => {
+    const headers = { 'Idempotency-Key': randomUUID() };
+    const body = { model: 'image-model-4', prompt: 'replay me later' };
+    const first = await api.submit(IMAGE_PATH, body, undefined, headers);
+    const ended = await api.pollUntilDone(first.taskId);
+
+    const replay = await api.submit(IMAGE_PATH, body, undefined, headers);
+
+    expect([1, 2]).toContain(ended.status);
+    expect(replay.taskId).toBe(first.taskId);
+    expect(replay.creditsUsed).toBe(first.creditsUsed);
+  },
+  target.pollTimeoutMs + 10_000,
+);
+
+if (target.runs('keyExpiry')) {
+  /** Enough time for the request made before the expiry. */
+  const MARGIN_MS = 3000;
+  const ladder = target.key('expiring');
+  const lastExpiryMs = Math.max(...ladder.map((key) => key.expiresAtMs));
+
+  test.concurrent(
+    'a key works until its expiry, then gets 401 although the authorizer cached its Allow',
+    async () => {
+      const path = taskPath(randomUUID());
+      const expiring = ladder.find((key) => key.expiresAtMs - Date.now() >= MARGIN_MS);
+      if (!expiring) throw new Error('Every expiring key ran out before this test started: lengthen the ladder');
+
+      // 404 (not 401): the key was accepted and the handler looked for the task.
+      const before = await api.request(path, { apiKey: expiring.apiKey });
+      await sleep(Math.max(0, expiring.expiresAtMs - Date.now()) + 1000);
+      const after = await api.request(path, { apiKey: expiring.apiKey });
+
+      expect(before.status).toBe(404);
+      expect(before.body).toEqual({ error: 'Task not found' });
+      expect(after.status).toBe(401);
+      expect(after.body).toEqual({ error: 'Unauthorized' });
+    },
+    Math.max(0, lastExpiryMs - Date.now()) + 15_000,
+  );
+}
+
+if (target.runs('taskTimeout')) {
+  const maxPendingMs = (target.maxPendingSeconds ?? 0) * 1000;
+  // Past the maximum age, the next GET (or sweep) ends the task: allow a refresh interval more.
+  const pollTimeoutMs = maxPendingMs + (target.kind === 'local' ? 10_000 : 120_000);
+
+  test.concurrent(
+    'a task that never finishes -> TIMEOUT, refunded',
+    async () => {
+      const submitted = await api.submit(IMAGE_PATH, {
+        model: 'image-model-1',
+        prompt: 'never done',
+        providerInput: { mockDelayMs: 3_600_000 },
+      });
+
+      const task = await api.pollUntilDone(submitted.taskId, { timeoutMs: pollTimeoutMs });
+
+      expect(task).toMatchObject({
+        taskId: submitted.taskId,
+        status: 2,
+        errorCode: 'TIMEOUT',
+        creditsUsed: submitted.creditsUsed,
+        creditsRefunded: true,
+      });
+      expect(task.imageUrls).toBeUndefined();
+    },
+    pollTimeoutMs + 10_000,
+  );
+}

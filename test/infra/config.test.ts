@@ -1,0 +1,99 @@
+/**
+ * Context configuration and the LocalStack helper: pure functions, no synthesis.
+ */
+import { App } from 'aws-cdk-lib';
+import { localstackEnv } from '../../bin/localstack-env';
+import { CONFIG_KEYS, ConfigError, DEFAULT_CONFIG, readConfig } from '../../lib/config';
+import { cdkJsonContext } from './support';
+
+function configFrom(context: Record<string, unknown>) {
+  return readConfig(new App({ context }).node);
+}
+
+test('cdk.json sets exactly the known keys (feature flags aside), to the documented defaults', () => {
+  // Prepare
+  const context = cdkJsonContext();
+
+  // Act
+  const keys = Object.keys(context).filter((key) => !key.startsWith('@') && key !== 'cli-telemetry');
+
+  // Assert
+  expect(keys.sort()).toEqual([...CONFIG_KEYS].sort());
+  expect(configFrom(context)).toEqual(DEFAULT_CONFIG);
+  expect(context['cli-telemetry']).toBe(false);
+});
+
+test('values given with -c arrive as strings and are parsed', () => {
+  // Act
+  const config = configFrom({
+    authorizerCacheTtlSeconds: '0',
+    retainData: 'false',
+    logLevel: 'debug',
+    providerBaseUrl: 'https://provider.example.com/',
+  });
+
+  // Assert
+  expect(config).toMatchObject({
+    authorizerCacheTtlSeconds: 0,
+    retainData: false,
+    logLevel: 'DEBUG',
+    providerBaseUrl: 'https://provider.example.com',
+  });
+});
+
+test('LocalStack mode never retains data', () => {
+  // Act
+  const config = configFrom({ localstack: 'true', retainData: true });
+
+  // Assert
+  expect(config).toMatchObject({ localstack: true, retainData: false });
+});
+
+test.each([
+  [{ authorizerCacheTtlSeconds: 3601 }],
+  [{ logRetentionDays: 31 }],
+  [{ maxPendingSeconds: '1.5' }],
+  [{ retainData: 'yes' }],
+  [{ providerBaseUrl: 'provider.example.com' }],
+  [{ alarmEmail: 'not-an-address' }],
+  [{ maxPendingSeconds: 60, providerRefreshIntervalSeconds: 60 }],
+  [{ logLevel: 'TRACE' }],
+])('rejects %j', (context) => {
+  // Act
+  const read = () => configFrom(context);
+
+  // Assert
+  expect(read).toThrow(ConfigError);
+});
+
+test('the LocalStack environment points at the path-based API URL of the deployed stage', () => {
+  // Prepare
+  const outputs = {
+    GenerationService: { ApiId: 'abc123', StageName: 'prod', TableName: 't', BucketName: 'b', ApiUrl: 'x' },
+  };
+
+  // Act
+  const env = localstackEnv(outputs, 'http://localhost:4566/');
+
+  // Assert
+  expect(env).toEqual({
+    API_BASE_URL: 'http://localhost:4566/_aws/execute-api/abc123/prod',
+    E2E_TARGET: 'localstack',
+    TABLE_NAME: 't',
+    MEDIA_BUCKET: 'b',
+    AWS_ENDPOINT_URL: 'http://localhost:4566',
+  });
+});
+
+test('the LocalStack environment refuses ambiguous or incomplete outputs', () => {
+  // Prepare
+  const two = { A: { ApiId: 'a' }, B: { ApiId: 'b' } };
+
+  // Act
+  const ambiguous = () => localstackEnv(two, 'http://localhost:4566');
+  const incomplete = () => localstackEnv(two, 'http://localhost:4566', 'A');
+
+  // Assert
+  expect(ambiguous).toThrow(/cannot tell the stack/);
+  expect(incomplete).toThrow(/StageName is missing/);
+});

@@ -1,0 +1,452 @@
+/**
+ * The stack as `cdk deploy` builds it for AWS (cdk.json defaults), bundles included.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Match } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { TABLE } from '../../functions/store/table';
+import { AUTHORIZER, AUTHORIZER_IDENTITY_SOURCES, ROUTES, SWEEPER } from '../../lib/routes';
+import {
+  actionsOf,
+  cleanUp,
+  logicalIdOf,
+  type Statement,
+  type SynthesizedService,
+  statementsOfFunction,
+  synthesize,
+} from './support';
+
+let service: SynthesizedService;
+
+beforeAll(() => {
+  service = synthesize({}, { bundle: true });
+}, 180_000);
+
+afterAll(() => {
+  cleanUp(service);
+});
+
+const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
+const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+
+function functionId(name: string): string {
+  const fn =
+    name === AUTHORIZER.name
+      ? service.stack.authorizerFunction
+      : name === SWEEPER.name
+        ? service.stack.sweeperFunction
+        : service.stack.routeFunctions.get(name);
+  if (!fn) throw new Error(`no function ${name}`);
+  return logicalIdOf(service, fn);
+}
+
+function statementsOf(name: string): Statement[] {
+  return statementsOfFunction(service.template, functionId(name));
+}
+
+function environmentOf(name: string): Record<string, unknown> {
+  const fn = service.template.toJSON().Resources[functionId(name)];
+  return fn.Properties.Environment.Variables;
+}
+
+describe('functions', () => {
+  test('one function per route plus the authorizer and the sweeper, all with the project defaults', () => {
+    // Prepare
+    const names = [...ROUTES.map((route) => route.name), AUTHORIZER.name, SWEEPER.name];
+
+    // Act
+    const ids = new Set(names.map(functionId));
+
+    // Assert
+    expect(ids.size).toBe(names.length);
+    for (const id of ids) {
+      const fn = service.template.toJSON().Resources[id];
+      expect(fn.Type).toBe('AWS::Lambda::Function');
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        MemorySize: 512,
+        Handler: 'index.handler',
+        LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
+      });
+      expect(fn.Properties.TracingConfig).toBeUndefined();
+    }
+  });
+
+  test('timeouts follow the role: API 29 s, authorizer 10 s, sweeper 2 min', () => {
+    // Prepare
+    const timeout = (name: string) => service.template.toJSON().Resources[functionId(name)].Properties.Timeout;
+
+    // Act
+    const routes = ROUTES.map((route) => timeout(route.name));
+
+    // Assert
+    expect(routes).toEqual(ROUTES.map(() => 29));
+    expect(timeout(AUTHORIZER.name)).toBe(10);
+    expect(timeout(SWEEPER.name)).toBe(120);
+  });
+
+  test('every function logs to its own log group with the configured retention', () => {
+    // Act
+    const groups = service.template.findResources('AWS::Logs::LogGroup');
+
+    // Assert
+    for (const name of [AUTHORIZER.name, SWEEPER.name, ...ROUTES.map((route) => route.name)]) {
+      const fn = service.template.toJSON().Resources[functionId(name)];
+      const group = groups[fn.Properties.LoggingConfig.LogGroup.Ref];
+      expect(group?.Properties.RetentionInDays).toBe(30);
+      expect(group?.DeletionPolicy).toBe('Retain');
+    }
+  });
+
+  test('the environment carries exactly the contract each function reads', () => {
+    // Act
+    const authorizer = environmentOf(AUTHORIZER.name);
+    const lifecycle = [SWEEPER.name, ...ROUTES.map((route) => route.name)].map(environmentOf);
+
+    // Assert
+    expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'TABLE_NAME']);
+    for (const env of lifecycle) {
+      expect(env).toMatchObject({
+        TABLE_NAME: { Ref: expect.any(String) },
+        PROVIDER_BASE_URL: 'https://provider.example.invalid',
+        PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
+        MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
+        MEDIA_URL_TTL_SECONDS: '3600',
+        PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
+        MAX_PENDING_SECONDS: '1800',
+        LOG_LEVEL: 'INFO',
+      });
+      expect(env).not.toHaveProperty('INLINE_AUTHORIZER');
+    }
+  });
+
+  test('each bundle is one CommonJS file with the AWS SDK inside and no source map', () => {
+    // Prepare
+    const assembly = service.app.synth();
+    const resources = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+      string,
+      { Type: string; Properties: { Code?: { S3Key?: unknown } } }
+    >;
+
+    // Act: an asset's S3 key is `<hash>.zip`, staged in the assembly as `asset.<hash>/`.
+    const assetDirs = Object.values(resources)
+      .filter((resource) => resource.Type === 'AWS::Lambda::Function')
+      .map((resource) => resource.Properties.Code?.S3Key)
+      .filter((key): key is string => typeof key === 'string' && key.endsWith('.zip'))
+      .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
+
+    // Assert
+    expect(assetDirs).toHaveLength(ROUTES.length + 2);
+    for (const dir of assetDirs) {
+      expect(fs.readdirSync(dir)).toEqual(['index.js']);
+      const code = fs.readFileSync(path.join(dir, 'index.js'), 'utf8');
+      // The SDK's optional CRT signer (SigV4a, unused here) is required inside a try block; it stays out.
+      const externalSdk = new Set(code.match(/require\("@aws-sdk\/[^"]+"\)/g) ?? []);
+      expect([...externalSdk]).toEqual(['require("@aws-sdk/signature-v4-crt")']);
+      expect(code.includes('DynamoDB_20120810')).toBe(true);
+      expect(code.includes('sourceMappingURL')).toBe(false);
+    }
+  });
+});
+
+describe('least privilege', () => {
+  test('no role has a managed policy, and nobody gets a service wildcard or Scan', () => {
+    // Act
+    const roles = service.template.findResources('AWS::IAM::Role');
+    const everything = [AUTHORIZER.name, SWEEPER.name, ...ROUTES.map((route) => route.name)].flatMap(statementsOf);
+
+    // Assert
+    for (const [id, role] of Object.entries(roles)) {
+      if (id.startsWith('ApiCloudWatchRole')) continue; // the account-level API Gateway logging role
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    }
+    const actions = actionsOf(everything);
+    expect(actions.filter((action) => action.endsWith(':*') || action === '*')).toEqual([]);
+    expect(actions).not.toContain('dynamodb:Scan');
+    expect(everything.every((statement) => statement.Effect === 'Allow' && statement.Resource !== '*')).toBe(true);
+  });
+
+  test('the authorizer reads the table and writes its logs, nothing else', () => {
+    // Act
+    const actions = actionsOf(statementsOf(AUTHORIZER.name));
+
+    // Assert
+    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...READ].sort());
+  });
+
+  test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
+    for (const name of [SWEEPER.name, ...ROUTES.map((route) => route.name)]) {
+      // Act
+      const statements = statementsOf(name);
+
+      // Assert
+      expect(actionsOf(statements)).toEqual(
+        [
+          'logs:CreateLogStream',
+          'logs:PutLogEvents',
+          ...READ,
+          ...WRITE,
+          'secretsmanager:GetSecretValue',
+          's3:GetObject',
+          's3:PutObject',
+        ].sort(),
+      );
+      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
+      expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
+      expect(secret?.Resource).toEqual({ Ref: expect.stringMatching(/^ProviderSecret/) });
+    }
+  });
+
+  test('the table grant covers the table and its pending index only', () => {
+    // Act
+    const table = statementsOf(SWEEPER.name).find((statement) => actionsOf([statement]).includes('dynamodb:Query'));
+
+    // Assert
+    expect(JSON.stringify(table?.Resource)).toContain(`"/index/${TABLE.pendingIndex.name}"`);
+    expect(table?.Resource).toHaveLength(2);
+  });
+});
+
+describe('API', () => {
+  test('every route is a Lambda proxy method protected by the REQUEST authorizer', () => {
+    // Prepare
+    const authorizerId = Object.keys(service.template.findResources('AWS::ApiGateway::Authorizer'))[0];
+
+    // Act
+    const methods = Object.values(service.template.findResources('AWS::ApiGateway::Method'));
+
+    // Assert
+    expect(methods).toHaveLength(ROUTES.length);
+    for (const route of ROUTES) {
+      const method = methods.find(
+        (candidate) =>
+          candidate.Properties.HttpMethod === route.method &&
+          JSON.stringify(candidate.Properties.Integration.Uri).includes(`"${functionId(route.name)}"`),
+      );
+      expect(method?.Properties).toMatchObject({
+        AuthorizationType: 'CUSTOM',
+        AuthorizerId: { Ref: authorizerId },
+        Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+      });
+    }
+  });
+
+  test('the routes exist at their paths', () => {
+    // Act
+    const paths = Object.values(service.template.findResources('AWS::ApiGateway::Resource')).map(
+      (resource) => resource.Properties.PathPart,
+    );
+
+    // Assert
+    for (const route of ROUTES) {
+      for (const part of route.path.split('/').filter(Boolean)) expect(paths).toContain(part);
+    }
+  });
+
+  test('the authorizer is keyed on the Authorization header and the source IP, with the configured TTL', () => {
+    // Assert
+    service.template.resourceCountIs('AWS::ApiGateway::Authorizer', 1);
+    service.template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Type: 'REQUEST',
+      IdentitySource: AUTHORIZER_IDENTITY_SOURCES.join(','),
+      AuthorizerResultTtlInSeconds: 60,
+      AuthorizerUri: Match.anyValue(),
+    });
+    expect(AUTHORIZER_IDENTITY_SOURCES).toContain('context.identity.sourceIp');
+  });
+
+  test.each([
+    ['UNAUTHORIZED', '401', '{"error":"Unauthorized"}'],
+    ['ACCESS_DENIED', '403', '{"error":"Forbidden"}'],
+    ['MISSING_AUTHENTICATION_TOKEN', '404', '{"error":"Not found"}'],
+    ['REQUEST_TOO_LARGE', '413', '{"error":"Payload too large"}'],
+    ['THROTTLED', '429', '{"error":"Too many requests"}'],
+    ['AUTHORIZER_FAILURE', '500', '{"error":"Internal error","requestId":"$context.requestId"}'],
+    ['DEFAULT_5XX', '500', '{"error":"Internal error","requestId":"$context.requestId"}'],
+  ])('gateway response %s answers %s with a JSON body', (type, status, body) => {
+    // Assert
+    service.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: type,
+      StatusCode: status,
+      ResponseTemplates: { 'application/json': body },
+      ResponseParameters: { 'gatewayresponse.header.Content-Type': "'application/json'" },
+    });
+  });
+
+  test('other 4xx keep their status and carry the message as the error', () => {
+    // Assert
+    service.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'DEFAULT_4XX',
+      StatusCode: Match.absent(),
+      ResponseTemplates: { 'application/json': '{"error":$context.error.messageString}' },
+    });
+  });
+
+  test('the stage throttles, logs access as JSON with request id and source IP, and emits metrics', () => {
+    // Act
+    const stage = Object.values(service.template.findResources('AWS::ApiGateway::Stage'))[0];
+    const format = JSON.parse(stage?.Properties.AccessLogSetting.Format);
+
+    // Assert
+    expect(stage?.Properties).toMatchObject({
+      StageName: 'prod',
+      MethodSettings: [
+        {
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          ThrottlingRateLimit: 100,
+          ThrottlingBurstLimit: 200,
+          MetricsEnabled: true,
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+        },
+      ],
+    });
+    expect(format).toMatchObject({ requestId: '$context.requestId', sourceIp: '$context.identity.sourceIp' });
+  });
+});
+
+describe('data', () => {
+  test('the table mirrors functions/store/table.ts, on demand, with PITR, TTL, encryption and protection', () => {
+    // Assert
+    service.template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: {
+        BillingMode: 'PAY_PER_REQUEST',
+        DeletionProtectionEnabled: true,
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+        TimeToLiveSpecification: { AttributeName: TABLE.ttlAttribute, Enabled: true },
+        KeySchema: [
+          { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
+          { AttributeName: TABLE.sortKey, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: TABLE.pendingIndex.name,
+            KeySchema: [
+              { AttributeName: TABLE.pendingIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: TABLE.pendingIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ],
+      },
+    });
+  });
+
+  test('the media bucket is private, TLS only, encrypted, logged and expires results', () => {
+    // Act
+    const bucketId = logicalIdOf(service, service.stack.mediaBucket);
+    const bucket = service.template.toJSON().Resources[bucketId];
+
+    // Assert
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties).toMatchObject({
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LoggingConfiguration: { DestinationBucketName: { Ref: expect.stringMatching(/^MediaAccessLogs/) } },
+      LifecycleConfiguration: {
+        Rules: [expect.objectContaining({ Prefix: 'results/', ExpirationInDays: 30, Status: 'Enabled' })],
+      },
+    });
+    service.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: bucketId },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    service.template.resourceCountIs('Custom::S3AutoDeleteObjects', 0);
+  });
+
+  test('the provider key secret is created with a generated placeholder and retained', () => {
+    // Assert
+    service.template.hasResource('AWS::SecretsManager::Secret', {
+      DeletionPolicy: 'Retain',
+      Properties: { GenerateSecretString: Match.objectLike({}), SecretString: Match.absent() },
+    });
+  });
+});
+
+describe('operations', () => {
+  test('the sweeper runs every minute without retries', () => {
+    // Assert
+    service.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [functionId(SWEEPER.name), 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+        }),
+      ],
+    });
+  });
+
+  test('alarms watch the API, the authorizer, the sweeper, refunds, timeouts and the provider', () => {
+    // Act
+    const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties,
+    );
+    const onMetric = (name: string) => alarms.filter((alarm) => alarm.MetricName === name);
+
+    // Assert
+    expect(JSON.stringify(alarms)).toContain('5XXError');
+    expect(
+      onMetric('Errors')
+        .map((alarm) => alarm.Dimensions[0].Value.Ref)
+        .sort(),
+    ).toEqual([functionId(AUTHORIZER.name), functionId(SWEEPER.name)].sort());
+    expect(onMetric('RefundFailures')).toEqual([
+      expect.objectContaining({ Namespace: 'GenerationService', Threshold: 1, Statistic: 'Sum' }),
+    ]);
+    expect(onMetric('TasksFailed')).toEqual([
+      expect.objectContaining({
+        Namespace: 'GenerationService',
+        Dimensions: [{ Name: 'ErrorCode', Value: 'TIMEOUT' }],
+        Threshold: 3,
+      }),
+    ]);
+    expect(onMetric('ProviderErrors')).toHaveLength(1);
+    expect(alarms.every((alarm) => alarm.TreatMissingData === 'notBreaching')).toBe(true);
+    service.template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  test('outputs name the API URL, the table, the bucket and the secret', () => {
+    // Act
+    const outputs = Object.keys(service.template.toJSON().Outputs);
+
+    // Assert
+    expect(outputs).toEqual(
+      expect.arrayContaining(['ApiUrl', 'ApiId', 'StageName', 'TableName', 'BucketName', 'SecretName', 'SecretArn']),
+    );
+  });
+
+  test('cdk-nag AwsSolutions finds nothing unacknowledged, and every acknowledgement has a reason', () => {
+    // Act
+    const report = new AwsSolutionsChecks(service.app).validateScope(service.app);
+    const acknowledged = service.stack.node
+      .findAll()
+      .flatMap((construct) => construct.node.metadata)
+      .filter((entry) => entry.type === 'aws:cdk:acknowledged-rules')
+      .flatMap((entry) => Object.values(entry.data as Record<string, string>));
+
+    // Assert
+    expect(report.violations.map((violation) => violation.ruleName)).toEqual([]);
+    expect(acknowledged.length).toBeGreaterThan(0);
+    for (const reason of acknowledged) expect(reason.length).toBeGreaterThan(40);
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * Builds the app the way bin/app.ts does (cdk.json context, the cdk-nag plugin) with context
+ * overrides, so every infra test checks what `cdk synth` would produce.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { GenerationServiceStack } from '../../lib/generation-service-stack';
+import { buildServiceApp } from '../../lib/service-app';
+
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+
+/** The "context" of cdk.json: the configuration and the feature flags. */
+export function cdkJsonContext(): Record<string, unknown> {
+  const cdkJson = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  };
+  return cdkJson.context;
+}
+
+export interface SynthesizedService {
+  app: App;
+  stack: GenerationServiceStack;
+  template: Template;
+}
+
+/**
+ * Synthesizes the service. `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context),
+ * for variants whose assertions do not depend on the bundles.
+ */
+export function synthesize(overrides: Record<string, unknown> = {}, options: { bundle: boolean }): SynthesizedService {
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'generation-infra-'));
+  const app = new App({
+    outdir,
+    context: { ...cdkJsonContext(), ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...overrides },
+  });
+  const stack = buildServiceApp(app, {});
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** Removes a synthesized assembly (it holds the bundles). */
+export function cleanUp(service: SynthesizedService | undefined): void {
+  if (service) fs.rmSync(service.app.outdir, { recursive: true, force: true });
+}
+
+interface Resource {
+  Type: string;
+  Properties: Record<string, unknown>;
+}
+
+export interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+}
+
+/** The logical id of the construct's default CloudFormation resource. */
+export function logicalIdOf(service: SynthesizedService, construct: { node: { defaultChild?: unknown } }): string {
+  const child = construct.node.defaultChild as Parameters<GenerationServiceStack['getLogicalId']>[0];
+  return service.stack.getLogicalId(child);
+}
+
+/**
+ * Every IAM statement the role of the Lambda function with this logical id can use: inline policies
+ * and attached AWS::IAM::Policy resources. Throws when the role has managed policies, which would
+ * grant things this list cannot show.
+ */
+export function statementsOfFunction(template: Template, functionLogicalId: string): Statement[] {
+  const resources = template.toJSON().Resources as Record<string, Resource>;
+  const fn = resources[functionLogicalId];
+  if (!fn) throw new Error(`no function ${functionLogicalId}`);
+  const roleRef = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const role = resources[roleRef];
+  if (!role) throw new Error(`no role ${roleRef}`);
+  if (role.Properties.ManagedPolicyArns !== undefined) throw new Error(`${roleRef} has managed policies`);
+  const documents = [
+    ...((role.Properties.Policies ?? []) as { PolicyDocument: { Statement: Statement[] } }[]),
+    ...Object.values(resources)
+      .filter((resource) => resource.Type === 'AWS::IAM::Policy')
+      .filter((policy) => (policy.Properties.Roles as { Ref: string }[]).some((ref) => ref.Ref === roleRef))
+      .map((policy) => policy.Properties as { PolicyDocument: { Statement: Statement[] } }),
+  ];
+  return documents.flatMap((document) => document.PolicyDocument.Statement);
+}
+
+/** The actions of a list of statements, flattened and sorted. */
+export function actionsOf(statements: Statement[]): string[] {
+  return statements
+    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]))
+    .sort();
+}

@@ -1,0 +1,337 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { authorizeKey } from '../../functions/auth/authorize-key';
+import { getBalance } from '../../functions/store/accounts';
+import { listApiKeys } from '../../functions/store/api-keys';
+import { keys } from '../../functions/store/keys';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+
+// Each command is a fresh `tsx` process (TypeScript compile + SDK load): seconds on a small machine.
+jest.setTimeout(120_000);
+
+const ROOT = resolve(__dirname, '../..');
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed; the CLI prints exactly one JSON object. */
+  json: Record<string, unknown>;
+  /** stderr parsed when it is not empty. */
+  error?: Record<string, unknown>;
+}
+
+describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => {
+  let store: TestStore;
+  let env: NodeJS.ProcessEnv;
+
+  function admin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
+    return new Promise((resolveRun) => {
+      execFile(TSX, ['bin/admin.ts', ...args], { cwd: ROOT, env: { ...env, ...extraEnv } }, (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolveRun({
+          code,
+          stdout,
+          stderr,
+          json: stdout.trim() ? JSON.parse(stdout) : {},
+          ...(stderr.trim() ? { error: JSON.parse(stderr) } : {}),
+        });
+      });
+    });
+  }
+
+  beforeAll(async () => {
+    store = await createTestStore();
+    const { TABLE_NAME: _t, DYNAMODB_PORT: _p, ...rest } = process.env;
+    env = { ...rest, TABLE_NAME: store.tableName, DYNAMODB_PORT: new URL(store.endpoint).port };
+  });
+
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('--help prints the usage as one JSON object and exits 0', async () => {
+    // Act
+    const run = await admin(['--help']);
+
+    // Assert
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.json.usage).toEqual(expect.arrayContaining([expect.stringContaining('keys rotate --key-id K')]));
+  });
+
+  it('credits grant adds to the balance and credits show reads it; both print { userId, balance }', async () => {
+    // Act
+    const first = await admin(['credits', 'grant', '--user', 'cli-user-1', '--amount', '50']);
+    const second = await admin(['credits', 'grant', '--user=cli-user-1', '--amount=30']);
+    const shown = await admin(['credits', 'show', '--user', 'cli-user-1']);
+    const nobody = await admin(['credits', 'show', '--user', 'cli-nobody']);
+
+    // Assert
+    expect([first.code, second.code, shown.code, nobody.code]).toEqual([0, 0, 0, 0]);
+    expect(first.json).toEqual({ userId: 'cli-user-1', balance: 50 });
+    expect(second.json).toEqual({ userId: 'cli-user-1', balance: 80 });
+    expect(shown.json).toEqual({ userId: 'cli-user-1', balance: 80 });
+    expect(nobody.json).toEqual({ userId: 'cli-nobody', balance: 0 });
+    expect(await getBalance(store, 'cli-user-1')).toBe(80);
+  });
+
+  it.each([
+    [
+      'a negative amount',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount=-5'],
+      '--amount must be a whole number',
+    ],
+    ['a zero amount', ['credits', 'grant', '--user', 'cli-user-2', '--amount', '0'], '--amount must be a whole number'],
+    ['a fractional amount', ['credits', 'grant', '--user', 'cli-user-2', '--amount', '1.5'], '--amount must be'],
+    [
+      'a missing value',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount'],
+      "'--amount <value>' argument missing",
+    ],
+    [
+      'an unknown flag',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount', '5', '--force'],
+      "Unknown option '--force'",
+    ],
+    [
+      'a flag of another command',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount', '5', '--name', 'x'],
+      '--name is not an option',
+    ],
+    [
+      'a repeated flag',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount', '5', '--amount', '6'],
+      'more than once',
+    ],
+    ['no user', ['credits', 'grant', '--amount', '5'], 'requires --user'],
+    ['an unknown command', ['credits', 'steal', '--user', 'cli-user-2'], 'unknown command'],
+  ])('credits grant with %s exits 2 with a JSON error and changes nothing', async (_label, args, message) => {
+    // Act
+    const run = await admin(args);
+
+    // Assert
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.error).toEqual({ error: expect.stringContaining(message) });
+    expect(await getBalance(store, 'cli-user-2')).toBe(0);
+  });
+
+  it('keys create prints the key once; keys list shows it without the key; the key authorizes', async () => {
+    // Act
+    const created = await admin([
+      'keys',
+      'create',
+      '--user',
+      'cli-user-3',
+      '--name',
+      'CI pipeline',
+      '--allow-ip',
+      '198.51.100.0/24',
+      '--allow-ip',
+      '2001:DB8::1',
+      '--expires-at',
+      '2099-01-31T12:00:00+01:00',
+    ]);
+    const listed = await admin(['keys', 'list', '--user', 'cli-user-3']);
+
+    // Assert
+    expect(created.code).toBe(0);
+    const apiKey = String(created.json.apiKey);
+    expect(created.json).toEqual({
+      keyId: expect.stringMatching(/^key_[a-z0-9]{12}$/),
+      apiKey: expect.stringMatching(/^gsk_live_[A-Za-z0-9_-]{43}$/),
+      userId: 'cli-user-3',
+      name: 'CI pipeline',
+      allowedCidrs: ['198.51.100.0/24', '2001:db8::1/128'],
+      expiresAt: '2099-01-31T11:00:00.000Z',
+    });
+    expect(listed.code).toBe(0);
+    expect(listed.json).toEqual({
+      userId: 'cli-user-3',
+      keys: [
+        {
+          keyId: created.json.keyId,
+          name: 'CI pipeline',
+          prefix: apiKey.slice(0, 15),
+          status: 'active',
+          allowedCidrs: ['198.51.100.0/24', '2001:db8::1/128'],
+          createdAt: expect.any(String),
+          expiresAt: '2099-01-31T11:00:00.000Z',
+          revokedAt: null,
+          replacedBy: null,
+          rotatedFrom: null,
+        },
+      ],
+    });
+    expect(listed.stdout).not.toContain(apiKey);
+    const principal = await authorizeKey(store, {
+      authorization: `Bearer ${apiKey}`,
+      sourceIp: '198.51.100.20',
+      now: new Date(),
+    });
+    expect(principal).toEqual({ userId: 'cli-user-3', keyId: created.json.keyId, expiresAt: 4073540400 });
+  });
+
+  it.each([
+    ['a malformed CIDR', ['--allow-ip', '10.0.0.300/8'], 'is not an IPv4/IPv6 address or CIDR block'],
+    ['host bits below the prefix', ['--allow-ip', '10.0.0.1/8'], 'host bits must be zero'],
+    ['an expiry in the past', ['--expires-at', '2020-01-01T00:00:00Z'], 'is not in the future'],
+    ['an expiry that is not ISO', ['--expires-at', 'tomorrow'], 'must be an ISO 8601 date-time'],
+    ['an expiry without a zone', ['--expires-at', '2099-01-01T00:00:00'], 'must be an ISO 8601 date-time'],
+    ['an impossible date', ['--expires-at', '2099-02-30T00:00:00Z'], 'must be an ISO 8601 date-time'],
+    ['an unknown flag', ['--scope', 'all'], "Unknown option '--scope'"],
+  ])('keys create with %s exits 2 and creates nothing', async (_label, extra, message) => {
+    // Act
+    const run = await admin(['keys', 'create', '--user', 'cli-user-4', '--name', 'x', ...extra]);
+
+    // Assert
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.error).toEqual({ error: expect.stringContaining(message) });
+    expect(await listApiKeys(store, 'cli-user-4')).toEqual([]);
+  });
+
+  it('keys rotate issues a new key, ends the old one, and keys revoke refuses the new one at once', async () => {
+    // Prepare
+    const created = await admin(['keys', 'create', '--user', 'cli-user-5', '--name', 'deploy']);
+    const oldKeyId = String(created.json.keyId);
+
+    // Act
+    const rotated = await admin(['keys', 'rotate', '--key-id', oldKeyId, '--grace-seconds', '0']);
+    const newKeyId = String(rotated.json.keyId);
+    const revoked = await admin(['keys', 'revoke', '--key-id', newKeyId]);
+    const listed = await admin(['keys', 'list', '--user', 'cli-user-5']);
+
+    // Assert
+    expect(rotated.code).toBe(0);
+    expect(rotated.json).toEqual({
+      keyId: expect.stringMatching(/^key_/),
+      apiKey: expect.stringMatching(/^gsk_live_/),
+      userId: 'cli-user-5',
+      name: 'deploy',
+      allowedCidrs: [],
+      expiresAt: null,
+      previous: { keyId: oldKeyId, expiresAt: null, revokedAt: expect.any(String) },
+    });
+    expect(newKeyId).not.toBe(oldKeyId);
+    expect(revoked.code).toBe(0);
+    expect(revoked.json).toEqual({
+      keyId: newKeyId,
+      userId: 'cli-user-5',
+      revokedAt: expect.any(String),
+      alreadyRevoked: false,
+    });
+    const statuses = (listed.json.keys as { keyId: string; status: string; replacedBy: string | null }[]).map((key) => [
+      key.keyId,
+      key.status,
+      key.replacedBy,
+    ]);
+    expect(statuses).toEqual(
+      expect.arrayContaining([
+        [oldKeyId, 'revoked', newKeyId],
+        [newKeyId, 'revoked', null],
+      ]),
+    );
+    const auth = await authorizeKey(store, {
+      authorization: `Bearer ${String(rotated.json.apiKey)}`,
+      sourceIp: '192.0.2.1',
+      now: new Date(),
+    }).catch((error: unknown) => error);
+    expect(auth).toMatchObject({ name: 'UnauthorizedError' });
+  });
+
+  it('keys rotate keeps the old key for the default grace and refuses to rotate it twice', async () => {
+    // Prepare
+    const created = await admin(['keys', 'create', '--user', 'cli-user-6', '--name', 'grace']);
+    const before = Date.now();
+
+    // Act
+    const rotated = await admin(['keys', 'rotate', '--key-id', String(created.json.keyId)]);
+    const again = await admin(['keys', 'rotate', '--key-id', String(created.json.keyId)]);
+
+    // Assert
+    expect(rotated.code).toBe(0);
+    const previous = rotated.json.previous as { expiresAt: string; revokedAt: null };
+    const graceEnd = Date.parse(previous.expiresAt);
+    expect(graceEnd).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 3600_000);
+    expect(graceEnd).toBeLessThanOrEqual(Date.now() + 3600_000);
+    expect(previous.revokedAt).toBeNull();
+    expect(again.code).toBe(1);
+    expect(again.error).toEqual({ error: expect.stringContaining('was already rotated') });
+    expect(await listApiKeys(store, 'cli-user-6')).toHaveLength(2);
+  });
+
+  it.each([
+    ['an unknown key id', ['keys', 'revoke', '--key-id', 'key_000000000000'], 1, 'API key not found'],
+    ['a malformed key id', ['keys', 'revoke', '--key-id', 'gsk_live_oops'], 2, '--key-id must look like'],
+    [
+      'a negative grace',
+      ['keys', 'rotate', '--key-id', 'key_000000000000', '--grace-seconds=-1'],
+      2,
+      '--grace-seconds',
+    ],
+    ['a list without user', ['keys', 'list'], 2, 'requires --user'],
+  ])('keys with %s fails with a JSON error', async (_label, args, code, message) => {
+    // Act
+    const run = await admin(args);
+
+    // Assert
+    expect(run.code).toBe(code);
+    expect(run.stdout).toBe('');
+    expect(run.error).toEqual({ error: expect.stringContaining(message) });
+  });
+
+  it('audit reports every user and exits 1 once a balance differs from its ledger', async () => {
+    // Prepare
+    await admin(['credits', 'grant', '--user', 'cli-user-7', '--amount', '10']);
+
+    // Act
+    const healthy = await admin(['audit', '--user', 'cli-user-7']);
+    const all = await admin(['audit']);
+    await store.doc.send(
+      new UpdateCommand({
+        TableName: store.tableName,
+        Key: keys.account('cli-user-7'),
+        UpdateExpression: 'SET #balance = #balance + :one',
+        ExpressionAttributeNames: { '#balance': 'balance' },
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const broken = await admin(['audit']);
+
+    // Assert
+    expect(healthy.code).toBe(0);
+    expect(healthy.json).toEqual({
+      ok: true,
+      users: [expect.objectContaining({ userId: 'cli-user-7', balance: 10, ledgerSum: 10, ok: true })],
+    });
+    expect(all.code).toBe(0);
+    expect(all.json.ok).toBe(true);
+    expect(broken.code).toBe(1);
+    expect(broken.json.ok).toBe(false);
+    expect(broken.json.users).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ userId: 'cli-user-7', balance: 11, ledgerSum: 10, ok: false }),
+      ]),
+    );
+    expect(broken.error).toEqual({ error: expect.stringContaining('audit failed') });
+  });
+
+  it('explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {
+    // Act
+    const unreachable = await admin(['credits', 'show', '--user', 'u'], { DYNAMODB_PORT: '1' });
+    const missingTable = await admin(['credits', 'show', '--user', 'u'], { TABLE_NAME: `${store.tableName}-none` });
+    const awsWithoutTable = await admin(['credits', 'show', '--user', 'u', '--aws'], { TABLE_NAME: '' });
+
+    // Assert
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.error).toEqual({ error: expect.stringContaining('cannot reach table') });
+    expect(missingTable.code).toBe(1);
+    expect(missingTable.error).toEqual({ error: expect.stringContaining('does not exist') });
+    expect(awsWithoutTable.code).toBe(2);
+    expect(awsWithoutTable.error).toEqual({ error: expect.stringContaining('--aws needs TABLE_NAME') });
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The 30 s rule through the GET handler: a pending task triggers at most one provider query per
+ * interval, whatever the number of concurrent pollers. The interval here is the deployed 30 s, so
+ * "within the interval" needs no timing luck; "after the interval" moves the lifecycle's clock.
+ */
+import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { refreshTask } from '../../functions/lifecycle/refresh-task';
+import { logger } from '../../functions/observability/logger';
+import { storeFromEnv } from '../../functions/store/from-env';
+import { auditUser } from '../../functions/store/ledger';
+import { getTask } from '../../functions/store/tasks';
+import { handler as submitImage } from '../../functions/submit-image/handler';
+import { attachRequestCounter } from '../support/request-counter';
+import {
+  getTaskEvent,
+  IMAGE_COST,
+  imageRequest,
+  invoke,
+  type ServiceHarness,
+  startServiceHarness,
+  submitEvent,
+  type TestUser,
+} from '../support/service-harness';
+
+const INTERVAL_SECONDS = 30;
+const POLLERS = 20;
+
+// Real servers and DynamoDB Local; some tests wait out a refresh interval or two.
+jest.setTimeout(30_000);
+
+describe('the refresh interval through the GET handler', () => {
+  let h: ServiceHarness;
+
+  beforeAll(async () => {
+    h = await startServiceHarness({ refreshIntervalSeconds: INTERVAL_SECONDS });
+  });
+
+  afterAll(async () => {
+    await h.dispose();
+  });
+
+  /** A pending task the mock will not finish for ten minutes, and its provider task id. */
+  async function pendingTask(user: TestUser): Promise<{ taskId: string; providerTaskId: string; createdAt: string }> {
+    const answer = await invoke(submitImage, submitEvent('image', user, imageRequest({ mockDelayMs: 600_000 })));
+    const taskId = String(answer.body.taskId);
+    const stored = await getTask(h.store, user.userId, taskId);
+    if (!stored?.providerTaskId) throw new Error('the accepted task has no provider task id');
+    return { taskId, providerTaskId: stored.providerTaskId, createdAt: stored.createdAt };
+  }
+
+  const getMany = (user: TestUser, taskId: string) =>
+    Promise.all(Array.from({ length: POLLERS }, () => invoke(getTaskHandler, getTaskEvent(user, taskId))));
+
+  it(`${POLLERS} concurrent GETs of a task due for a query make exactly one provider query`, async () => {
+    // Prepare: never checked, so its interval has elapsed.
+    const user = await h.createUser(10);
+    const { taskId, providerTaskId } = await pendingTask(user);
+
+    // Act
+    const answers = await getMany(user, taskId);
+
+    // Assert
+    expect(h.provider.stats.getTaskCalls(providerTaskId)).toBe(1);
+    for (const answer of answers) {
+      expect(answer.statusCode).toBe(200);
+      expect(answer.body).toMatchObject({ taskId, status: 0 });
+    }
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 - IMAGE_COST });
+  });
+
+  it('GETs within the interval make no provider query', async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const { taskId, providerTaskId } = await pendingTask(user);
+    await invoke(getTaskHandler, getTaskEvent(user, taskId));
+    const queries = h.provider.stats.getTaskCalls(providerTaskId);
+
+    // Act
+    const concurrent = await getMany(user, taskId);
+    const sequential = [];
+    for (let i = 0; i < 5; i++) sequential.push(await invoke(getTaskHandler, getTaskEvent(user, taskId)));
+
+    // Assert
+    expect(queries).toBe(1);
+    expect(h.provider.stats.getTaskCalls(providerTaskId)).toBe(1);
+    for (const answer of [...concurrent, ...sequential]) expect(answer.body).toMatchObject({ status: 0 });
+  });
+
+  it(`once the interval has passed, ${POLLERS} racing refreshes make exactly one more query`, async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const { taskId, providerTaskId } = await pendingTask(user);
+    await invoke(getTaskHandler, getTaskEvent(user, taskId));
+    const checked = await getTask(h.store, user.userId, taskId);
+    if (checked?.lastCheckedAt === undefined) throw new Error('the first GET did not claim a query');
+    const later = new Date(checked.lastCheckedAt + INTERVAL_SECONDS * 1000);
+    const lc = h.lifecycle(() => later);
+
+    // Act
+    const results = await Promise.all(Array.from({ length: POLLERS }, () => refreshTask(lc, checked, logger)));
+
+    // Assert
+    expect(h.provider.stats.getTaskCalls(providerTaskId)).toBe(2);
+    for (const result of results) expect(result.status).toBe(0);
+  });
+
+  it('a GET within the interval costs two DynamoDB requests (read, lost claim)', async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const { taskId } = await pendingTask(user);
+    await invoke(getTaskHandler, getTaskEvent(user, taskId));
+    const counter = attachRequestCounter(storeFromEnv().doc);
+
+    // Act
+    const answer = await invoke(getTaskHandler, getTaskEvent(user, taskId));
+
+    // Assert
+    counter.detach();
+    expect(answer.body).toMatchObject({ status: 0 });
+    expect(counter.counts).toEqual({ GetItemCommand: 1, UpdateItemCommand: 1 });
+  });
+});

@@ -1,0 +1,105 @@
+import { grantCredits } from '../../functions/store/accounts';
+import { auditUser } from '../../functions/store/ledger';
+import { acceptTask, claimRefresh, completeTask, failAndRefund, getTask } from '../../functions/store/tasks';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+import { attachRequestCounter, type RequestCounter } from '../support/request-counter';
+import { newTask, newUserId, T0 } from '../support/store-fixtures';
+
+// DynamoDB Local runs every transaction through one JVM; racing hundreds of them takes seconds.
+jest.setTimeout(60_000);
+
+describe('DynamoDB requests per store operation', () => {
+  let store: TestStore;
+  let counter: RequestCounter;
+
+  beforeAll(async () => {
+    store = await createTestStore();
+    counter = attachRequestCounter(store.doc);
+  });
+
+  afterAll(async () => {
+    counter.detach();
+    await store.dispose();
+  });
+
+  async function pendingTask() {
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 10 });
+    const { task } = await acceptTask(store, { task: newTask(userId, 3) });
+    counter.reset();
+    return task;
+  }
+
+  it('accept costs 1 request (with an idempotency key)', async () => {
+    // Prepare
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 10 });
+    counter.reset();
+
+    // Act
+    await acceptTask(store, { task: newTask(userId, 3), idempotency: { key: 'k', requestHash: 'h' } });
+
+    // Assert
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 1 });
+    expect((await auditUser(store, userId)).ok).toBe(true);
+  });
+
+  it('reading a task costs 1 request', async () => {
+    // Prepare
+    const task = await pendingTask();
+
+    // Act
+    await getTask(store, task.userId, task.taskId);
+
+    // Assert
+    expect(counter.counts).toEqual({ GetItemCommand: 1 });
+  });
+
+  it('a claim costs 1 request, won or lost', async () => {
+    // Prepare
+    const task = await pendingTask();
+    const claim = { userId: task.userId, taskId: task.taskId, now: T0, intervalMs: 30_000 };
+
+    // Act
+    const won = await claimRefresh(store, claim);
+    const afterWin = counter.total();
+    const lost = await claimRefresh(store, claim);
+
+    // Assert
+    expect(won).toBeDefined();
+    expect(lost).toBeUndefined();
+    expect(afterWin).toBe(1);
+    expect(counter.counts).toEqual({ UpdateItemCommand: 2 });
+  });
+
+  it('completing costs 1 request', async () => {
+    // Prepare
+    const task = await pendingTask();
+
+    // Act
+    await completeTask(store, { userId: task.userId, taskId: task.taskId, resultKeys: ['a'], now: T0 });
+
+    // Assert
+    expect(counter.counts).toEqual({ UpdateItemCommand: 1 });
+  });
+
+  it('fail-and-refund with the caller’s copy costs 1 request', async () => {
+    // Prepare
+    const task = await pendingTask();
+
+    // Act
+    const result = await failAndRefund(store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      errorCode: 'PROVIDER_ERROR',
+      errorMessage: 'failed',
+      now: T0,
+      task,
+    });
+
+    // Assert
+    expect(result?.refunded).toBe(true);
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 1 });
+    expect((await auditUser(store, task.userId)).ok).toBe(true);
+  });
+});

@@ -1,0 +1,292 @@
+import { TaskStatus } from '../../functions/core/task';
+import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { auditUser, listLedger } from '../../functions/store/ledger';
+import {
+  acceptTask,
+  claimRefresh,
+  completeTask,
+  failAndRefund,
+  getTask,
+  recordProviderTask,
+} from '../../functions/store/tasks';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+import { newTask, newUserId, T0 } from '../support/store-fixtures';
+
+// DynamoDB Local runs every transaction through one JVM; racing hundreds of them takes seconds.
+jest.setTimeout(60_000);
+
+const INTERVAL_MS = 30_000;
+const at = (ms: number): Date => new Date(T0.getTime() + ms);
+
+describe('the task lifecycle writes on DynamoDB Local', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await createTestStore();
+  });
+
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  /** A user with `credits` and one accepted task costing `cost`. */
+  async function acceptedTask(credits = 10, cost = 4) {
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: credits });
+    const { task } = await acceptTask(store, { task: newTask(userId, cost) });
+    return task;
+  }
+
+  describe('getTask', () => {
+    it('does not find another owner’s task', async () => {
+      // Prepare
+      const task = await acceptedTask();
+
+      // Act
+      const asOwner = await getTask(store, task.userId, task.taskId);
+      const asStranger = await getTask(store, newUserId(), task.taskId);
+
+      // Assert
+      expect(asOwner?.taskId).toBe(task.taskId);
+      expect(asStranger).toBeUndefined();
+    });
+
+    it('returns the record without table keys', async () => {
+      // Prepare
+      const task = await acceptedTask();
+
+      // Act
+      const read = await getTask(store, task.userId, task.taskId);
+
+      // Assert
+      expect(Object.keys(read ?? {}).filter((name) => /^(PK|SK|GSI1PK|GSI1SK)$/.test(name))).toEqual([]);
+    });
+
+    it('returns undefined for an unknown task', async () => {
+      // Act
+      const read = await getTask(store, newUserId(), 'no-such-task');
+
+      // Assert
+      expect(read).toBeUndefined();
+    });
+  });
+
+  describe('claimRefresh', () => {
+    it('lets exactly one of 20 racers win per interval, and one more after it', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      const claim = (now: Date) =>
+        claimRefresh(store, { userId: task.userId, taskId: task.taskId, now, intervalMs: INTERVAL_MS });
+
+      // Act
+      const firstRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000))));
+      const tooEarly = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000 + INTERVAL_MS - 1))));
+      const secondRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000 + INTERVAL_MS))));
+
+      // Assert
+      const firstWinners = firstRound.filter((result) => result !== undefined);
+      expect(firstWinners).toHaveLength(1);
+      expect(firstWinners[0]).toEqual(expect.objectContaining({ lastCheckedAt: at(1000).getTime(), attempts: 1 }));
+      expect(tooEarly.filter((result) => result !== undefined)).toHaveLength(0);
+      const secondWinners = secondRound.filter((result) => result !== undefined);
+      expect(secondWinners).toHaveLength(1);
+      expect(secondWinners[0]).toEqual(
+        expect.objectContaining({ lastCheckedAt: at(1000 + INTERVAL_MS).getTime(), attempts: 2 }),
+      );
+      expect((await auditUser(store, task.userId)).ok).toBe(true);
+    });
+
+    it('never claims a terminal or missing task', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      await completeTask(store, { userId: task.userId, taskId: task.taskId, resultKeys: ['r/1.png'], now: at(1) });
+
+      // Act
+      const terminal = await claimRefresh(store, {
+        userId: task.userId,
+        taskId: task.taskId,
+        now: at(2),
+        intervalMs: 0,
+      });
+      const missing = await claimRefresh(store, { userId: task.userId, taskId: 'missing', now: at(2), intervalMs: 0 });
+
+      // Assert
+      expect(terminal).toBeUndefined();
+      expect(missing).toBeUndefined();
+    });
+  });
+
+  describe('recordProviderTask', () => {
+    it('records the provider id once', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      const ids = { userId: task.userId, taskId: task.taskId };
+
+      // Act
+      const first = await recordProviderTask(store, { ...ids, providerTaskId: 'p-1', now: at(10) });
+      const second = await recordProviderTask(store, { ...ids, providerTaskId: 'p-2', now: at(20) });
+
+      // Assert
+      expect(first).toEqual(expect.objectContaining({ providerTaskId: 'p-1', updatedAt: at(10).toISOString() }));
+      expect(second).toBeUndefined();
+      expect((await getTask(store, task.userId, task.taskId))?.providerTaskId).toBe('p-1');
+    });
+  });
+
+  describe('completeTask', () => {
+    it('completes a pending task once; it then cannot be completed, failed or refunded', async () => {
+      // Prepare
+      const task = await acceptedTask(10, 4);
+      const ids = { userId: task.userId, taskId: task.taskId };
+
+      // Act
+      const completed = await completeTask(store, { ...ids, resultKeys: ['a.png', 'b.png'], now: at(5) });
+      const again = await completeTask(store, { ...ids, resultKeys: ['c.png'], now: at(6) });
+      const refund = await failAndRefund(store, {
+        ...ids,
+        errorCode: 'TIMEOUT',
+        errorMessage: 'late',
+        now: at(7),
+        task,
+      });
+
+      // Assert
+      expect(completed).toEqual({
+        ...task,
+        status: TaskStatus.COMPLETED,
+        resultKeys: ['a.png', 'b.png'],
+        updatedAt: at(5).toISOString(),
+      });
+      expect(again).toBeUndefined();
+      expect(refund).toEqual({ task: completed, refunded: false });
+      expect(await getTask(store, task.userId, task.taskId)).toEqual(completed);
+      expect(await auditUser(store, task.userId)).toEqual(expect.objectContaining({ balance: 6, ok: true }));
+    });
+  });
+
+  describe('failAndRefund', () => {
+    it('fails the task and gives the credits back', async () => {
+      // Prepare
+      const task = await acceptedTask(10, 4);
+
+      // Act
+      const result = await failAndRefund(store, {
+        userId: task.userId,
+        taskId: task.taskId,
+        errorCode: 'PROVIDER_ERROR',
+        errorMessage: 'the provider failed',
+        now: at(9),
+      });
+
+      // Assert
+      const failed = {
+        ...task,
+        status: TaskStatus.FAILED,
+        creditsRefunded: true,
+        errorCode: 'PROVIDER_ERROR',
+        errorMessage: 'the provider failed',
+        updatedAt: at(9).toISOString(),
+      };
+      expect(result).toEqual({ task: failed, refunded: true });
+      expect(await getTask(store, task.userId, task.taskId)).toEqual(failed);
+      expect(await getBalance(store, task.userId)).toBe(10);
+      const refunds = (await listLedger(store, task.userId)).filter((entry) => entry.kind === 'refund');
+      expect(refunds).toEqual([
+        { userId: task.userId, kind: 'refund', delta: 4, at: at(9).toISOString(), taskId: task.taskId },
+      ]);
+      expect(await auditUser(store, task.userId)).toEqual(expect.objectContaining({ balance: 10, ok: true }));
+    });
+
+    it.each([
+      ['with the caller’s copy of the task', true],
+      ['reading the task first', false],
+    ])('refunds exactly once when 50 callers race (%s)', async (_label, withCopy) => {
+      // Prepare
+      const task = await acceptedTask(10, 4);
+
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          failAndRefund(store, {
+            userId: task.userId,
+            taskId: task.taskId,
+            errorCode: 'PROVIDER_ERROR',
+            errorMessage: `racer ${i}`,
+            now: at(100 + i),
+            ...(withCopy ? { task } : {}),
+          }),
+        ),
+      );
+
+      // Assert
+      expect(results.filter((result) => result?.refunded === true)).toHaveLength(1);
+      expect(results.filter((result) => result?.refunded === false)).toHaveLength(49);
+      for (const result of results) {
+        expect(result?.task).toEqual(expect.objectContaining({ status: TaskStatus.FAILED, creditsRefunded: true }));
+      }
+      const refunds = (await listLedger(store, task.userId)).filter((entry) => entry.kind === 'refund');
+      expect(refunds).toHaveLength(1);
+      expect(await auditUser(store, task.userId)).toEqual(expect.objectContaining({ balance: 10, ok: true }));
+    });
+
+    it('cannot complete a failed task', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      const ids = { userId: task.userId, taskId: task.taskId };
+      await failAndRefund(store, { ...ids, errorCode: 'TIMEOUT', errorMessage: 'too old', now: at(1), task });
+
+      // Act
+      const completed = await completeTask(store, { ...ids, resultKeys: ['x.png'], now: at(2) });
+
+      // Assert
+      expect(completed).toBeUndefined();
+      expect(await getTask(store, task.userId, task.taskId)).toEqual(
+        expect.objectContaining({ status: TaskStatus.FAILED, errorCode: 'TIMEOUT' }),
+      );
+      expect((await auditUser(store, task.userId)).ok).toBe(true);
+    });
+
+    it('returns undefined for a missing task, with or without a copy', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      const ghost = { ...task, taskId: 'ghost' };
+      const input = {
+        userId: task.userId,
+        taskId: 'ghost',
+        errorCode: 'TIMEOUT' as const,
+        errorMessage: 'x',
+        now: at(1),
+      };
+
+      // Act
+      const read = await failAndRefund(store, input);
+      const withCopy = await failAndRefund(store, { ...input, task: ghost });
+
+      // Assert
+      expect(read).toBeUndefined();
+      expect(withCopy).toBeUndefined();
+      expect((await auditUser(store, task.userId)).ok).toBe(true);
+    });
+
+    it('refuses a copy that does not match the stored task, refunding nothing', async () => {
+      // Prepare
+      const task = await acceptedTask(10, 4);
+
+      // Act
+      const refund = failAndRefund(store, {
+        userId: task.userId,
+        taskId: task.taskId,
+        errorCode: 'PROVIDER_ERROR',
+        errorMessage: 'x',
+        now: at(1),
+        task: { ...task, creditsUsed: 40 },
+      });
+
+      // Assert
+      await expect(refund).rejects.toThrow('does not match');
+      expect(await getBalance(store, task.userId)).toBe(6);
+      expect((await getTask(store, task.userId, task.taskId))?.status).toBe(TaskStatus.PENDING);
+      expect((await auditUser(store, task.userId)).ok).toBe(true);
+    });
+  });
+});

@@ -1,0 +1,443 @@
+/**
+ * The service as the API Lambdas see it, on real parts: a fresh table on the DynamoDB Local of the
+ * integration project's global setup, the mock provider over HTTP on an ephemeral port, and a temp
+ * media directory served by a tiny HTTP server (standing in for the bucket's signed URLs).
+ *
+ * `startServiceHarness()` sets `process.env` exactly as the deployed stack would and resets the
+ * handlers' cached wiring, so the real handlers (imported by the test file) use these parts. One
+ * harness per test file (jest gives every file its own `process.env` and module registry); dispose it
+ * in `afterAll`.
+ */
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
+import { contentTypeForKey, resolveMediaPath } from '../../functions/media/fs-media-store';
+import { type LogSink, setLogSink } from '../../functions/observability/logger';
+import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
+import { grantCredits } from '../../functions/store/accounts';
+import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
+import { type MockProvider, startMockProvider } from '../../local/mock-provider';
+import { createTestStore, type TestStore } from './dynamodb';
+
+/** What a test may tune; everything else is what the deployed stack sets. */
+export interface ServiceHarnessOptions {
+  /** PROVIDER_REFRESH_INTERVAL_SECONDS; default 1 (the deployed default is 30). */
+  refreshIntervalSeconds?: number;
+  /** MAX_PENDING_SECONDS; default 1800. */
+  maxPendingSeconds?: number;
+  /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
+  maxSendAttempts?: number;
+}
+
+/** A caller as the authorizer describes it. */
+export interface TestUser {
+  userId: string;
+  keyId: string;
+  /** Epoch seconds, as the authorizer context carries it; absent for a key that never expires. */
+  expiresAt?: number;
+}
+
+export interface ServiceHarness {
+  readonly store: TestStore;
+  readonly provider: MockProvider;
+  /** Where the fs media store writes results. */
+  readonly mediaDir: string;
+  /** MEDIA_BASE_URL: the media server's address; result URLs start with it. */
+  readonly mediaBaseUrl: string;
+  /** The variables the harness set (the deployed stack's). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Every log line the service wrote since the harness started (JSON text). */
+  readonly logs: string[];
+  /** A new user (fresh ids) with `credits` granted through the real ledger operation. */
+  createUser(credits: number): Promise<TestUser>;
+  /** The handlers' own lifecycle wiring with the clock replaced (TIMEOUT without waiting). */
+  lifecycle(now: () => Date): Lifecycle;
+  /** Runs `fn` with some variables changed (undefined deletes), then restores them. */
+  withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
+  /** Stops the servers, deletes the table and the media directory, restores the environment. */
+  dispose(): Promise<void>;
+}
+
+/** The authorizer is not run here: the tests supply its context, so no inline authorizer either. */
+const CLEARED_ENV = ['INLINE_AUTHORIZER', 'MEDIA_BUCKET', 'PROVIDER_SECRET_ARN', 'AWS_ENDPOINT_URL'] as const;
+
+/** Drops the cached wiring so the next invocation builds it from the current environment. */
+function resetWiring(): void {
+  // The cached document client holds keep-alive sockets; close it before forgetting it.
+  storeFromEnv().doc.destroy();
+  resetStoreFromEnv();
+  resetLifecycleFromEnv();
+}
+
+function applyEnv(values: Record<string, string | undefined>): Record<string, string | undefined> {
+  const previous: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(values)) {
+    previous[name] = process.env[name];
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  return previous;
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Serves GET /media/<key> from `dir`, as the local gateway does for the fs media store. */
+function mediaServer(dir: string): Server {
+  return createServer((req, res) => {
+    const file = req.method === 'GET' ? resolveMediaPath(dir, req.url ?? '/') : undefined;
+    const notFound = () => res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found');
+    if (!file) {
+      notFound();
+      return;
+    }
+    stat(file).then(
+      (info) => {
+        if (!info.isFile()) {
+          notFound();
+          return;
+        }
+        res.writeHead(200, { 'content-type': contentTypeForKey(file), 'content-length': String(info.size) });
+        createReadStream(file).pipe(res);
+      },
+      () => notFound(),
+    );
+  });
+}
+
+/** Starts every part and points the environment at them. */
+export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
+  const providerKey = `provider-key-${randomUUID()}`;
+  const store = await createTestStore();
+  const provider = await startMockProvider({ apiKey: providerKey });
+  const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
+  const media = mediaServer(mediaDir);
+  const mediaBaseUrl = await listen(media);
+
+  const env: Record<string, string> = {
+    TABLE_NAME: store.tableName,
+    DYNAMODB_ENDPOINT: store.endpoint,
+    AWS_REGION: 'local',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    PROVIDER_BASE_URL: provider.url,
+    PROVIDER_API_KEY: providerKey,
+    MEDIA_DIR: mediaDir,
+    MEDIA_BASE_URL: mediaBaseUrl,
+    PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),
+    MAX_PENDING_SECONDS: String(options.maxPendingSeconds ?? 1800),
+    PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
+    METRICS: 'off',
+    LOG_LEVEL: 'error',
+  };
+  const cleared = Object.fromEntries(CLEARED_ENV.map((name) => [name, undefined]));
+  const previousEnv = applyEnv({ ...cleared, ...env });
+  resetWiring();
+
+  const logs: string[] = [];
+  const previousSink: LogSink = setLogSink((line) => logs.push(line));
+
+  return {
+    store,
+    provider,
+    mediaDir,
+    mediaBaseUrl,
+    env,
+    logs,
+
+    async createUser(credits) {
+      const user: TestUser = { userId: `user-${randomUUID()}`, keyId: `key-${randomUUID()}` };
+      await grantCredits(store, { userId: user.userId, amount: credits });
+      return user;
+    },
+
+    lifecycle(now) {
+      return { ...lifecycleFromEnv(), now };
+    },
+
+    async withEnv(overrides, fn) {
+      const previous = applyEnv(overrides);
+      resetWiring();
+      try {
+        return await fn();
+      } finally {
+        applyEnv(previous);
+        resetWiring();
+      }
+    },
+
+    async dispose() {
+      resetWiring();
+      setLogSink(previousSink);
+      applyEnv(previousEnv);
+      await Promise.all([
+        new Promise<void>((resolve, reject) => {
+          media.close((error) => (error ? reject(error) : resolve()));
+          media.closeAllConnections();
+        }),
+        provider.stop(),
+        store.dispose(),
+      ]);
+      await rm(mediaDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// API Gateway REST proxy events
+// ---------------------------------------------------------------------------------------------------
+
+export interface EventOptions {
+  method: 'GET' | 'POST';
+  /** The request path, e.g. `/api/ai/tasks/abc`. */
+  path: string;
+  /** The route's resource path, e.g. `/api/ai/tasks/{id}`. */
+  resource: string;
+  /** The caller as the authorizer describes it; `null` for a request without authorizer context. */
+  user: TestUser | null;
+  headers?: Record<string, string>;
+  body?: string | null;
+  pathParameters?: Record<string, string> | null;
+  sourceIp?: string;
+}
+
+/**
+ * `requestContext.authorizer` as API Gateway passes a REQUEST authorizer's result to a REST proxy
+ * integration: `principalId`, `integrationLatency`, and every context value as a string.
+ */
+export function authorizerContext(user: TestUser): Record<string, string | number> {
+  return {
+    principalId: user.userId,
+    integrationLatency: 12,
+    userId: user.userId,
+    keyId: user.keyId,
+    ...(user.expiresAt === undefined ? {} : { expiresAt: String(user.expiresAt) }),
+  };
+}
+
+/** A REST proxy event (payload 1.0) as API Gateway builds it. */
+export function apiEvent(options: EventOptions): APIGatewayProxyEvent {
+  const headers = options.headers ?? {};
+  const requestId = randomUUID();
+  return {
+    resource: options.resource,
+    path: options.path,
+    httpMethod: options.method,
+    headers,
+    multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]])),
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: options.pathParameters ?? null,
+    stageVariables: null,
+    body: options.body ?? null,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'testapi',
+      authorizer: options.user ? authorizerContext(options.user) : undefined,
+      protocol: 'HTTP/1.1',
+      httpMethod: options.method,
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: options.sourceIp ?? '203.0.113.10',
+        user: null,
+        userAgent: 'service-harness',
+        userArn: null,
+      },
+      path: `/prod${options.path}`,
+      stage: 'prod',
+      requestId,
+      requestTimeEpoch: Date.now(),
+      resourceId: 'res123',
+      resourcePath: options.resource,
+    },
+  };
+}
+
+const BEARER = { Authorization: 'Bearer gsk_test_not_a_real_key' };
+
+/** POST of `body` to a generate route, JSON content type unless `headers` says otherwise. */
+export function submitEvent(
+  kind: 'image' | 'video',
+  user: TestUser | null,
+  body: unknown,
+  headers: Record<string, string> = { 'Content-Type': 'application/json' },
+): APIGatewayProxyEvent {
+  const path = `/api/ai/${kind}/generate`;
+  return apiEvent({
+    method: 'POST',
+    path,
+    resource: path,
+    user,
+    headers: { ...BEARER, ...headers },
+    body: typeof body === 'string' || body === null ? body : JSON.stringify(body),
+  });
+}
+
+/** GET /api/ai/tasks/{id}. */
+export function getTaskEvent(user: TestUser | null, taskId: string): APIGatewayProxyEvent {
+  return apiEvent({
+    method: 'GET',
+    path: `/api/ai/tasks/${encodeURIComponent(taskId)}`,
+    resource: '/api/ai/tasks/{id}',
+    user,
+    headers: { ...BEARER },
+    pathParameters: { id: taskId },
+  });
+}
+
+/** A minimal Lambda context; `getRemainingTimeInMillis` reports a fresh 60 s invocation. */
+export function lambdaContext(functionName = 'test-function'): Context {
+  const deadline = Date.now() + 60_000;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'test',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/** An API Lambda handler as the test calls it. */
+export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+/** A proxy result with its body parsed (undefined when it is not JSON). */
+export interface ApiAnswer<T = Record<string, unknown>> {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: T;
+  rawBody: string;
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Invokes a handler the way Lambda does and parses the answer. */
+export async function invoke<T = Record<string, unknown>>(
+  handler: ProxyHandler,
+  event: APIGatewayProxyEvent,
+): Promise<ApiAnswer<T>> {
+  const result = await handler(event, lambdaContext());
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
+  return { statusCode: result.statusCode, headers, body: parseBody(result.body) as T, rawBody: result.body };
+}
+
+/** Waits `ms` (a refresh interval to pass; never asserted on). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Requests and polling
+// ---------------------------------------------------------------------------------------------------
+
+/** Credits of {@link imageRequest} (image-model-1: flat 3 per output) and {@link videoRequest}. */
+export const IMAGE_COST = 3;
+/** video-b-2-text-to-video at its defaults (5 s, 480p). */
+export const VIDEO_COST = 10;
+
+/** A valid image request; `providerInput` steers the mock (default: success, no delay). */
+export function imageRequest(providerInput: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return {
+    model: 'image-model-1',
+    prompt: 'a lighthouse at dusk',
+    ...extra,
+    providerInput: { mockDelayMs: 0, ...providerInput },
+  };
+}
+
+/** A valid video request (text to video); `providerInput` steers the mock. */
+export function videoRequest(providerInput: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return {
+    model: 'video-b-2-text-to-video',
+    prompt: 'waves on a pier',
+    inputMode: 'text_to_video',
+    ...extra,
+    providerInput: { mockDelayMs: 0, ...providerInput },
+  };
+}
+
+/**
+ * GETs the task until it is terminal, waiting one refresh interval between polls; gives up after
+ * `maxPolls` and returns the last answer (the caller asserts on its status).
+ */
+export async function pollUntilTerminal(
+  getTask: ProxyHandler,
+  user: TestUser,
+  taskId: string,
+  options: { intervalMs: number; maxPolls?: number },
+): Promise<ApiAnswer> {
+  const maxPolls = options.maxPolls ?? 10;
+  let answer = await invoke(getTask, getTaskEvent(user, taskId));
+  for (let poll = 1; poll < maxPolls && answer.statusCode === 200 && answer.body.status === 0; poll++) {
+    await sleep(options.intervalMs);
+    answer = await invoke(getTask, getTaskEvent(user, taskId));
+  }
+  return answer;
+}
+
+/** The internals a Task resource must never show. */
+export const TASK_INTERNALS = [
+  'userId',
+  'keyId',
+  'request',
+  'providerTaskId',
+  'lastCheckedAt',
+  'attempts',
+  'resultKeys',
+  'PK',
+  'SK',
+  'GSI1PK',
+  'GSI1SK',
+] as const;
+
+/** The fields every Task resource has, whatever its state. */
+export const TASK_BASE_FIELDS = [
+  'taskId',
+  'type',
+  'status',
+  'model',
+  'prompt',
+  'creditsUsed',
+  'creditsRefunded',
+  'createdAt',
+  'updatedAt',
+] as const;
