@@ -21,12 +21,15 @@ const project = (name, extra = {}) => ({
 module.exports = {
   projects: [
     project('unit'),
+    // Real engines on a 2-core machine: generous per-test limits; speed is measured in bench/, not here.
     project('integration', {
+      testTimeout: 60_000,
       globalSetup: '<rootDir>/test/support/dynamodb-global-setup.ts',
       globalTeardown: '<rootDir>/test/support/dynamodb-global-teardown.ts',
     }),
-    project('infra'),
+    project('infra', { testTimeout: 180_000 }),
     project('e2e', {
+      testTimeout: 60_000,
       globalSetup: '<rootDir>/test/e2e/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/e2e/support/global-teardown.ts',
     }),

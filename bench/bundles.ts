@@ -3,11 +3,13 @@
  * `GenerationFunction` construct (lib/generation-function.ts), in CJS and ESM, next to the floor: a
  * bundle holding only the DynamoDB document client. Section 2 loads the same files.
  */
+
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { type BuildOptions, build, type Metafile } from 'esbuild';
+import { BUNDLE_OPTIONS } from '../lib/generation-function';
 import { AUTHORIZER, ROUTES, SWEEPER } from '../lib/routes';
 import { bytes, goal, note, out, ROOT, ratio, table } from './support';
 
@@ -52,13 +54,12 @@ export function constructOptions(format: BundleFormat): BuildOptions {
   return {
     bundle: true,
     platform: 'node',
-    target: 'node22',
-    minify: true,
-    keepNames: true,
+    ...BUNDLE_OPTIONS,
+    mainFields: [...BUNDLE_OPTIONS.mainFields],
     sourcemap: false,
     external: [],
     format,
-    ...(esm ? { mainFields: ['module', 'main'], banner: { js: ESM_BANNER } } : {}),
+    ...(esm ? { banner: { js: ESM_BANNER } } : {}),
     metafile: true,
     write: true,
     logLevel: 'error',

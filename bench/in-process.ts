@@ -37,7 +37,9 @@ const PROVIDER_KEY = 'bench-provider-key';
  * imported (the logger's level), so import them (dynamically) only after this resolved.
  * Everything started is stopped by the section's clean-up.
  */
-export async function startInProcessEnv(options: { providerDelayMs?: number } = {}): Promise<InProcessEnv> {
+export async function startInProcessEnv(
+  options: { providerDelayMs?: number; refreshIntervalSeconds?: number } = {},
+): Promise<InProcessEnv> {
   const port = await findFreePort();
   note(`starting DynamoDB Local on 127.0.0.1:${port}`);
   const dynamodb = await bounded('DynamoDB Local start', 60_000, startDynamoDbLocal({ port }));
@@ -57,7 +59,7 @@ export async function startInProcessEnv(options: { providerDelayMs?: number } = 
     PROVIDER_API_KEY: PROVIDER_KEY,
     MEDIA_DIR: mediaDir,
     MEDIA_BASE_URL: 'http://127.0.0.1:3000',
-    PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
+    PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 30),
     LOG_LEVEL: 'error',
     METRICS: 'off',
   });

@@ -172,7 +172,8 @@ export async function loadRuns(): Promise<void> {
           {
             method: 'GET',
             headers: auth,
-            // Polls the task this connection just submitted (pending: claim, provider query).
+            // Polls the task this connection just submitted: pending, and within the refresh interval the
+            // submit started, so the claim is lost and the stored record answers.
             setupRequest: (request, context) =>
               typeof context.taskId === 'string' ? { ...request, path: `/api/ai/tasks/${context.taskId}` } : undefined,
           },

@@ -23,6 +23,19 @@ export const REPO_ROOT = path.resolve(__dirname, '..');
 export const MEDIA_RESULTS_PREFIX = 'results/';
 
 /**
+ * The esbuild options every function is bundled with; the bundle tests and bench/ build with the same.
+ * `mainFields` prefers the dependencies' ES module builds, which esbuild can trim where it takes a
+ * CommonJS build whole. Measured on get-task (bench/): 629 KB and 85 ms module load as plain CJS,
+ * 413 KB and 52 ms with it (ESM output: 413 KB, 61 ms). Names are kept for readable stack traces.
+ */
+export const BUNDLE_OPTIONS = {
+  target: 'node22',
+  minify: true,
+  keepNames: true,
+  mainFields: ['module', 'main'],
+} as const;
+
+/**
  * DynamoDB actions of read-only access: exactly what functions/store calls. No `Scan` (every access
  * path is a key or an index Query), no batch, stream or `DescribeTable` actions, which CDK's
  * `grantReadData` would add.
@@ -130,14 +143,11 @@ export class GenerationFunction extends NodejsFunction {
       environment: props.environment,
       bundling: {
         forceDockerBundling: false,
-        target: 'node22',
-        minify: true,
-        keepNames: true,
+        ...BUNDLE_OPTIONS,
+        mainFields: [...BUNDLE_OPTIONS.mainFields],
         sourceMap: props.sourceMap ?? false,
         externalModules: bundleAwsSdk ? [] : ['@aws-sdk/*'],
         format: esm ? OutputFormat.ESM : OutputFormat.CJS,
-        // ESM bundles prefer the dependencies' ESM builds and give bundled CommonJS code a `require`.
-        mainFields: esm ? ['module', 'main'] : undefined,
         banner: esm
           ? "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);"
           : undefined,

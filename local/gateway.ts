@@ -62,6 +62,31 @@ function compile(loaded: LoadedRoute): CompiledRoute {
   return { ...loaded, pattern: new RegExp(`^${source}$`), params };
 }
 
+/**
+ * The request target as a URL, or undefined when it cannot be parsed (an absolute-form target such as
+ * `http://[`): no route matches it, so it gets the unknown-route 404, never a 500.
+ */
+function parseTarget(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://localhost');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A path parameter, percent-decoded. A malformed escape (`%E0%A4%A`, an encoded lone surrogate) is
+ * passed on as sent rather than failing the request: no id of ours contains `%`, so the handler
+ * answers its own 404.
+ */
+function decodePathParameter(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
@@ -215,8 +240,9 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
     const requestId = randomUUID();
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname;
+    const url = parseTarget(req.url);
+    // An unparseable target matches no route (and no media path).
+    const path = url?.pathname ?? '';
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
     if (method === 'GET' && path.startsWith('/media/') && (await serveMedia(path, res))) return 200;
@@ -236,14 +262,14 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       if (!match || route.route.method !== method) continue;
       const pathParameters: Record<string, string> = {};
       route.params.forEach((name, index) => {
-        pathParameters[name] = decodeURIComponent(match[index + 1] ?? '');
+        pathParameters[name] = decodePathParameter(match[index + 1] ?? '');
       });
       matched = { route, pathParameters };
       break;
     }
     // A REST API answers unknown routes (and unknown methods) with MISSING_AUTHENTICATION_TOKEN,
     // which the stack's gateway response turns into this 404.
-    if (!matched) {
+    if (!matched || !url) {
       json(res, 404, { error: 'Not found' });
       return 404;
     }

@@ -5,7 +5,9 @@
  * Choices the spec leaves open:
  * - Lengths count Unicode code points (an emoji is one character), not UTF-16 units.
  * - Unknown top-level fields are rejected, each under its own path; `providerInput` is any JSON object
- *   and is not looked into.
+ *   and its fields are not looked into, but it is bounded (32 KB as JSON, 16 levels deep), and so are
+ *   URLs (2048 characters), `seed` and `cameraMotion` (256): a task is one DynamoDB item (400 KB, 32
+ *   levels), and a body that cannot be stored must be the caller's 400, not the service's 500.
  * - `inputImageUrls`, when present, holds at least one URL (an empty list would switch image-model-1 to
  *   edit mode with nothing to edit), and each entry is an absolute http or https URL.
  * - A `text_to_video` request may not carry `inputImageUrls` (they would be silently ignored otherwise).
@@ -56,14 +58,48 @@ const integerIn = (min: number, max: number) =>
 const imageUrls = (max: number) =>
   v.pipe(
     v.array(
-      v.pipe(v.string('Must be a string'), v.check(isHttpUrl, 'Must be an http or https URL')),
+      v.pipe(
+        v.string('Must be a string'),
+        v.maxLength(2048, 'Must be at most 2048 characters'),
+        v.check(isHttpUrl, 'Must be an http or https URL'),
+      ),
       'Must be an array',
     ),
     v.minLength(1, 'Must contain at least 1 URL when present'),
     v.maxLength(max, `Must contain at most ${max} URLs`),
   );
 
-const providerInput = v.custom<Record<string, unknown>>(isJsonObject, 'Must be a JSON object');
+export const PROVIDER_INPUT_MAX_BYTES = 32 * 1024;
+export const PROVIDER_INPUT_MAX_DEPTH = 16;
+
+/** Nesting depth of a JSON value (a scalar is 0), stopping early once past `limit`. */
+function depthOf(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  if (limit < 0) return 1;
+  let deepest = 0;
+  for (const child of Object.values(value)) {
+    deepest = Math.max(deepest, depthOf(child, limit - 1));
+    if (deepest > limit) break;
+  }
+  return deepest + 1;
+}
+
+const providerInput = v.pipe(
+  v.custom<Record<string, unknown>>(isJsonObject, 'Must be a JSON object'),
+  v.check(
+    (value) => depthOf(value, PROVIDER_INPUT_MAX_DEPTH) <= PROVIDER_INPUT_MAX_DEPTH,
+    `Must be nested at most ${PROVIDER_INPUT_MAX_DEPTH} levels deep`,
+  ),
+  v.check(
+    // Measured only once the depth is known to be sane (reported above), so stringify cannot overflow.
+    (value) =>
+      depthOf(value, PROVIDER_INPUT_MAX_DEPTH) > PROVIDER_INPUT_MAX_DEPTH ||
+      Buffer.byteLength(JSON.stringify(value)) <= PROVIDER_INPUT_MAX_BYTES,
+    `Must be at most ${PROVIDER_INPUT_MAX_BYTES / 1024} KB as JSON`,
+  ),
+);
+
+const shortText = v.pipe(v.string('Must be a string'), v.maxLength(256, 'Must be at most 256 characters'));
 
 function unknownFieldMessage(key: string): string {
   return `Unknown field "${key}"; provider-specific options go inside providerInput`;
@@ -153,7 +189,7 @@ const imageObject = v.strictObject(
     height: v.optional(integerIn(64, 4096)),
     aspectRatio: v.optional(v.string('Must be a string')),
     numOutputs: v.optional(integerIn(1, 10)),
-    seed: v.optional(v.string('Must be a string')),
+    seed: v.optional(shortText),
     guidanceScale: v.optional(numberIn(0, 100)),
     numInferenceSteps: v.optional(integerIn(1, 150)),
     inputImageUrls: v.optional(imageUrls(14)),
@@ -201,10 +237,10 @@ const videoObject = v.strictObject(
     aspectRatio: v.optional(v.string('Must be a string')),
     duration: v.optional(numberIn(1, 60)),
     fps: v.optional(integerIn(1, 60)),
-    seed: v.optional(v.string('Must be a string')),
+    seed: v.optional(shortText),
     guidanceScale: v.optional(numberIn(0, 100)),
     motionStrength: v.optional(numberIn(0, 100)),
-    cameraMotion: v.optional(v.string('Must be a string')),
+    cameraMotion: v.optional(shortText),
     inputImageUrls: v.optional(imageUrls(5)),
     providerInput: v.optional(providerInput),
   },

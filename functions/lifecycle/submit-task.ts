@@ -39,7 +39,8 @@ export async function submitTask(lc: Lifecycle, input: SubmitInput, log: Logger)
       type: input.type,
       model: input.request.model,
       prompt: input.request.prompt,
-      request: { body: input.request, providerRequest: input.providerRequest },
+      // Only what a resend needs: model and prompt are on the task, and the item stays well under 400 KB.
+      request: { providerRequest: input.providerRequest },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
       now: lc.now(),

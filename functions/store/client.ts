@@ -15,7 +15,13 @@ export function createDocumentClient(config: DynamoDBClientConfig = {}): DynamoD
   // Bounded waits: an unreachable table must turn into a clean 5xx well inside API Gateway's 29 s,
   // never a hung request. DynamoDB answers in milliseconds, so these leave ample room.
   const client = new DynamoDBClient({
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+    requestHandler: {
+      connectionTimeout: 2_000,
+      requestTimeout: 5_000,
+      // Only plain-HTTP endpoints (DynamoDB Local) use this agent. The local stack serves many requests
+      // from one process, and waiting for one of the default 50 sockets counts against the timeout.
+      httpAgent: { keepAlive: true, maxSockets: 256 },
+    },
     ...config,
   });
   return DynamoDBDocumentClient.from(client, {

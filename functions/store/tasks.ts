@@ -93,6 +93,9 @@ export async function acceptTask(
     createdAt,
     updatedAt: createdAt,
     attempts: 0,
+    // The submission itself is the first contact with the provider: claims wait one interval from now,
+    // so a poll cannot re-send the task while the submit handler is still sending it.
+    lastCheckedAt: task.now.getTime(),
     ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
   };
 

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type ApiResponse, createApi, IMAGE_PATH, REFERENCE_IMAGE, taskPath, VIDEO_PATH } from './support/api';
+import { expectGatewayAnswer as gatewayAnswer } from './support/gateway-answer';
 import { loadTarget } from './support/target';
 
 const target = loadTarget();
@@ -16,11 +17,8 @@ const QUICK_TIMEOUT_MS = 15_000;
 const PROBE = { model: 'video-a/v2-1-master-text-to-video', prompt: 'probe', inputMode: 'text_to_video', duration: 10 };
 const PROBE_COST = 320;
 
-/** A status check that holds on every target, and the body where the gateway's bodies reach the client. */
-function expectGatewayAnswer(response: ApiResponse, status: number, body: unknown): void {
-  expect(response.status).toBe(status);
-  if (target.can('gatewayBodies')) expect(response.body).toEqual(body);
-}
+const expectGatewayAnswer = (response: ApiResponse, status: number, body: unknown) =>
+  gatewayAnswer(target, response, status, body);
 
 /** A user's balance, read from the 402 answer to a request that costs more than it has. */
 async function balanceOf(apiKey: string): Promise<number> {

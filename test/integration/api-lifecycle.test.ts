@@ -281,6 +281,8 @@ describe('the task lifecycle through the API handlers', () => {
       const { taskId } = await submit('image', user, imageRequest());
       const providerTaskId = (await getTask(h.store, user.userId, taskId))?.providerTaskId ?? '';
       h.provider.setFaults({ getFault: 'http_500' });
+      // The submission was the first contact: the first query is due one interval after it.
+      await sleep(NEXT_INTERVAL_MS);
 
       // Act
       const duringFault = await invoke(getTaskHandler, getTaskEvent(user, taskId));

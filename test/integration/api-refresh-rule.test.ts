@@ -1,7 +1,9 @@
 /**
  * The 30 s rule through the GET handler: a pending task triggers at most one provider query per
  * interval, whatever the number of concurrent pollers. The interval here is the deployed 30 s, so
- * "within the interval" needs no timing luck; "after the interval" moves the lifecycle's clock.
+ * "within the interval" needs no timing luck; "after the interval" moves the lifecycle's clock. The
+ * acceptance counts as the first contact with the provider, so a task is first due for a query one
+ * interval after it was accepted.
  */
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { refreshTask } from '../../functions/lifecycle/refresh-task';
@@ -39,25 +41,32 @@ describe('the refresh interval through the GET handler', () => {
     await h.dispose();
   });
 
-  /** A pending task the mock will not finish for ten minutes, and its provider task id. */
-  async function pendingTask(user: TestUser): Promise<{ taskId: string; providerTaskId: string; createdAt: string }> {
+  /**
+   * A pending task the mock will not finish for ten minutes, its provider task id, and `dueAt`: one
+   * interval after its acceptance, when its first provider query may be claimed.
+   */
+  async function pendingTask(user: TestUser): Promise<{ taskId: string; providerTaskId: string; dueAt: Date }> {
     const answer = await invoke(submitImage, submitEvent('image', user, imageRequest({ mockDelayMs: 600_000 })));
     const taskId = String(answer.body.taskId);
     const stored = await getTask(h.store, user.userId, taskId);
     if (!stored?.providerTaskId) throw new Error('the accepted task has no provider task id');
-    return { taskId, providerTaskId: stored.providerTaskId, createdAt: stored.createdAt };
+    const dueAt = new Date(Date.parse(stored.createdAt) + INTERVAL_SECONDS * 1000);
+    return { taskId, providerTaskId: stored.providerTaskId, dueAt };
   }
 
   const getMany = (user: TestUser, taskId: string) =>
     Promise.all(Array.from({ length: POLLERS }, () => invoke(getTaskHandler, getTaskEvent(user, taskId))));
 
   it(`${POLLERS} concurrent GETs of a task due for a query make exactly one provider query`, async () => {
-    // Prepare: never checked, so its interval has elapsed.
+    // Prepare: never queried, and the clock one interval after the acceptance, so a query is due.
     const user = await h.createUser(10);
-    const { taskId, providerTaskId } = await pendingTask(user);
+    const { taskId, providerTaskId, dueAt } = await pendingTask(user);
 
     // Act
-    const answers = await getMany(user, taskId);
+    const answers = await h.withClock(
+      () => dueAt,
+      () => getMany(user, taskId),
+    );
 
     // Assert
     expect(h.provider.stats.getTaskCalls(providerTaskId)).toBe(1);
@@ -69,16 +78,27 @@ describe('the refresh interval through the GET handler', () => {
   });
 
   it('GETs within the interval make no provider query', async () => {
-    // Prepare
+    // Prepare: a GET once the task is due claims the first query.
     const user = await h.createUser(10);
-    const { taskId, providerTaskId } = await pendingTask(user);
-    await invoke(getTaskHandler, getTaskEvent(user, taskId));
+    const { taskId, providerTaskId, dueAt } = await pendingTask(user);
+    await h.withClock(
+      () => dueAt,
+      () => invoke(getTaskHandler, getTaskEvent(user, taskId)),
+    );
     const queries = h.provider.stats.getTaskCalls(providerTaskId);
+    // The last instant of that query's interval.
+    const withinInterval = new Date(dueAt.getTime() + INTERVAL_SECONDS * 1000 - 1);
 
     // Act
-    const concurrent = await getMany(user, taskId);
-    const sequential = [];
-    for (let i = 0; i < 5; i++) sequential.push(await invoke(getTaskHandler, getTaskEvent(user, taskId)));
+    const { concurrent, sequential } = await h.withClock(
+      () => withinInterval,
+      async () => {
+        const concurrent = await getMany(user, taskId);
+        const sequential = [];
+        for (let i = 0; i < 5; i++) sequential.push(await invoke(getTaskHandler, getTaskEvent(user, taskId)));
+        return { concurrent, sequential };
+      },
+    );
 
     // Assert
     expect(queries).toBe(1);
@@ -87,13 +107,17 @@ describe('the refresh interval through the GET handler', () => {
   });
 
   it(`once the interval has passed, ${POLLERS} racing refreshes make exactly one more query`, async () => {
-    // Prepare
+    // Prepare: a GET once the task is due claims the first query.
     const user = await h.createUser(10);
-    const { taskId, providerTaskId } = await pendingTask(user);
-    await invoke(getTaskHandler, getTaskEvent(user, taskId));
+    const { taskId, providerTaskId, dueAt } = await pendingTask(user);
+    await h.withClock(
+      () => dueAt,
+      () => invoke(getTaskHandler, getTaskEvent(user, taskId)),
+    );
     const checked = await getTask(h.store, user.userId, taskId);
-    if (checked?.lastCheckedAt === undefined) throw new Error('the first GET did not claim a query');
-    const later = new Date(checked.lastCheckedAt + INTERVAL_SECONDS * 1000);
+    // Acceptance already set lastCheckedAt; only the claim moves it to dueAt.
+    if (!checked || checked.lastCheckedAt !== dueAt.getTime()) throw new Error('the first GET did not claim a query');
+    const later = new Date(dueAt.getTime() + INTERVAL_SECONDS * 1000);
     const lc = h.lifecycle(() => later);
 
     // Act

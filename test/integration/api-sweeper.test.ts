@@ -174,6 +174,8 @@ describe('the sweeper handler', () => {
     const user = await h.createUser(10);
     h.provider.setFaults({ createFault: 'connection_reset' });
     const taskId = await submit('image', user, imageRequest());
+    // The submission was the first send: the first retry is due one interval after it.
+    await sleep(INTERVAL_MS + 100);
 
     // Act
     const runs = await sweepUntilIdle();

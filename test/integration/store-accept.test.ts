@@ -84,6 +84,8 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
       createdAt: T0.toISOString(),
       updatedAt: T0.toISOString(),
       attempts: 0,
+      // The submission is the first contact with the provider: claims wait one interval from acceptance.
+      lastCheckedAt: T0.getTime(),
       keyId: 'key-1',
     });
     expect(await getTask(store, userId, task.taskId)).toEqual(result.task);

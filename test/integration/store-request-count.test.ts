@@ -58,7 +58,9 @@ describe('DynamoDB requests per store operation', () => {
   it('a claim costs 1 request, won or lost', async () => {
     // Prepare
     const task = await pendingTask();
-    const claim = { userId: task.userId, taskId: task.taskId, now: T0, intervalMs: 30_000 };
+    // Acceptance counts as the first contact, so the first claim is due one interval after it.
+    const intervalMs = 30_000;
+    const claim = { userId: task.userId, taskId: task.taskId, now: new Date(T0.getTime() + intervalMs), intervalMs };
 
     // Act
     const won = await claimRefresh(store, claim);

@@ -72,26 +72,48 @@ describe('the task lifecycle writes on DynamoDB Local', () => {
   });
 
   describe('claimRefresh', () => {
-    it('lets exactly one of 20 racers win per interval, and one more after it', async () => {
+    it('counts the acceptance as the first contact: no claim wins within one interval of it', async () => {
       // Prepare
       const task = await acceptedTask();
       const claim = (now: Date) =>
         claimRefresh(store, { userId: task.userId, taskId: task.taskId, now, intervalMs: INTERVAL_MS });
 
       // Act
-      const firstRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000))));
-      const tooEarly = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000 + INTERVAL_MS - 1))));
-      const secondRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(1000 + INTERVAL_MS))));
+      const atAcceptance = await Promise.all(Array.from({ length: 20 }, () => claim(at(0))));
+      const justBefore = await Promise.all(Array.from({ length: 20 }, () => claim(at(INTERVAL_MS - 1))));
+      const afterOneInterval = await Promise.all(Array.from({ length: 20 }, () => claim(at(INTERVAL_MS))));
+
+      // Assert
+      expect(task.lastCheckedAt).toBe(T0.getTime());
+      expect(atAcceptance.filter((result) => result !== undefined)).toHaveLength(0);
+      expect(justBefore.filter((result) => result !== undefined)).toHaveLength(0);
+      const winners = afterOneInterval.filter((result) => result !== undefined);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]).toEqual(expect.objectContaining({ lastCheckedAt: at(INTERVAL_MS).getTime(), attempts: 1 }));
+    });
+
+    it('lets exactly one of 20 racers win per interval, and one more after it', async () => {
+      // Prepare
+      const task = await acceptedTask();
+      const claim = (now: Date) =>
+        claimRefresh(store, { userId: task.userId, taskId: task.taskId, now, intervalMs: INTERVAL_MS });
+      // The acceptance at T0 is the first contact, so the first claim is due one interval later.
+      const firstDue = INTERVAL_MS + 1000;
+
+      // Act
+      const firstRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(firstDue))));
+      const tooEarly = await Promise.all(Array.from({ length: 20 }, () => claim(at(firstDue + INTERVAL_MS - 1))));
+      const secondRound = await Promise.all(Array.from({ length: 20 }, () => claim(at(firstDue + INTERVAL_MS))));
 
       // Assert
       const firstWinners = firstRound.filter((result) => result !== undefined);
       expect(firstWinners).toHaveLength(1);
-      expect(firstWinners[0]).toEqual(expect.objectContaining({ lastCheckedAt: at(1000).getTime(), attempts: 1 }));
+      expect(firstWinners[0]).toEqual(expect.objectContaining({ lastCheckedAt: at(firstDue).getTime(), attempts: 1 }));
       expect(tooEarly.filter((result) => result !== undefined)).toHaveLength(0);
       const secondWinners = secondRound.filter((result) => result !== undefined);
       expect(secondWinners).toHaveLength(1);
       expect(secondWinners[0]).toEqual(
-        expect.objectContaining({ lastCheckedAt: at(1000 + INTERVAL_MS).getTime(), attempts: 2 }),
+        expect.objectContaining({ lastCheckedAt: at(firstDue + INTERVAL_MS).getTime(), attempts: 2 }),
       );
       expect((await auditUser(store, task.userId)).ok).toBe(true);
     });

@@ -58,6 +58,12 @@ export interface ServiceHarness {
   createUser(credits: number): Promise<TestUser>;
   /** The handlers' own lifecycle wiring with the clock replaced (TIMEOUT without waiting). */
   lifecycle(now: () => Date): Lifecycle;
+  /**
+   * Runs `fn` with the clock of the handlers' own wiring (the one `lifecycleFromEnv()` caches, so the
+   * real GET, submit and sweeper handlers) replaced by `now`, then restores it. Moves time without
+   * sleeping, e.g. to one refresh interval after a task's acceptance.
+   */
+  withClock<T>(now: () => Date, fn: () => Promise<T>): Promise<T>;
   /** Runs `fn` with some variables changed (undefined deletes), then restores them. */
   withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
   /** Stops the servers, deletes the table and the media directory, restores the environment. */
@@ -168,6 +174,18 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
 
     lifecycle(now) {
       return { ...lifecycleFromEnv(), now };
+    },
+
+    async withClock(now, fn) {
+      // The handlers call lifecycleFromEnv() per request and get this same cached object.
+      const wiring = lifecycleFromEnv();
+      const previous = wiring.now;
+      wiring.now = now;
+      try {
+        return await fn();
+      } finally {
+        wiring.now = previous;
+      }
     },
 
     async withEnv(overrides, fn) {

@@ -1,5 +1,10 @@
 import { IMAGE_MODEL_IDS, VIDEO_MODEL_IDS, type VideoModelId, videoModel } from '../../functions/core/catalog';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
+import {
+  PROVIDER_INPUT_MAX_BYTES,
+  PROVIDER_INPUT_MAX_DEPTH,
+  validateImageRequest,
+  validateVideoRequest,
+} from '../../functions/core/validation';
 import { IMAGE_URL, imageBody, rejectionOf, urls, videoBody } from './core-fixtures';
 
 describe('validateImageRequest: the schema', () => {
@@ -638,5 +643,70 @@ describe('validateVideoRequest: durations and aspect ratios per model', () => {
 
     // Assert
     expect(details.fieldErrors.aspectRatio).toEqual([expect.stringMatching(/^Must be one of .* for /)]);
+  });
+});
+
+describe('bounds that keep a task storable as one DynamoDB item', () => {
+  const nested = (depth: number): Record<string, unknown> => {
+    let value: Record<string, unknown> = { leaf: true };
+    for (let i = 1; i < depth; i++) value = { next: value };
+    return value;
+  };
+
+  test.each([
+    ['image', (extra: Record<string, unknown>) => validateImageRequest(imageBody('image-model-1', extra))],
+    ['video', (extra: Record<string, unknown>) => validateVideoRequest(videoBody('video-d3', extra))],
+  ])('%s: providerInput 16 levels deep and 32 KB are accepted, 17 levels and 32 KB + 1 are not', (_kind, validate) => {
+    // Prepare
+    const deepest = nested(PROVIDER_INPUT_MAX_DEPTH);
+    const tooDeep = nested(PROVIDER_INPUT_MAX_DEPTH + 1);
+    const padding = (bytes: number) => ({ pad: 'x'.repeat(bytes - JSON.stringify({ pad: '' }).length) });
+
+    // Act
+    const accepted = [
+      validate({ providerInput: deepest }),
+      validate({ providerInput: padding(PROVIDER_INPUT_MAX_BYTES) }),
+    ];
+    const depthError = rejectionOf(() => validate({ providerInput: tooDeep }));
+    const sizeError = rejectionOf(() => validate({ providerInput: padding(PROVIDER_INPUT_MAX_BYTES + 1) }));
+
+    // Assert
+    expect(accepted).toHaveLength(2);
+    expect(depthError.fieldErrors.providerInput).toEqual(['Must be nested at most 16 levels deep']);
+    expect(sizeError.fieldErrors.providerInput).toEqual(['Must be at most 32 KB as JSON']);
+  });
+
+  test('a providerInput nested thousands of levels deep is a ValidationError, not a crash', () => {
+    // Prepare
+    const body = imageBody('image-model-1', { providerInput: nested(5000) });
+
+    // Act
+    const details = rejectionOf(() => validateImageRequest(body));
+
+    // Assert
+    expect(details.fieldErrors.providerInput).toEqual(['Must be nested at most 16 levels deep']);
+  });
+
+  test('URLs up to 2048 characters, seed and cameraMotion up to 256', () => {
+    // Prepare
+    const longUrl = `https://images.example.com/${'a'.repeat(2048 - 'https://images.example.com/'.length)}`;
+
+    // Act
+    const accepted = validateImageRequest(
+      imageBody('image-model-1', { inputImageUrls: [longUrl], seed: '9'.repeat(256) }),
+    );
+    const urlError = rejectionOf(() =>
+      validateImageRequest(imageBody('image-model-1', { inputImageUrls: [`${longUrl}b`] })),
+    );
+    const seedError = rejectionOf(() => validateImageRequest(imageBody('image-model-1', { seed: '9'.repeat(257) })));
+    const motionError = rejectionOf(() =>
+      validateVideoRequest(videoBody('video-d3', { cameraMotion: 'p'.repeat(257) })),
+    );
+
+    // Assert
+    expect(accepted.inputImageUrls).toEqual([longUrl]);
+    expect(urlError.fieldErrors['inputImageUrls.0']).toEqual(['Must be at most 2048 characters']);
+    expect(seedError.fieldErrors.seed).toEqual(['Must be at most 256 characters']);
+    expect(motionError.fieldErrors.cameraMotion).toEqual(['Must be at most 256 characters']);
   });
 });

@@ -31,6 +31,8 @@ export const USERS = {
   poor: { userId: 'e2e-poor', credits: 2 },
   restricted: { userId: 'e2e-restricted', credits: 10 },
   expiring: { userId: 'e2e-expiring', credits: 10 },
+  // Below the 320-credit balance probe, so a 402 tells its balance (test/e2e/fuzz-http.test.ts).
+  fuzz: { userId: 'e2e-fuzz', credits: 300 },
 } as const;
 
 export interface RunningLocalStack {
@@ -201,6 +203,7 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
   const other = await key(USERS.other.userId, 'e2e other');
   const poor = await key(USERS.poor.userId, 'e2e poor');
   const restricted = await key(USERS.restricted.userId, 'e2e restricted', { allowedCidrs: ['10.0.0.0/8'] });
+  const fuzz = await key(USERS.fuzz.userId, 'e2e fuzz');
   // Last, so that the setup's own duration does not eat into the keys' lifetimes.
   const start = epochSeconds(new Date());
   const expiring: { apiKey: string; expiresAtMs: number }[] = [];
@@ -218,6 +221,7 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
       other: { apiKey: other.apiKey, balance: USERS.other.credits },
       poor: { apiKey: poor.apiKey, balance: USERS.poor.credits },
       ipRestricted: { apiKey: restricted.apiKey },
+      fuzz: { apiKey: fuzz.apiKey, balance: USERS.fuzz.credits },
       expiring,
     },
     mockProvider: true,

@@ -31,6 +31,8 @@ export interface E2eContext {
     poor?: TargetKey;
     /** A key whose IP allowlist excludes the machine running the suite. */
     ipRestricted?: TargetKey;
+    /** A user only the HTTP fuzzer uses, with a known balance below the 320-credit balance probe. */
+    fuzz?: TargetKey;
     /**
      * Keys that expire one after the other, soonest first (`expiresAtMs`, epoch ms). Jest decides when
      * the expiry check runs, so it takes the first key with a few seconds left and waits for that one.
@@ -54,7 +56,8 @@ export type Capability =
   | 'otherUserKey'
   | 'poorKey'
   | 'ipRestrictedKey'
-  | 'expiringKey';
+  | 'expiringKey'
+  | 'fuzzKey';
 
 /** Checks that not every target can run, with what each needs. Every other check runs everywhere. */
 export const CONDITIONAL_CHECKS = {
@@ -82,6 +85,10 @@ export const CONDITIONAL_CHECKS = {
     needs: ['expiringKey'],
     what: 'a key works until its expiry and gets 401 after it, behind a cached authorizer Allow',
   },
+  fuzzCredits: {
+    needs: ['fuzzKey'],
+    what: 'HTTP fuzzing moves no credit on a rejected request (balance of a dedicated user, read from a 402)',
+  },
 } as const satisfies Record<string, { needs: readonly Capability[]; what: string }>;
 
 export type CheckId = keyof typeof CONDITIONAL_CHECKS;
@@ -105,6 +112,7 @@ export function missingCapabilities(context: E2eContext): Partial<Record<Capabil
   if (!context.keys.ipRestricted) {
     missing.ipRestrictedKey = local ? 'no allowlisted key was created' : 'API_KEY_IP_RESTRICTED is not set';
   }
+  if (!context.keys.fuzz) missing.fuzzKey = 'only the local stack seeds a dedicated fuzzing user';
   if (!context.keys.expiring) {
     missing.expiringKey = 'the suite can only create a short-lived key in the store of the local stack';
   }
