@@ -7,20 +7,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type {
-  APIGatewayAuthorizerResult,
-  APIGatewayProxyEvent,
-  APIGatewayProxyResult,
-  APIGatewayRequestAuthorizerEvent,
-  Context,
-} from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayRequestAuthorizerEvent, Context } from 'aws-lambda';
 import type { StoreContext } from '../functions/store/client';
 import { findFreePort, startDynamoDbLocal } from '../local/dynamodb-local';
+import type { AuthorizerHandler, ProxyHandler } from '../local/gateway';
 import { type MockProvider, startMockProvider } from '../local/mock-provider';
 import { bounded, note, onCleanup } from './support';
 
-export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
-export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+export type { AuthorizerHandler, ProxyHandler };
 
 export interface InProcessEnv {
   dynamodbEndpoint: string;

@@ -3,13 +3,13 @@
  * the mock provider, the real authorizer and handlers behind the local gateway) with autocannon from
  * this process: polls of a completed task, submits, and a mix, each for a fixed time.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import autocannon from 'autocannon';
 import { createDocumentClient, type StoreContext } from '../functions/store/client';
 import { auditUser, listLedger } from '../functions/store/ledger';
-import { DYNAMODB_LOCAL_CLIENT_CONFIG, findFreePort } from '../local/dynamodb-local';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
+import { spawnLocalStack } from '../local/spawn-local-stack';
 import { completedTask, createUser } from './in-process';
-import { bounded, bytes, ms, note, onCleanup, out, ROOT, runCleanups, table } from './support';
+import { bounded, bytes, ms, note, onCleanup, out, runCleanups, table } from './support';
 
 export const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS) || 10;
 export const LOAD_CONNECTIONS = Number(process.env.BENCH_LOAD_CONNECTIONS) || 20;
@@ -21,22 +21,12 @@ interface RunningStack {
   dynamodbEndpoint: string;
 }
 
-/**
- * Starts `local/start.ts` in its own process group (so that, should it not stop, the group including
- * DynamoDB Local's JVM can be killed by id) and resolves with the URLs it prints.
- */
+/** Starts `local/start.ts` as `npm start` runs it and stops it when the benchmark ends. */
 async function startStack(): Promise<RunningStack> {
-  const [port, dynamodbPort, mockProviderPort] = [await findFreePort(), await findFreePort(), await findFreePort()];
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const stack = await spawnLocalStack({
+    readyTimeoutMs: 90_000,
+    stopTimeoutMs: 20_000,
     env: {
-      ...process.env,
-      PORT: String(port),
-      DYNAMODB_PORT: String(dynamodbPort),
-      MOCK_PROVIDER_PORT: String(mockProviderPort),
-      DATA_DIR: ':memory:',
       TABLE_NAME,
       LOG_LEVEL: 'error',
       METRICS: 'off',
@@ -47,50 +37,11 @@ async function startStack(): Promise<RunningStack> {
       DYNAMODB_ENDPOINT: '',
     },
   });
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null) resolve();
-    child.once('exit', () => resolve());
-  });
   onCleanup(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
     note('stopping the local stack');
-    child.kill('SIGTERM');
-    const stopped = await Promise.race([
-      exited.then(() => true),
-      new Promise((r) => setTimeout(() => r(false), 20_000)),
-    ]);
-    if (!stopped && child.pid !== undefined) {
-      // The stack did not stop in time: end its whole process group (the stack and its JVM).
-      process.kill(-child.pid, 'SIGKILL');
-      await exited;
-    }
+    await stack.stop();
   });
-
-  let output = '';
-  let errors = '';
-  // Both pipes are drained for the whole run: the gateway writes a line per request.
-  child.stderr?.on('data', (chunk: Buffer) => {
-    errors = (errors + chunk.toString()).slice(-4000);
-  });
-  return bounded(
-    'local stack start',
-    90_000,
-    new Promise<RunningStack>((resolve, reject) => {
-      let ready = false;
-      child.stdout?.on('data', (chunk: Buffer) => {
-        if (ready) return;
-        output += chunk.toString();
-        const api = /API ready at (\S+)/.exec(output);
-        const dynamodb = /DynamoDB Local at (\S+)/.exec(output);
-        if (api?.[1] && dynamodb?.[1]) {
-          ready = true;
-          output = '';
-          resolve({ url: api[1], dynamodbEndpoint: dynamodb[1] });
-        }
-      });
-      void exited.then(() => reject(new Error(`the local stack exited during start:\n${errors}`)));
-    }),
-  );
+  return { url: stack.baseUrl, dynamodbEndpoint: stack.dynamodbEndpoint };
 }
 
 interface LoadRow {

@@ -139,7 +139,7 @@ export async function requestCounts(): Promise<void> {
     await measure('GET task, pending, provider query → still running', { GetItem: 1, UpdateItem: 1 }, () =>
       expectStatus(getTask.handler(getEvent(running), lambdaContext('get-task')), 200),
     );
-    await measure('GET task, pending, interval not elapsed (claim lost)', { GetItem: 1, UpdateItem: 1 }, () =>
+    await measure('GET task, pending, interval not elapsed (no claim attempted)', { GetItem: 1 }, () =>
       expectStatus(getTask.handler(getEvent(running), lambdaContext('get-task')), 200),
     );
     await measure('authorizer, miss (handler invoked)', { GetItem: 1 }, async () => {

@@ -3,7 +3,14 @@
  */
 
 import { getBalance, grantCredits } from '../../functions/store/accounts';
-import { type ApiKeyListing, listApiKeys, putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
+import {
+  type ApiKeyListing,
+  type IssuedApiKey,
+  listApiKeys,
+  putApiKey,
+  revokeApiKey,
+  rotateApiKey,
+} from '../../functions/store/api-keys';
 import type { StoreContext } from '../../functions/store/client';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import type { Command } from './args';
@@ -22,6 +29,18 @@ function status(key: ApiKeyListing, nowSeconds: number): 'active' | 'revoked' | 
   if (key.revokedAt !== undefined) return 'revoked';
   if (key.expiresAt !== undefined && nowSeconds >= key.expiresAt) return 'expired';
   return 'active';
+}
+
+/** What the operator sees of a newly issued key: the only time the plaintext key is shown. */
+function issuedKeyOutput(issued: IssuedApiKey) {
+  return {
+    keyId: issued.keyId,
+    apiKey: issued.apiKey,
+    userId: issued.userId,
+    name: issued.name,
+    allowedCidrs: issued.allowedCidrs,
+    expiresAt: iso(issued.expiresAt),
+  };
 }
 
 export async function runCommand(
@@ -45,14 +64,7 @@ export async function runCommand(
         now,
       });
       return {
-        output: {
-          keyId: issued.keyId,
-          apiKey: issued.apiKey,
-          userId: issued.userId,
-          name: issued.name,
-          allowedCidrs: issued.allowedCidrs,
-          expiresAt: iso(issued.expiresAt),
-        },
+        output: issuedKeyOutput(issued),
         ok: true,
       };
     }
@@ -93,12 +105,7 @@ export async function runCommand(
       });
       return {
         output: {
-          keyId: issued.keyId,
-          apiKey: issued.apiKey,
-          userId: issued.userId,
-          name: issued.name,
-          allowedCidrs: issued.allowedCidrs,
-          expiresAt: iso(issued.expiresAt),
+          ...issuedKeyOutput(issued),
           previous: { keyId: previous.keyId, expiresAt: iso(previous.expiresAt), revokedAt: iso(previous.revokedAt) },
         },
         ok: true,

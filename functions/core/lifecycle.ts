@@ -27,6 +27,15 @@ export type RefreshStep =
   | { kind: 'send' }
   | { kind: 'query'; providerTaskId: string };
 
+/**
+ * Whether a pending task may be refreshed now, judged from a stored copy. The claim's condition is
+ * what guarantees one refresh per interval; this only spares the conditional write (and its write
+ * capacity) on the many polls that would lose the claim anyway.
+ */
+export function isRefreshDue(task: TaskRecord, now: Date, config: LifecycleConfig): boolean {
+  return task.lastCheckedAt === undefined || now.getTime() - task.lastCheckedAt >= config.refreshIntervalMs;
+}
+
 /** Decides the step for a pending task. Too old beats everything: a task must end. */
 export function nextRefreshStep(task: TaskRecord, now: Date, config: LifecycleConfig): RefreshStep {
   const ageMs = now.getTime() - Date.parse(task.createdAt);

@@ -12,7 +12,7 @@ export const handler = apiHandler({ jsonBody: false }, async (req) => {
   const taskId = req.pathParameters.id;
   const lc = lifecycleFromEnv();
   // Keyed by the caller's own user id: someone else's task is simply not there.
-  const stored = taskId && Buffer.byteLength(taskId) <= 256 ? await getTask(lc.store, req.caller.userId, taskId) : undefined;
+  const stored = taskId ? await getTask(lc.store, req.caller.userId, taskId) : undefined;
   if (!stored) throw new TaskNotFoundError();
   const task = await refreshTask(lc, stored, req.log);
   const urls = await Promise.all((task.status === 1 ? (task.resultKeys ?? []) : []).map((key) => lc.media.urlFor(key)));

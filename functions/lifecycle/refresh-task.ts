@@ -2,7 +2,7 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
-import { nextRefreshStep } from '../core/lifecycle';
+import { isRefreshDue, nextRefreshStep } from '../core/lifecycle';
 import { type TaskRecord, TaskStatus } from '../core/task';
 import { MediaCopyError, mediaKey } from '../media/port';
 import type { Logger } from '../observability/logger';
@@ -20,6 +20,7 @@ import { sendToProvider } from './send-to-provider';
 export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
   if (task.status !== TaskStatus.PENDING) return task;
   const now = lc.now();
+  if (!isRefreshDue(task, now, lc.config)) return task;
   const claimed = await claimRefresh(lc.store, {
     userId: task.userId,
     taskId: task.taskId,

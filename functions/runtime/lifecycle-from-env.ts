@@ -26,7 +26,14 @@ export function lifecycleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Li
   };
 }
 
+/**
+ * A result copy must end inside the API Lambda's 29 s (a GET may do it), leaving time to record the
+ * outcome; MEDIA_COPY_TIMEOUT_MS overrides it. A copy cut short fails the task with STORAGE_ERROR.
+ */
+const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
+
 function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
+  const timeoutMs = Number(env.MEDIA_COPY_TIMEOUT_MS) || DEFAULT_MEDIA_COPY_TIMEOUT_MS;
   if (env.MEDIA_BUCKET) {
     return createS3MediaStore({
       bucket: env.MEDIA_BUCKET,
@@ -34,10 +41,11 @@ function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
       urlTtlSeconds: Number(env.MEDIA_URL_TTL_SECONDS) || 3600,
       endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL,
       forcePathStyle: Boolean(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL),
+      timeoutMs,
     });
   }
   if (env.MEDIA_DIR && env.MEDIA_BASE_URL) {
-    return createFsMediaStore({ dir: env.MEDIA_DIR, publicBaseUrl: env.MEDIA_BASE_URL });
+    return createFsMediaStore({ dir: env.MEDIA_DIR, publicBaseUrl: env.MEDIA_BASE_URL, timeoutMs });
   }
   throw new Error('Set MEDIA_BUCKET (AWS) or MEDIA_DIR and MEDIA_BASE_URL (local) for result storage');
 }

@@ -1,7 +1,7 @@
 /**
  * The store context a Lambda builds from its environment, once per container.
  */
-import { type StoreContext, createDocumentClient } from './client';
+import { createDocumentClient, type StoreContext } from './client';
 import { DEFAULT_TABLE_NAME } from './table';
 
 let cached: StoreContext | undefined;

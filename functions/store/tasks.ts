@@ -164,6 +164,9 @@ export async function acceptTask(
   }
 }
 
+/** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
+const MAX_TASK_ID_BYTES = 256;
+
 /**
  * Reads a task of `userId` (one consistent GetItem). Another user's task id is simply not found:
  * the key is built from the caller's id.
@@ -173,6 +176,9 @@ export async function getTask(
   userId: string,
   taskId: string,
 ): Promise<TaskRecord | undefined> {
+  // Task ids come from the URL. One longer than any id we issue cannot name a task, and DynamoDB would
+  // refuse it as a key (1 KB) with an error rather than a miss.
+  if (Buffer.byteLength(taskId) > MAX_TASK_ID_BYTES) return undefined;
   const out = await withRetry(
     () =>
       ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.task(userId, taskId), ConsistentRead: true })),

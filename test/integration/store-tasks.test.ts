@@ -69,6 +69,17 @@ describe('the task lifecycle writes on DynamoDB Local', () => {
       // Assert
       expect(read).toBeUndefined();
     });
+
+    it('finds no task for an id too long to be a key, instead of failing', async () => {
+      // Prepare
+      const task = await acceptedTask();
+
+      // Act
+      const read = await getTask(store, task.userId, 'x'.repeat(1100));
+
+      // Assert
+      expect(read).toBeUndefined();
+    });
   });
 
   describe('claimRefresh', () => {

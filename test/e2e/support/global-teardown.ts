@@ -3,7 +3,7 @@
  * checks the ledger invariant for every user of the run, then always stops the stack; a violation
  * throws, which fails the run.
  */
-import { ledgerViolations, type RunningLocalStack, stopLocalStack } from './local-stack';
+import { ledgerViolations, type RunningLocalStack } from './local-stack';
 
 declare global {
   // Set by global-setup.ts in this same process.
@@ -19,7 +19,7 @@ export default async function teardown(): Promise<void> {
     violations = await ledgerViolations(stack.store);
   } finally {
     stack.store.doc.destroy();
-    await stopLocalStack(stack.child);
+    await stack.stop();
   }
   if (violations.length > 0) {
     throw new Error(`Ledger invariant violated after the e2e run:\n${violations.join('\n')}`);

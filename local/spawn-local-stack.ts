@@ -1,0 +1,146 @@
+/**
+ * The local stack as a child process (`node --import tsx local/start.ts`), exactly as `npm start` runs
+ * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..');
+const OUTPUT_LINES_KEPT = 200;
+
+export interface SpawnedLocalStack {
+  child: ChildProcess;
+  /** `http://127.0.0.1:<port>`, from the `API ready at` line. */
+  baseUrl: string;
+  /** From the `DynamoDB Local at` line (the stack's own, or DYNAMODB_ENDPOINT when given). */
+  dynamodbEndpoint: string;
+  /** The child's recent output (API keys redacted), for failure messages. */
+  output(): string;
+  /** SIGINT, then SIGKILL to the whole process group (DynamoDB Local's JVM too) after a bounded wait. */
+  stop(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  /** Settings for the child (PORT, DYNAMODB_PORT and MOCK_PROVIDER_PORT default to free ports). */
+  env?: Record<string, string>;
+  readyTimeoutMs?: number;
+  stopTimeoutMs?: number;
+}
+
+/** N distinct free ports: every probe stays open until all are found, so none repeats. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((ready, fail) => {
+        server.once('error', fail);
+        server.listen(0, '127.0.0.1', () => ready());
+      });
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no port from listen(0)');
+      ports.push(address.port);
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((closed) => server.close(() => closed()))));
+  }
+}
+
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (hasExited(child)) return Promise.resolve(true);
+  return new Promise((done) => {
+    const timer = setTimeout(() => done(false), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done(true);
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (hasExited(child)) return;
+  child.kill('SIGINT');
+  if (await waitForExit(child, timeoutMs)) return;
+  // The child leads its own process group (detached): the kill reaches DynamoDB Local's Java too.
+  if (child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  }
+  await waitForExit(child, timeoutMs);
+}
+
+/** Starts the stack and resolves at its `API ready at` line; stops it again on any failure. */
+export async function spawnLocalStack(options: SpawnOptions = {}): Promise<SpawnedLocalStack> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
+  const [port, dynamodbPort, mockProviderPort] = await freePorts(3);
+  const lines: string[] = [];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DYNAMODB_PORT: String(dynamodbPort),
+      MOCK_PROVIDER_PORT: String(mockProviderPort),
+      DATA_DIR: ':memory:',
+      ...options.env,
+    },
+  });
+  const output = () => lines.join('\n');
+  const stop = () => stopChild(child, stopTimeoutMs);
+
+  const ready = new Promise<{ baseUrl: string; dynamodbEndpoint: string }>((done, fail) => {
+    let dynamodbEndpoint: string | undefined;
+    let pending = '';
+    const onData = (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const parts = pending.split('\n');
+      pending = parts.pop() ?? '';
+      for (const raw of parts) {
+        // The demo key is printed once: keep it out of anything a test or benchmark may show.
+        const line = raw.replace(/gsk_live_[A-Za-z0-9_-]+/g, 'gsk_live_<redacted>');
+        lines.push(line);
+        if (lines.length > OUTPUT_LINES_KEPT) lines.shift();
+        dynamodbEndpoint ??= /DynamoDB Local at (http:\/\/\S+)/.exec(line)?.[1];
+        const api = /API ready at (http:\/\/\S+)/.exec(line)?.[1];
+        if (api && dynamodbEndpoint) done({ baseUrl: api, dynamodbEndpoint });
+        else if (api) fail(new Error('The stack printed "API ready at" without a "DynamoDB Local at" line'));
+      }
+    };
+    // Always drained, so a chatty child (a log line per request) never blocks on a full pipe.
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('error', fail);
+    child.once('exit', (code, signal) => fail(new Error(`The local stack exited early (code ${code}, ${signal})`)));
+  });
+
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(
+      () => fail(new Error(`The local stack did not print "API ready at" within ${readyTimeoutMs} ms`)),
+      readyTimeoutMs,
+    );
+  });
+  try {
+    const urls = await Promise.race([ready, timeout]);
+    return { child, ...urls, output, stop };
+  } catch (error) {
+    await stop();
+    throw new Error(`${(error as Error).message}\n--- local stack output ---\n${output()}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}

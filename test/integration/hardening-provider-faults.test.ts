@@ -1,0 +1,270 @@
+/**
+ * Provider faults from the mock provider (5xx, 429, 401, timeouts, malformed JSON, connection resets,
+ * missing fields, unknown states, result URLs that hang), several tasks at once, through the real
+ * handlers: every task either ends failed and refunded or stays pending and recovers once the fault
+ * clears, and no credit is ever lost (audit ok; balance = initial - cost of the tasks not refunded).
+ *
+ * The media copy timeout is not settable through the environment (runtime/lifecycle-from-env.ts builds
+ * the fs media store with the 120 s default), so the hanging-result case drives the lifecycle's refresh
+ * with the handlers' own wiring and a media store whose copy deadline is short.
+ */
+import { TaskStatus } from '../../functions/core/task';
+import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { refreshTask } from '../../functions/lifecycle/refresh-task';
+import { sweepPendingTasks } from '../../functions/lifecycle/sweep';
+import { createFsMediaStore } from '../../functions/media/fs-media-store';
+import { logger } from '../../functions/observability/logger';
+import { auditUser } from '../../functions/store/ledger';
+import { getTask } from '../../functions/store/tasks';
+import { handler as submitImage } from '../../functions/submit-image/handler';
+import { handler as submitVideo } from '../../functions/submit-video/handler';
+import type { MockFault } from '../../local/mock-provider';
+import {
+  getTaskEvent,
+  imageRequest,
+  invoke,
+  type ServiceHarness,
+  sleep,
+  startServiceHarness,
+  submitEvent,
+  type TestUser,
+  videoRequest,
+} from '../support/service-harness';
+
+// Fault scenarios wait out refresh intervals and provider timeouts, one after the other (the faults
+// are server-wide). Generous: a loaded 2-core machine must never make them flaky.
+jest.setTimeout(120_000);
+
+const INTERVAL_MS = 1000;
+const MAX_SEND_ATTEMPTS = 2;
+/** Short, so the `timeout` fault costs little; the adapter reads PROVIDER_TIMEOUT_MS. */
+const PROVIDER_TIMEOUT_MS = 700;
+const TASKS_AT_ONCE = 3;
+const INITIAL_CREDITS = 1000;
+/** Polls per task before giving up (each waits one refresh interval); the caller asserts the result. */
+const MAX_POLLS = 15;
+
+const FAULTS: MockFault[] = [
+  'http_500',
+  'http_429',
+  'http_401',
+  'timeout',
+  'malformed_json',
+  'connection_reset',
+  'missing_fields',
+];
+
+describe('provider faults: tasks fail refunded or stay pending and recover; never a lost credit', () => {
+  let h: ServiceHarness;
+  let previousTimeout: string | undefined;
+
+  beforeAll(async () => {
+    previousTimeout = process.env.PROVIDER_TIMEOUT_MS;
+    process.env.PROVIDER_TIMEOUT_MS = String(PROVIDER_TIMEOUT_MS);
+    h = await startServiceHarness({
+      refreshIntervalSeconds: INTERVAL_MS / 1000,
+      maxSendAttempts: MAX_SEND_ATTEMPTS,
+    });
+  });
+
+  afterEach(() => {
+    h.provider.clearFaults();
+  });
+
+  afterAll(async () => {
+    await h.dispose();
+    if (previousTimeout === undefined) delete process.env.PROVIDER_TIMEOUT_MS;
+    else process.env.PROVIDER_TIMEOUT_MS = previousTimeout;
+  });
+
+  /** Submits `count` tasks at once; every one must be accepted (202). */
+  async function submitMany(user: TestUser, count: number, providerInput: Record<string, unknown> = {}) {
+    const answers = await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        index % 2 === 0
+          ? invoke(submitImage, submitEvent('image', user, imageRequest(providerInput)))
+          : invoke(submitVideo, submitEvent('video', user, videoRequest(providerInput))),
+      ),
+    );
+    for (const answer of answers) expect(answer.statusCode).toBe(202);
+    return answers.map((answer) => String(answer.body.taskId));
+  }
+
+  /** GETs every task (in parallel) until all are terminal or MAX_POLLS rounds passed. */
+  async function pollAll(user: TestUser, taskIds: string[], maxPolls = MAX_POLLS) {
+    let tasks = await Promise.all(taskIds.map((id) => invoke(getTaskHandler, getTaskEvent(user, id))));
+    for (let poll = 1; poll < maxPolls && tasks.some((task) => task.body.status === 0); poll++) {
+      await sleep(INTERVAL_MS + 100);
+      tasks = await Promise.all(taskIds.map((id) => invoke(getTaskHandler, getTaskEvent(user, id))));
+    }
+    for (const task of tasks) expect(task.statusCode).toBe(200);
+    return tasks.map((task) => task.body);
+  }
+
+  /** The ledger invariant, and balance = initial - credits of the tasks that were not refunded. */
+  async function expectNoLostCredit(user: TestUser, taskIds: string[]): Promise<void> {
+    const records = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    const charged = records.reduce((sum, task) => sum + (task && !task.creditsRefunded ? task.creditsUsed : 0), 0);
+    for (const task of records) {
+      expect(task).toBeDefined();
+      // Failed means refunded, by construction (one transaction).
+      if (task?.status === TaskStatus.FAILED) expect(task.creditsRefunded).toBe(true);
+      if (task?.status !== TaskStatus.FAILED) expect(task?.creditsRefunded).toBe(false);
+    }
+    const audit = await auditUser(h.store, user.userId);
+    expect(audit).toMatchObject({ ok: true, balance: INITIAL_CREDITS - charged });
+  }
+
+  describe.each(FAULTS)('createTask answering %s', (fault) => {
+    it('while it lasts, the tasks stay pending, then fail PROVIDER_UNAVAILABLE and are refunded', async () => {
+      // Prepare
+      const user = await h.createUser(INITIAL_CREDITS);
+      h.provider.setFaults({ createFault: fault });
+
+      // Act
+      const taskIds = await submitMany(user, TASKS_AT_ONCE);
+      const tasks = await pollAll(user, taskIds);
+
+      // Assert
+      for (const task of tasks) {
+        expect(task).toMatchObject({ status: 2, errorCode: 'PROVIDER_UNAVAILABLE', creditsRefunded: true });
+      }
+      await expectNoLostCredit(user, taskIds);
+      expect((await auditUser(h.store, user.userId)).balance).toBe(INITIAL_CREDITS);
+    });
+
+    it('once it clears, the same tasks are sent again and complete, charged once', async () => {
+      // Prepare: the fault hits exactly the submissions' own sends, then clears.
+      const user = await h.createUser(INITIAL_CREDITS);
+      h.provider.setFaults({ createFault: fault, createFaultTimes: TASKS_AT_ONCE });
+
+      // Act
+      const taskIds = await submitMany(user, TASKS_AT_ONCE);
+      const afterSubmit = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+      const tasks = await pollAll(user, taskIds);
+
+      // Assert
+      for (const task of afterSubmit) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
+      for (const task of afterSubmit) expect(task?.providerTaskId).toBeUndefined();
+      for (const task of tasks) expect(task).toMatchObject({ status: 1, creditsRefunded: false });
+      await expectNoLostCredit(user, taskIds);
+    });
+  });
+
+  describe.each(FAULTS)('recordInfo answering %s', (fault) => {
+    it('the tasks stay pending and charged while it lasts, and complete once it clears', async () => {
+      // Prepare: the tasks reach the provider; only reading them fails.
+      const user = await h.createUser(INITIAL_CREDITS);
+      const taskIds = await submitMany(user, TASKS_AT_ONCE);
+      h.provider.setFaults({ getFault: fault });
+
+      // Act
+      const during = await pollAll(user, taskIds, 3);
+      const callsDuring = h.provider.stats.totalGetTaskCalls;
+      await expectNoLostCredit(user, taskIds);
+      h.provider.clearFaults();
+      const after = await pollAll(user, taskIds);
+
+      // Assert
+      for (const task of during) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
+      expect(callsDuring).toBeGreaterThan(0);
+      for (const task of after) expect(task).toMatchObject({ status: 1, creditsRefunded: false });
+      await expectNoLostCredit(user, taskIds);
+    });
+  });
+
+  it('a fault that never clears ends in TIMEOUT at the maximum age, refunded by the sweeper', async () => {
+    // Prepare
+    const user = await h.createUser(INITIAL_CREDITS);
+    const taskIds = await submitMany(user, TASKS_AT_ONCE);
+    h.provider.setFaults({ getFault: 'http_500' });
+    await pollAll(user, taskIds, 2);
+    const later = new Date(Date.now() + 24 * 3600 * 1000);
+
+    // Act
+    await sweepPendingTasks(
+      h.lifecycle(() => later),
+      logger,
+    );
+
+    // Assert
+    const tasks = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    for (const task of tasks) expect(task).toMatchObject({ status: 2, errorCode: 'TIMEOUT', creditsRefunded: true });
+    await expectNoLostCredit(user, taskIds);
+  });
+
+  it('a state outside the protocol leaves the tasks pending and charged, then TIMEOUT refunds them', async () => {
+    // Prepare
+    const user = await h.createUser(INITIAL_CREDITS);
+    const taskIds = await submitMany(user, TASKS_AT_ONCE, { mockOutcome: 'unknown_state' });
+
+    // Act
+    const during = await pollAll(user, taskIds, 3);
+    await expectNoLostCredit(user, taskIds);
+    const later = new Date(Date.now() + 24 * 3600 * 1000);
+    await sweepPendingTasks(
+      h.lifecycle(() => later),
+      logger,
+    );
+
+    // Assert
+    for (const task of during) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
+    const tasks = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    for (const task of tasks) expect(task).toMatchObject({ status: 2, errorCode: 'TIMEOUT', creditsRefunded: true });
+    await expectNoLostCredit(user, taskIds);
+  });
+
+  it('a result URL that never answers fails the copy at its deadline: STORAGE_ERROR, refunded', async () => {
+    // Prepare: the handlers' wiring, with a media store whose copy deadline is short.
+    const user = await h.createUser(INITIAL_CREDITS);
+    const taskIds = await submitMany(user, TASKS_AT_ONCE, { mockOutcome: 'hang_result' });
+    const lc = {
+      ...h.lifecycle(() => new Date()),
+      media: createFsMediaStore({ dir: h.mediaDir, publicBaseUrl: h.mediaBaseUrl, timeoutMs: 500 }),
+    };
+    await sleep(INTERVAL_MS + 100);
+
+    // Act: several refreshes of the same tasks at once, as racing pollers and a sweeper would.
+    const stored = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    await Promise.all(
+      stored.flatMap((task) => (task ? [refreshTask(lc, task, logger), refreshTask(lc, task, logger)] : [])),
+    );
+
+    // Assert
+    const tasks = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    for (const task of tasks) {
+      expect(task).toMatchObject({ status: 2, errorCode: 'STORAGE_ERROR', creditsRefunded: true });
+      expect(task?.errorMessage).toMatch(/did not answer in time|timed out/);
+    }
+    await expectNoLostCredit(user, taskIds);
+  });
+
+  it('a mixed load under flapping faults: every task ends, and the balance matches what was kept', async () => {
+    // Prepare: outcomes of every kind, submitted at once while both calls fail now and then.
+    const user = await h.createUser(INITIAL_CREDITS);
+    const outcomes = ['success', 'fail', 'reject', 'broken_result', 'success', 'fail'];
+    h.provider.setFaults({
+      createFault: 'connection_reset',
+      createFaultTimes: 2,
+      getFault: 'http_500',
+      getFaultTimes: 3,
+    });
+
+    // Act
+    const taskIds = (
+      await Promise.all(outcomes.map((mockOutcome) => submitMany(user, 1, { mockOutcome, mockDelayMs: 200 })))
+    ).flat();
+    h.provider.setFaults({ getFault: 'malformed_json', getFaultTimes: 2 });
+    const tasks = await pollAll(user, taskIds);
+
+    // Assert
+    for (const task of tasks) expect([1, 2]).toContain(task.status);
+    const byOutcome = new Map(taskIds.map((id, index) => [id, outcomes[index]]));
+    for (const task of tasks) {
+      const outcome = byOutcome.get(String(task.taskId));
+      if (outcome === 'success') expect(task.status).toBe(1);
+      else expect(task).toMatchObject({ status: 2, creditsRefunded: true });
+    }
+    await expectNoLostCredit(user, taskIds);
+  });
+});

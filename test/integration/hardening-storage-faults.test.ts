@@ -1,0 +1,301 @@
+/**
+ * Storage faults: the local stack (a child process, `local/start.ts`) on a DynamoDB Local this file runs
+ * itself, with its data on disk. Under a load of submits and polls, DynamoDB Local is stopped and later
+ * started again on the same port and data directory. While it is down every request fails cleanly (a
+ * 5xx with the documented body, and no request runs into the client's timeout); afterwards every
+ * accepted task exists and ends, and every balance equals the sum of its ledger and the initial credits
+ * minus what the kept (not refunded) tasks cost.
+ *
+ * A submit answered with a 5xx may or may not have created its task (the transaction can commit while
+ * the answer is lost), so the credit check runs over every task in the table, not only the 202s.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { keys } from '../../functions/store/keys';
+import { auditAll } from '../../functions/store/ledger';
+import {
+  DYNAMODB_LOCAL_CLIENT_CONFIG,
+  type DynamoDbLocalHandle,
+  findFreePort,
+  startDynamoDbLocal,
+} from '../../local/dynamodb-local';
+import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+
+// Two JVM starts, a child stack and a bounded recovery on a 2-core machine: generous, never timed.
+jest.setTimeout(300_000);
+
+const TABLE_NAME = 'storage-faults';
+/** Inside API Gateway's 29 s: a request still unanswered then counts as hung. */
+const REQUEST_TIMEOUT_MS = 25_000;
+const READY_TIMEOUT_MS = 90_000;
+const RECOVERY_TIMEOUT_MS = 150_000;
+const INITIAL_CREDITS = 10_000;
+const LOOPS_PER_USER = 2;
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+type Phase = 'up' | 'stopping' | 'down' | 'starting' | 'recovered';
+
+interface Outcome {
+  what: string;
+  startPhase: Phase;
+  endPhase: Phase;
+  /** HTTP status, or 0 when no answer came (connection failure or client timeout). */
+  status: number;
+  body: unknown;
+  timedOut: boolean;
+  failure?: string;
+}
+
+interface User {
+  userId: string;
+  /** Used from the start: its authorizer Allow is cached by the gateway. */
+  apiKey: string;
+  /** First used while DynamoDB is down: the authorizer itself must fail cleanly. */
+  freshKey: string;
+}
+
+describe('storage faults: DynamoDB Local stopped and restarted under load', () => {
+  let workDir: string;
+  let dynamoPort: number;
+  let dynamo: DynamoDbLocalHandle | undefined;
+  let stack: SpawnedLocalStack | undefined;
+  let store: StoreContext | undefined;
+  let baseUrl: string;
+  const users: User[] = [];
+
+  let phase: Phase = 'up';
+  const outcomes: Outcome[] = [];
+  /** 202 answers: task id -> owner. */
+  const accepted = new Map<string, User>();
+
+  async function call(what: string, path: string, apiKey: string, body?: unknown): Promise<Outcome> {
+    const startPhase = phase;
+    const outcome: Outcome = { what, startPhase, endPhase: startPhase, status: 0, body: undefined, timedOut: false };
+    try {
+      const response = await fetch(`${baseUrl}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: {
+          Authorization: `Bearer ${apiKey}`,
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      outcome.status = response.status;
+      const text = await response.text();
+      try {
+        outcome.body = JSON.parse(text);
+      } catch {
+        outcome.body = text;
+      }
+    } catch (error) {
+      const name = (error as Error).name;
+      outcome.timedOut = name === 'TimeoutError' || name === 'AbortError';
+      outcome.failure = `${name}: ${(error as Error).message}`;
+    }
+    outcome.endPhase = phase;
+    outcomes.push(outcome);
+    return outcome;
+  }
+
+  async function submit(user: User, apiKey = user.apiKey): Promise<Outcome> {
+    const outcome = await call('submit', '/api/ai/image/generate', apiKey, {
+      model: 'image-model-1',
+      prompt: 'storage fault load',
+      providerInput: { mockDelayMs: 300 },
+    });
+    const taskId = (outcome.body as { taskId?: unknown } | undefined)?.taskId;
+    if (outcome.status === 202 && typeof taskId === 'string') accepted.set(taskId, user);
+    return outcome;
+  }
+
+  function taskIdsOf(user: User): string[] {
+    return [...accepted].filter(([, owner]) => owner === user).map(([taskId]) => taskId);
+  }
+
+  /** Submits and polls (a GET of one of the user's accepted tasks) until told to stop. */
+  async function loadLoop(user: User, seed: number, running: () => boolean): Promise<void> {
+    for (let i = seed; running(); i++) {
+      if (i % 2 === 0) await submit(user);
+      else {
+        const ids = taskIdsOf(user);
+        const taskId = ids[i % Math.max(1, ids.length)];
+        if (taskId) await call('get', `/api/ai/tasks/${encodeURIComponent(taskId)}`, user.apiKey);
+      }
+      await sleep(50);
+    }
+  }
+
+  async function startStack(): Promise<void> {
+    stack = await spawnLocalStack({
+      readyTimeoutMs: READY_TIMEOUT_MS,
+      env: {
+        DYNAMODB_ENDPOINT: `http://127.0.0.1:${dynamoPort}`,
+        DATA_DIR: join(workDir, 'stack'),
+        TABLE_NAME,
+        PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
+        SWEEPER_INTERVAL_SECONDS: '1',
+        AUTHORIZER_CACHE_TTL_SECONDS: '300',
+        LOG_LEVEL: 'warn',
+      },
+    });
+    baseUrl = stack.baseUrl;
+  }
+
+  /** Every task item of a user, read straight from the table (consistent, all pages). */
+  async function tasksInTable(
+    userId: string,
+  ): Promise<{ taskId: string; status: number; creditsUsed: number; creditsRefunded: boolean }[]> {
+    if (!store) throw new Error('no store');
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await store.doc.send(
+        new QueryCommand({
+          TableName: store.tableName,
+          KeyConditionExpression: 'PK = :pk AND begins_with(SK, :task)',
+          ExpressionAttributeValues: { ':pk': keys.account(userId).PK, ':task': 'TASK#' },
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+    return items.map((item) => ({
+      taskId: String(item.taskId),
+      status: Number(item.status),
+      creditsUsed: Number(item.creditsUsed),
+      creditsRefunded: item.creditsRefunded === true,
+    }));
+  }
+
+  beforeAll(async () => {
+    workDir = await mkdtemp(join(tmpdir(), 'storage-faults-'));
+    dynamoPort = await findFreePort();
+    await mkdir(join(workDir, 'dynamodb'));
+    dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: join(workDir, 'dynamodb') });
+    await startStack();
+    store = {
+      doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: `http://127.0.0.1:${dynamoPort}` }),
+      tableName: TABLE_NAME,
+    };
+    for (const userId of ['storage-user-a', 'storage-user-b']) {
+      await grantCredits(store, { userId, amount: INITIAL_CREDITS });
+      const used = await putApiKey(store, { userId, name: 'load' });
+      const fresh = await putApiKey(store, { userId, name: 'first used during the outage' });
+      users.push({ userId, apiKey: used.apiKey, freshKey: fresh.apiKey });
+    }
+  });
+
+  afterAll(async () => {
+    // Everything is stopped whatever failed: the child (SIGINT, then SIGKILL), DynamoDB Local, files.
+    try {
+      await stack?.stop();
+    } finally {
+      store?.doc.destroy();
+      await dynamo?.stop();
+      if (workDir) await rm(workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails cleanly while DynamoDB is down, and loses no task and no credit once it is back', async () => {
+    // Prepare: load running, some tasks accepted.
+    let running = true;
+    const loops = users.flatMap((user) =>
+      Array.from({ length: LOOPS_PER_USER }, (_, index) => loadLoop(user, index, () => running)),
+    );
+    for (let wait = 0; wait < 200 && accepted.size < 8; wait++) await sleep(100);
+    expect(accepted.size).toBeGreaterThanOrEqual(8);
+
+    // Act 1: DynamoDB Local goes away in the middle of the load.
+    phase = 'stopping';
+    await dynamo?.stop();
+    phase = 'down';
+    const [userA, userB] = users as [User, User];
+    const knownTask = taskIdsOf(userA)[0] ?? 'none';
+    const probes = [
+      await submit(userA),
+      await call('get', `/api/ai/tasks/${knownTask}`, userA.apiKey),
+      await submit(userB, userB.freshKey),
+      await call('get', `/api/ai/tasks/${knownTask}`, userA.freshKey),
+    ];
+    await sleep(3000);
+
+    // Act 2: back on the same port and data directory.
+    phase = 'starting';
+    for (let attempt = 1; ; attempt++) {
+      try {
+        dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: join(workDir, 'dynamodb') });
+        break;
+      } catch (error) {
+        if (attempt >= 3) throw error;
+        await sleep(2000);
+      }
+    }
+    phase = 'recovered';
+    const acceptedBefore = accepted.size;
+    for (let wait = 0; wait < 300 && accepted.size < acceptedBefore + 4; wait++) await sleep(100);
+    running = false;
+    await Promise.all(loops);
+
+    // Act 3: wait (bounded) until every task in the table and every 202 has ended.
+    const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
+    let pending = Number.POSITIVE_INFINITY;
+    while (pending > 0 && Date.now() < deadline) {
+      pending = 0;
+      for (const user of users) pending += (await tasksInTable(user.userId)).filter((task) => task.status === 0).length;
+      if (pending > 0) await sleep(1000);
+    }
+    const reads = await Promise.all(
+      [...accepted].map(([taskId, owner]) => call('final get', `/api/ai/tasks/${taskId}`, owner.apiKey)),
+    );
+
+    // Assert: nothing hung, nothing answered without a body, and the outage answered 5xx cleanly.
+    const where = (o: Outcome) =>
+      `${o.what} ${o.startPhase}->${o.endPhase}: ${o.status} ${JSON.stringify(o.body)} ${o.failure ?? ''}`;
+    const cleanServerError = (o: Outcome) => {
+      const body = o.body as Record<string, unknown>;
+      return (
+        o.status >= 500 &&
+        o.status <= 599 &&
+        typeof body === 'object' &&
+        body !== null &&
+        body.error === 'Internal error' &&
+        Object.keys(body).every((key) => key === 'error' || (key === 'requestId' && typeof body.requestId === 'string'))
+      );
+    };
+    expect(outcomes.filter((o) => o.timedOut || o.status === 0).map(where)).toEqual([]);
+    expect(outcomes.filter((o) => o.status >= 500 && !cleanServerError(o)).map(where)).toEqual([]);
+    expect(outcomes.filter((o) => ![200, 202].includes(o.status) && o.status < 500).map(where)).toEqual([]);
+    expect(probes.filter((o) => !cleanServerError(o)).map(where)).toEqual([]);
+    const duringOutage = outcomes.filter((o) => o.startPhase === 'down' && o.endPhase === 'down');
+    expect(duringOutage.length).toBeGreaterThan(probes.length);
+    expect(duringOutage.filter((o) => !cleanServerError(o)).map(where)).toEqual([]);
+
+    // Assert: the service took work again once the table was back.
+    expect(outcomes.some((o) => o.startPhase === 'recovered' && o.status === 202)).toBe(true);
+
+    // Assert: every accepted task exists and ended; no credit lost or made.
+    expect(pending).toBe(0);
+    expect(
+      reads.filter((o) => o.status !== 200 || ![1, 2].includes((o.body as { status: number }).status)).map(where),
+    ).toEqual([]);
+    const audit = await auditAll(store as StoreContext);
+    expect(audit.users.filter((user) => !user.ok)).toEqual([]);
+    for (const user of users) {
+      const tasks = await tasksInTable(user.userId);
+      const inTable = new Set(tasks.map((task) => task.taskId));
+      expect(taskIdsOf(user).filter((taskId) => !inTable.has(taskId))).toEqual([]);
+      const kept = tasks.filter((task) => !task.creditsRefunded).reduce((sum, task) => sum + task.creditsUsed, 0);
+      const balance = audit.users.find((entry) => entry.userId === user.userId)?.balance;
+      expect(balance).toBe(INITIAL_CREDITS - kept);
+    }
+  });
+});
