@@ -10,6 +10,22 @@ async function main(): Promise<void> {
   const settings = localSettingsFromEnv();
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const stack = await startLocalStack(settings, log);
+  // Installed before the ready line, so whoever reacts to it can stop us cleanly at once.
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    stack.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`Stopping failed: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 
   log(
     `DynamoDB Local at ${stack.dynamodbEndpoint} (${settings.dataDir === ':memory:' ? 'in memory' : `data in ${settings.dataDir}`})`,
@@ -30,22 +46,6 @@ async function main(): Promise<void> {
     );
   }
   log(`API ready at ${stack.url}`);
-
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log(`${signal}: stopping`);
-    stack.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`Stopping failed: ${(error as Error).message}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
 main().catch((error: unknown) => {
