@@ -158,8 +158,35 @@ function queryMaps(url: URL) {
     single[key] = value;
     multi[key] = [...(multi[key] ?? []), value];
   }
-  const any = Object.keys(single).length > 0;
-  return { queryStringParameters: any ? single : null, multiValueQueryStringParameters: any ? multi : null };
+  const present = Object.keys(single).length > 0;
+  return { queryStringParameters: present ? single : null, multiValueQueryStringParameters: present ? multi : null };
+}
+
+/**
+ * `requestContext.identity` as a REST API fills it for a call authorized by a Lambda authorizer: only
+ * the caller's address and user agent are known.
+ */
+export function requestIdentity(
+  sourceIp: string,
+  userAgent: string | null,
+): APIGatewayProxyEvent['requestContext']['identity'] {
+  return {
+    sourceIp,
+    userAgent,
+    accessKey: null,
+    accountId: null,
+    apiKey: null,
+    apiKeyId: null,
+    caller: null,
+    clientCert: null,
+    cognitoAuthenticationProvider: null,
+    cognitoAuthenticationType: null,
+    cognitoIdentityId: null,
+    cognitoIdentityPoolId: null,
+    principalOrgId: null,
+    user: null,
+    userArn: null,
+  };
 }
 
 function lambdaContext(functionName: string, requestId: string): Context {
@@ -277,23 +304,7 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const { route, pathParameters } = matched;
     const { headers, multiValueHeaders } = headerMaps(req);
     const methodArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${API_ID}/${stage}/${method}${path}`;
-    const identity = {
-      sourceIp,
-      userAgent: req.headers['user-agent'] ?? null,
-      accessKey: null,
-      accountId: null,
-      apiKey: null,
-      apiKeyId: null,
-      caller: null,
-      clientCert: null,
-      cognitoAuthenticationProvider: null,
-      cognitoAuthenticationType: null,
-      cognitoIdentityId: null,
-      cognitoIdentityPoolId: null,
-      principalOrgId: null,
-      user: null,
-      userArn: null,
-    };
+    const identity = requestIdentity(sourceIp, req.headers['user-agent'] ?? null);
     const requestContext = {
       accountId: ACCOUNT,
       apiId: API_ID,

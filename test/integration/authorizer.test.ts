@@ -13,6 +13,7 @@ import {
   revokeApiKey,
   rotateApiKey,
 } from '../../functions/store/api-keys';
+import { requestIdentity } from '../../local/gateway';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 
 const METHOD_ARN = 'arn:aws:execute-api:eu-west-1:123456789012:abc123defg/prod/POST/api/ai/image/generate';
@@ -56,23 +57,7 @@ function event(opts: EventOptions): APIGatewayRequestAuthorizerEvent {
       requestTimeEpoch: T0.getTime(),
       resourceId: 'res1',
       resourcePath: '/api/ai/image/generate',
-      identity: {
-        accessKey: null,
-        accountId: null,
-        apiKey: null,
-        apiKeyId: null,
-        caller: null,
-        clientCert: null,
-        cognitoAuthenticationProvider: null,
-        cognitoAuthenticationType: null,
-        cognitoIdentityId: null,
-        cognitoIdentityPoolId: null,
-        principalOrgId: null,
-        sourceIp: opts.sourceIp ?? '198.51.100.7',
-        user: null,
-        userAgent: 'jest',
-        userArn: null,
-      },
+      identity: requestIdentity(opts.sourceIp ?? '198.51.100.7', 'jest'),
     },
   };
 }

@@ -22,6 +22,7 @@ import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
+import { requestIdentity } from '../../local/gateway';
 import { type MockProvider, startMockProvider } from '../../local/mock-provider';
 import { createTestStore, type TestStore } from './dynamodb';
 
@@ -270,23 +271,7 @@ export function apiEvent(options: EventOptions): APIGatewayProxyEvent {
       authorizer: options.user ? authorizerContext(options.user) : undefined,
       protocol: 'HTTP/1.1',
       httpMethod: options.method,
-      identity: {
-        accessKey: null,
-        accountId: null,
-        apiKey: null,
-        apiKeyId: null,
-        caller: null,
-        clientCert: null,
-        cognitoAuthenticationProvider: null,
-        cognitoAuthenticationType: null,
-        cognitoIdentityId: null,
-        cognitoIdentityPoolId: null,
-        principalOrgId: null,
-        sourceIp: options.sourceIp ?? '203.0.113.10',
-        user: null,
-        userAgent: 'service-harness',
-        userArn: null,
-      },
+      identity: requestIdentity(options.sourceIp ?? '203.0.113.10', 'service-harness'),
       path: `/prod${options.path}`,
       stage: 'prod',
       requestId,
