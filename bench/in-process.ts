@@ -7,14 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { APIGatewayProxyEvent, APIGatewayRequestAuthorizerEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import type { StoreContext } from '../functions/store/client';
 import { findFreePort, startDynamoDbLocal } from '../local/dynamodb-local';
-import type { AuthorizerHandler, ProxyHandler } from '../local/gateway';
+import { type AuthorizerHandler, lambdaContext, type ProxyHandler } from '../local/gateway';
 import { type MockProvider, startMockProvider } from '../local/mock-provider';
 import { bounded, note, onCleanup } from './support';
 
 export type { AuthorizerHandler, ProxyHandler };
+export { lambdaContext };
 
 export interface InProcessEnv {
   dynamodbEndpoint: string;
@@ -133,25 +134,6 @@ export function authorizerEvent(authorization: string, sourceIp = '127.0.0.1'): 
     stageVariables: null,
     requestContext: { requestId: randomUUID(), identity: { sourceIp } },
   } as unknown as APIGatewayRequestAuthorizerEvent;
-}
-
-/** The Lambda context the handlers read (request id, remaining time). */
-export function lambdaContext(functionName: string): Context {
-  const deadline = Date.now() + 29_000;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${functionName}`,
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'bench',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 /** A user with `credits` and one API key (plaintext returned, never printed). */

@@ -189,7 +189,8 @@ export function requestIdentity(
   };
 }
 
-function lambdaContext(functionName: string, requestId: string): Context {
+/** The Lambda context the handlers read (request id, remaining time), with API Gateway's 29 s limit. */
+export function lambdaContext(functionName: string, requestId: string = randomUUID()): Context {
   const deadline = Date.now() + 29_000;
   return {
     callbackWaitsForEmptyEventLoop: false,

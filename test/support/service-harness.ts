@@ -22,7 +22,7 @@ import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
-import { requestIdentity } from '../../local/gateway';
+import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { type MockProvider, startMockProvider } from '../../local/mock-provider';
 import { createTestStore, type TestStore } from './dynamodb';
 
@@ -314,24 +314,7 @@ export function getTaskEvent(user: TestUser | null, taskId: string): APIGatewayP
   });
 }
 
-/** A minimal Lambda context; `getRemainingTimeInMillis` reports a fresh 60 s invocation. */
-export function lambdaContext(functionName = 'test-function'): Context {
-  const deadline = Date.now() + 60_000;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'test',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
-}
+export { lambdaContext };
 
 /** An API Lambda handler as the test calls it. */
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
@@ -357,7 +340,7 @@ export async function invoke<T = Record<string, unknown>>(
   handler: ProxyHandler,
   event: APIGatewayProxyEvent,
 ): Promise<ApiAnswer<T>> {
-  const result = await handler(event, lambdaContext());
+  const result = await handler(event, lambdaContext('test-function'));
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
   return { statusCode: result.statusCode, headers, body: parseBody(result.body) as T, rawBody: result.body };
