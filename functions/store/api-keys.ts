@@ -172,6 +172,16 @@ function withOptional<T extends object>(base: T, optional: Partial<T>): T {
   return out;
 }
 
+/** The optional fields a key's record and its listing share: when it ends and what replaced what. */
+function lifecycleFields(item: Item) {
+  return {
+    expiresAt: optNum(item, 'expiresAt'),
+    revokedAt: optNum(item, 'revokedAt'),
+    replacedBy: optStr(item, 'replacedBy'),
+    rotatedFrom: optStr(item, 'rotatedFrom'),
+  };
+}
+
 function toRecord(item: Item): ApiKeyRecord {
   return withOptional<ApiKeyRecord>(
     {
@@ -181,12 +191,7 @@ function toRecord(item: Item): ApiKeyRecord {
       allowedCidrs: strList(item, 'allowedCidrs'),
       createdAt: str(item, 'createdAt'),
     },
-    {
-      expiresAt: optNum(item, 'expiresAt'),
-      revokedAt: optNum(item, 'revokedAt'),
-      replacedBy: optStr(item, 'replacedBy'),
-      rotatedFrom: optStr(item, 'rotatedFrom'),
-    },
+    lifecycleFields(item),
   );
 }
 
@@ -199,12 +204,7 @@ function toListing(item: Item): ApiKeyListing {
       allowedCidrs: strList(item, 'allowedCidrs'),
       createdAt: str(item, 'createdAt'),
     },
-    {
-      expiresAt: optNum(item, 'expiresAt'),
-      revokedAt: optNum(item, 'revokedAt'),
-      replacedBy: optStr(item, 'replacedBy'),
-      rotatedFrom: optStr(item, 'rotatedFrom'),
-    },
+    lifecycleFields(item),
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * The one place that reads DynamoDB failures: cancellation reasons of transactions and conditional
- * check failures become domain outcomes here, and transient failures (transaction conflicts,
- * throttling) are retried here, with bounds.
+ * check failures become domain outcomes here, and the transient failures the SDK does not retry
+ * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
 import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
 import type { StoreContext } from './client';
@@ -134,18 +134,17 @@ export function lostCondition(error: unknown): true {
 // Retries
 // ---------------------------------------------------------------------------------------------------
 
-const THROTTLING = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 const RETRYABLE_REASONS = new Set(['TransactionConflict', 'ThrottlingError']);
 
 /**
- * Transient failures worth another try: transaction conflicts and throttling, whether thrown directly
- * or as a reason of a cancelled transaction. A cancelled transaction wrote nothing, so trying again is
- * safe. Network faults are not here: the SDK's own retry strategy already retried them, and the store
- * does not guess whether a request that vanished was applied.
+ * Transient failures the SDK does not retry itself: `TransactionConflictException`, and a cancelled
+ * transaction whose reasons include a conflict or throttling (a cancelled transaction wrote nothing, so
+ * trying again is safe). Plain throttling errors (`ProvisionedThroughputExceededException`,
+ * `ThrottlingException`, `RequestLimitExceeded`) and network faults are already retried by the SDK's
+ * retry strategy; retrying them here too would multiply the attempts (3 x 5) and the latency.
  */
 export function isRetryable(error: unknown): boolean {
-  const name = errorName(error);
-  if (name === 'TransactionConflictException' || (name !== undefined && THROTTLING.has(name))) return true;
+  if (errorName(error) === 'TransactionConflictException') return true;
   const reasons = cancellationReasons(error);
   return reasons?.some((reason) => reason.Code !== undefined && RETRYABLE_REASONS.has(reason.Code)) ?? false;
 }

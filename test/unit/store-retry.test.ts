@@ -134,19 +134,22 @@ describe('store retries', () => {
     ],
     ['ThrottlingException', () => new ThrottlingException({ ...meta, message: 'slow down' })],
     ['RequestLimitExceeded', () => new RequestLimitExceeded({ ...meta, message: 'slow down' })],
-  ])('retries a claim throttled with %s', async (_name, throttled) => {
-    // Prepare
+  ])('leaves %s to the SDK retry strategy instead of multiplying its attempts', async (_name, throttled) => {
+    // Prepare: the mock answers below the SDK's retry middleware, so exactly one call means the store
+    // added no retry loop of its own on top of the SDK's.
+    const error = throttled();
     ddb
       .on(UpdateCommand)
-      .rejectsOnce(throttled())
-      .resolves({ Attributes: { PK: 'USER#u1', SK: 'TASK#t1', taskId: 't1', attempts: 1 } });
+      .rejectsOnce(error)
+      .resolves({ Attributes: { taskId: 't1', attempts: 1 } });
 
     // Act
-    const claimed = await claimRefresh(ctx, { userId: 'u1', taskId: 't1', now: task.now, intervalMs: 30_000 });
+    const claim = claimRefresh(ctx, { userId: 'u1', taskId: 't1', now: task.now, intervalMs: 30_000 });
 
     // Assert
-    expect(claimed).toEqual({ taskId: 't1', attempts: 1 });
-    expect(ddb.commandCalls(UpdateCommand)).toHaveLength(2);
+    await expect(claim).rejects.toBe(error);
+    expect(ddb.commandCalls(UpdateCommand)).toHaveLength(1);
+    expect(delays).toEqual([]);
   });
 
   it('does not retry a lost claim (a condition is an answer, not a fault)', async () => {
@@ -182,6 +185,7 @@ describe('isRetryable', () => {
     ['cancelled by a conflict', true, cancelled('ConditionalCheckFailed', 'TransactionConflict')],
     ['cancelled by throttling', true, cancelled('None', 'ThrottlingError')],
     ['cancelled by a condition', false, cancelled('ConditionalCheckFailed', 'None')],
+    ['ThrottlingException (the SDK retries it)', false, new ThrottlingException({ ...meta, message: 'slow down' })],
     ['a plain error', false, new Error('boom')],
     ['not an error', false, 'boom'],
   ])('%s -> retryable %p', (_label, expected, error) => {
