@@ -4,16 +4,20 @@
  */
 import { parseArgs } from 'node:util';
 import { isKeyIdFormat } from '../../functions/core/api-key';
-import { normalizeCidr } from '../../functions/core/cidr';
 import { UsageError } from '../../functions/core/errors';
+import {
+  allowlistRule,
+  DEFAULT_GRACE_SECONDS,
+  expiryRule,
+  graceRule,
+  keyNameRule,
+  MAX_ALLOWED_CIDRS,
+  MAX_GRACE_SECONDS,
+} from '../../functions/core/key-rules';
 
-/** Grace period of `keys rotate` without `--grace-seconds`: time to roll the new key out to clients. */
-export const DEFAULT_GRACE_SECONDS = 3600;
-/** The longest grace a rotation may give the old key (30 days). */
-export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
+export { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS };
 /** Largest single grant: far above any real grant, so a slipped finger cannot mint millions. */
 export const MAX_GRANT_AMOUNT = 1_000_000_000;
-const MAX_ALLOWED_CIDRS = 50;
 
 export type Command =
   | { kind: 'help' }
@@ -80,11 +84,8 @@ export const HELP_LINES = [
 ];
 
 const USER_ID = /^[\x21-\x7e]{1,128}$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const AMOUNT = /^[1-9][0-9]{0,9}$/;
 const SECONDS = /^(0|[1-9][0-9]{0,7})$/;
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))$/;
 
 function userId(value: string): string {
   if (!USER_ID.test(value)) {
@@ -94,10 +95,9 @@ function userId(value: string): string {
 }
 
 function keyName(value: string): string {
-  if (value.length === 0 || value.length > 100 || CONTROL.test(value) || value.trim() !== value) {
-    throw new UsageError('--name must be 1 to 100 characters, without control characters or surrounding spaces');
-  }
-  return value;
+  const result = keyNameRule(value);
+  if (!result.ok) throw new UsageError(`--name ${result.message}`);
+  return result.value;
 }
 
 function amount(value: string): number {
@@ -110,13 +110,13 @@ function amount(value: string): number {
 
 function graceSeconds(value: string | undefined): number {
   if (value === undefined) return DEFAULT_GRACE_SECONDS;
-  const n = SECONDS.test(value) ? Number(value) : Number.NaN;
-  if (!(n >= 0 && n <= MAX_GRACE_SECONDS)) {
+  const result = graceRule(SECONDS.test(value) ? Number(value) : Number.NaN);
+  if (!result.ok) {
     throw new UsageError(
       `--grace-seconds must be a whole number from 0 to ${MAX_GRACE_SECONDS}, got ${JSON.stringify(value)}`,
     );
   }
-  return n;
+  return result.value;
 }
 
 function keyId(value: string): string {
@@ -126,22 +126,10 @@ function keyId(value: string): string {
 }
 
 function allowedCidrs(values: string[]): string[] {
-  if (values.length > MAX_ALLOWED_CIDRS) throw new UsageError(`at most ${MAX_ALLOWED_CIDRS} --allow-ip entries`);
-  const out: string[] = [];
-  for (const value of values) {
-    const canonical = normalizeCidr(value);
-    if (canonical === undefined) {
-      throw new UsageError(
-        `--allow-ip ${JSON.stringify(value)} is not an IPv4/IPv6 address or CIDR block (host bits must be zero, e.g. 10.0.0.0/8)`,
-      );
-    }
-    if (!out.includes(canonical)) out.push(canonical);
-  }
-  return out;
-}
-
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const result = allowlistRule(values);
+  if (result.ok) return result.value;
+  if (result.index === undefined) throw new UsageError(`at most ${MAX_ALLOWED_CIDRS} --allow-ip entries`);
+  throw new UsageError(`--allow-ip ${JSON.stringify(values[result.index])} ${result.message}`);
 }
 
 /**
@@ -149,43 +137,9 @@ function daysInMonth(year: number, month: number): number {
  * never outlives the instant asked for. Must be in the future.
  */
 export function expiresAt(value: string, now: Date): number {
-  const bad = (): never => {
-    throw new UsageError(
-      `--expires-at must be an ISO 8601 date-time with a time zone, e.g. 2027-01-31T00:00:00Z, got ${JSON.stringify(value)}`,
-    );
-  };
-  const m = ISO_DATE_TIME.exec(value);
-  if (!m) return bad();
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const second = Number(m[6] ?? '0');
-  const millis = Math.floor(Number(`0${m[7] ?? ''}`) * 1000);
-  const offsetSign = m[9] === '-' ? -1 : 1;
-  const offsetMinutes = m[8] === 'Z' ? 0 : offsetSign * (Number(m[10]) * 60 + Number(m[11]));
-  if (
-    month < 1 ||
-    month > 12 ||
-    day < 1 ||
-    day > daysInMonth(year, month) ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59 ||
-    Number(m[10] ?? 0) > 23 ||
-    Number(m[11] ?? 0) > 59
-  ) {
-    return bad();
-  }
-  const ms = Date.UTC(year, month - 1, day, hour, minute, second, millis) - offsetMinutes * 60_000;
-  const seconds = Math.floor(ms / 1000);
-  if (seconds <= Math.floor(now.getTime() / 1000)) {
-    throw new UsageError(`--expires-at ${value} is not in the future`);
-  }
-  return seconds;
+  const result = expiryRule(value, now);
+  if (!result.ok) throw new UsageError(`--expires-at ${result.message}`);
+  return result.value;
 }
 
 function parseError(error: unknown): UsageError {

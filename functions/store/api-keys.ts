@@ -10,6 +10,7 @@ import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dyn
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
 import { normalizeCidr } from '../core/cidr';
 import { DomainError, UsageError } from '../core/errors';
+import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import { cancellationReasons, withRetry } from './errors';
 import { keys } from './keys';
@@ -52,6 +53,18 @@ export interface PutApiKeyInput {
   /** Epoch seconds, in the future; omit for a key that never expires. */
   expiresAt?: number;
   now?: Date;
+  /** Recorded in the same transaction as the key (actions by customers and operators alike). */
+  audit?: AuditInput;
+}
+
+/** Which key to act on; with `ownerId`, a key of anyone else is reported as not found. */
+export interface KeyAction {
+  keyId: string;
+  /** The user who must own the key (the key management API passes the session's user). */
+  ownerId?: string;
+  now?: Date;
+  /** Recorded in the same transaction as the change. */
+  audit?: AuditInput;
 }
 
 export interface RevokedApiKey {
@@ -280,7 +293,8 @@ export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promi
     { expiresAt: input.expiresAt },
   );
   const prefix = keyPrefix(apiKey);
-  await transact(ctx, createItems(ctx, record, hashApiKey(apiKey), prefix));
+  const audit = input.audit ? [auditPut(ctx, input.userId, withKey(input.audit, keyId), now)] : [];
+  await transact(ctx, [...createItems(ctx, record, hashApiKey(apiKey), prefix), ...audit]);
   return { ...record, apiKey, prefix };
 }
 
@@ -333,7 +347,12 @@ interface KeyRef {
   keyHash: string;
 }
 
-async function getKeyRef(ctx: StoreContext, keyId: string): Promise<KeyRef> {
+/** The audit entry names the key acted on. */
+function withKey(audit: AuditInput, keyId: string): AuditInput {
+  return { ...audit, keyId };
+}
+
+async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Promise<KeyRef> {
   const result = await ctx.doc.send(
     new GetCommand({
       TableName: ctx.tableName,
@@ -344,16 +363,21 @@ async function getKeyRef(ctx: StoreContext, keyId: string): Promise<KeyRef> {
     }),
   );
   if (!result.Item) throw new ApiKeyNotFoundError(keyId);
-  return { keyId: str(result.Item, 'keyId'), userId: str(result.Item, 'userId'), keyHash: str(result.Item, 'keyHash') };
+  const ref = { keyId: str(result.Item, 'keyId'), userId: str(result.Item, 'userId'), keyHash: str(result.Item, 'keyHash') };
+  // Someone else's key is indistinguishable from a missing one.
+  if (ownerId !== undefined && ref.userId !== ownerId) throw new ApiKeyNotFoundError(keyId);
+  return ref;
 }
 
 /**
  * Revokes a key at once: the authorizer refuses it on its next store lookup. Revoking a revoked key
  * changes nothing and reports the original revocation time. Unknown key id: ApiKeyNotFoundError.
  */
-export async function revokeApiKey(ctx: StoreContext, input: { keyId: string; now?: Date }): Promise<RevokedApiKey> {
-  const ref = await getKeyRef(ctx, input.keyId);
-  const revokedAt = epochSeconds(input.now ?? new Date());
+export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise<RevokedApiKey> {
+  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
+  const now = input.now ?? new Date();
+  const revokedAt = epochSeconds(now);
+  const audit = input.audit ? [auditPut(ctx, ref.userId, withKey(input.audit, ref.keyId), now)] : [];
   try {
     await transact(ctx, [
       {
@@ -376,6 +400,7 @@ export async function revokeApiKey(ctx: StoreContext, input: { keyId: string; no
           ExpressionAttributeValues: { ':now': revokedAt },
         },
       },
+      ...audit,
     ]);
     return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
   } catch (error) {
@@ -394,14 +419,14 @@ export async function revokeApiKey(ctx: StoreContext, input: { keyId: string; no
  */
 export async function rotateApiKey(
   ctx: StoreContext,
-  input: { keyId: string; graceSeconds: number; now?: Date },
+  input: KeyAction & { graceSeconds: number },
 ): Promise<RotatedApiKey> {
   if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
     throw new UsageError('graceSeconds must be a non-negative integer');
   }
   const now = input.now ?? new Date();
   const nowSeconds = epochSeconds(now);
-  const ref = await getKeyRef(ctx, input.keyId);
+  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
   const old = await getApiKeyByHash(ctx, ref.keyHash);
   if (!old) throw new ApiKeyNotFoundError(input.keyId);
   if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
@@ -448,6 +473,19 @@ export async function rotateApiKey(
         'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy)',
       ),
       endOld(keys.keyListing(ref.userId, ref.keyId), 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)'),
+      ...(input.audit
+        ? [
+            auditPut(
+              ctx,
+              ref.userId,
+              {
+                ...withKey(input.audit, old.keyId),
+                details: { ...input.audit.details, newKeyId: keyId, graceSeconds: input.graceSeconds },
+              },
+              now,
+            ),
+          ]
+        : []),
     ]);
   } catch (error) {
     if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {

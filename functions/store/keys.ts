@@ -30,6 +30,22 @@ export const keys = {
   keyListing: (userId: string, keyId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `KEY#${keyId}` }),
   /** keyId -> key hash and owner, so operators can revoke/rotate by key id alone. */
   keyId: (keyId: string): ItemKey => ({ PK: `KEYID#${keyId}`, SK: 'KEYID' }),
+  /** A browser session, by the SHA-256 of its id: what the authorizer reads (one GetItem). */
+  session: (sessionHash: string): ItemKey => ({ PK: `SESSION#${sessionHash}`, SK: 'SESSION' }),
+  /** A user's sessions, so "sign out everywhere" can find them all. */
+  userSession: (userId: string, sessionHash: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `SESSION#${sessionHash}`,
+  }),
+  userSessionPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'SESSION#' }),
+  /** An invitation to the closed beta, by normalised e-mail address. */
+  invite: (email: string): ItemKey => ({ PK: `INVITE#${email}`, SK: 'INVITE' }),
+  /** One audit entry of a user's account; time first so the log reads in order. */
+  audit: (userId: string, isoTime: string, entryId: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `AUDIT#${isoTime}#${entryId}`,
+  }),
+  auditPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'AUDIT#' }),
   /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
   pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
     GSI1PK: pendingShardKey(shardOf(taskId)),
