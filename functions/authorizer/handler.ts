@@ -1,28 +1,39 @@
 /**
- * API Gateway REST REQUEST authorizer. Identity sources: the `Authorization` header and
- * `context.identity.sourceIp`, so a cached result is per key *and* caller address.
+ * API Gateway REST REQUEST authorizer for both credentials: a bearer API key (`Authorization`) or the
+ * browser session cookie (`__Host-session`).
  *
- * - Allow: a policy for the whole API (`<apiArn>/<stage>/*\/*`) so one cached result serves every
- *   route; principalId = userId; context `{ userId, keyId, expiresAt? }` (expiresAt in epoch seconds,
- *   absent for a key that never expires; handlers re-check it behind the cache).
- * - Missing, malformed, unknown, revoked or expired key: `throw new Error('Unauthorized')`, which API
- *   Gateway answers with 401.
+ * Identity source and caching: API Gateway does not even call a REQUEST authorizer when one of its
+ * identity sources is missing, so neither the `Authorization` header (absent for a browser) nor the
+ * `Cookie` header (absent for an API client) can be one. The only identity source is
+ * `context.identity.sourceIp`, which is always present, and the result cache is off (TTL 0): a cache
+ * keyed on the address alone would hand one caller's Allow to another behind the same address. Every
+ * request is therefore decided on the store's current state, so revoking a key or a session takes
+ * effect on the very next request.
+ *
+ * - Allow: a policy for the whole API; principalId = userId; context `{ credential: 'key', userId,
+ *   keyId, expiresAt? }` or `{ credential: 'session', userId, sessionHash, expiresAt }` (epoch seconds;
+ *   handlers re-check it). Which routes take which credential is the handlers' rule (functions/http).
+ * - Missing, malformed, unknown, revoked or expired credential: `throw new Error('Unauthorized')` (401).
  * - Valid key from an address outside its allowlist: a Deny policy for the whole API (403).
  * - Anything else (the store unreachable): rethrown, API Gateway answers 500. Never an Allow.
+ *
+ * An active session's idle expiry is moved forward here, at most once a minute per session.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { decideKey, type KeyPrincipal } from '../auth/authorize-key';
+import { decideRequest, principalOf, type RequestPrincipal } from '../auth/authorize-request';
+import { sessionIdFromHeaders } from '../auth/session-cookie';
+import { sessionSettingsFromEnv } from '../auth/session-settings';
+import { epochSeconds } from '../core/api-key';
+import { touchDue } from '../core/session';
 import { createLogger, type Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
 import { storeFromEnv } from '../store/from-env';
+import { touchSession } from '../store/sessions';
 
 /** The authorizer context handlers receive (`requestContext.authorizer`). */
-export interface AuthorizerContext {
-  userId: string;
-  keyId: string;
-  /** Epoch seconds; absent when the key never expires. */
-  expiresAt?: number;
-}
+export type AuthorizerContext =
+  | { credential: 'key'; userId: string; keyId: string; expiresAt?: number }
+  | { credential: 'session'; userId: string; sessionHash: string; expiresAt: number };
 
 export interface AuthorizerDependencies {
   /** The store, built lazily on first use (default: `storeFromEnv()`). */
@@ -71,8 +82,12 @@ function policy(principalId: string, effect: 'Allow' | 'Deny', resource: string)
   };
 }
 
-function authorizerContext(principal: KeyPrincipal): AuthorizerContext {
-  const context: AuthorizerContext = { userId: principal.userId, keyId: principal.keyId };
+function authorizerContext(principal: RequestPrincipal): AuthorizerContext {
+  if (principal.credential === 'session') {
+    const { userId, sessionHash, expiresAt } = principal;
+    return { credential: 'session', userId, sessionHash, expiresAt };
+  }
+  const context: AuthorizerContext = { credential: 'key', userId: principal.userId, keyId: principal.keyId };
   if (principal.expiresAt !== undefined) context.expiresAt = principal.expiresAt;
   return context;
 }
@@ -86,26 +101,32 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
   return async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
     const sourceIp = event.requestContext?.identity?.sourceIp;
     const requestId = event.requestContext?.requestId;
-    const header = authorizationHeader(event);
     try {
       // Fail before any store read when the ARN is not one we can scope a policy to.
       const resource = wholeApiArn(event.methodArn);
-      const decision =
-        header === null
-          ? ({ outcome: 'unauthorized', reason: 'malformed' } as const)
-          : await decideKey(getStore(), { authorization: header, sourceIp, now: now() });
-
-      if (decision.outcome === 'allow') {
-        const { principal } = decision;
+      const at = now();
+      const result = await decideRequest(getStore(), {
+        authorization: authorizationHeader(event),
+        sessionId: sessionIdFromHeaders(event.headers, event.multiValueHeaders),
+        sourceIp,
+        now: at,
+      });
+      const principal = principalOf(result);
+      if (principal) {
         log.info('authorizer decision', {
           decision: 'allow',
-          keyId: principal.keyId,
+          credential: principal.credential,
+          ...(principal.credential === 'key' ? { keyId: principal.keyId } : {}),
           userId: principal.userId,
           sourceIp,
           requestId,
         });
+        if (result.credential === 'session' && result.decision.outcome === 'allow') {
+          await touchIfDue(getStore(), principal, result.decision.session, at, log);
+        }
         return { ...policy(principal.userId, 'Allow', resource), context: { ...authorizerContext(principal) } };
       }
+      const { decision } = result;
       if (decision.outcome === 'forbidden') {
         log.info('authorizer decision', {
           decision: 'deny',
@@ -117,10 +138,14 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
         });
         return policy(decision.userId, 'Deny', resource);
       }
-      const known = 'keyId' in decision ? { keyId: decision.keyId, userId: decision.userId } : {};
+      const known = {
+        ...('keyId' in decision && decision.keyId !== undefined ? { keyId: decision.keyId } : {}),
+        ...('userId' in decision && decision.userId !== undefined ? { userId: decision.userId } : {}),
+      };
       log.info('authorizer decision', {
         decision: 'unauthorized',
-        reason: decision.reason,
+        credential: result.credential,
+        reason: 'reason' in decision ? decision.reason : undefined,
         ...known,
         sourceIp,
         requestId,
@@ -132,6 +157,24 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
     // The exact message API Gateway turns into 401.
     throw new Error('Unauthorized');
   };
+}
+
+/** Activity keeps a session alive; a failed touch costs the caller nothing (logged, not fatal). */
+async function touchIfDue(
+  store: StoreContext,
+  principal: RequestPrincipal,
+  session: { idleExpiresAt: number; absoluteExpiresAt: number },
+  at: Date,
+  log: Logger,
+): Promise<void> {
+  if (principal.credential !== 'session') return;
+  const { idleSeconds } = sessionSettingsFromEnv();
+  if (!touchDue(session, epochSeconds(at), idleSeconds)) return;
+  try {
+    await touchSession(store, { sessionHash: principal.sessionHash, session, idleSeconds, now: at });
+  } catch (error) {
+    log.warn('session touch failed', { error, userId: principal.userId });
+  }
 }
 
 /** The Lambda entry point. */

@@ -68,3 +68,30 @@ export class TaskNotFoundError extends DomainError {
 
 /** An operator/CLI input error (never reaches HTTP). */
 export class UsageError extends DomainError {}
+
+/** 403: the route manages keys or the account, which a leaked API key must not be able to do. */
+export class SessionRequiredError extends DomainError {
+  constructor() {
+    super('This endpoint needs a signed-in session; API keys cannot use it');
+  }
+}
+
+/** Why a state-changing request with a session was refused as possible cross-site request forgery. */
+export type CsrfFailure = 'missing-token' | 'bad-token' | 'missing-origin' | 'cross-origin';
+
+/** 403: a state-changing request with a session lacks a matching CSRF token or a same-origin `Origin`. */
+export class CsrfError extends DomainError {
+  constructor(readonly reason: CsrfFailure) {
+    super('Cross-site request refused');
+  }
+}
+
+/** 404: no such key, or someone else's (indistinguishable by design). */
+export class KeyNotFoundError extends DomainError {
+  constructor() {
+    super('Key not found');
+  }
+}
+
+/** 409: the key cannot undergo the action (rotating a revoked, expired or already rotated key). */
+export class KeyStateError extends DomainError {}

@@ -8,10 +8,14 @@ export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
 
 export type TaskType = 'image' | 'video';
 
-/** The authenticated caller: the account that pays and owns, and the key it used. */
+/**
+ * The authenticated caller: the account that pays and owns, and the credential it used: an API key
+ * (`keyId`) or a browser session (`sessionHash`, the stored hash of the session id).
+ */
 export interface Caller {
   userId: string;
-  keyId: string;
+  keyId?: string;
+  sessionHash?: string;
 }
 
 /** Every machine-readable failure code a task can end with. */

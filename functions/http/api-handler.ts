@@ -1,14 +1,17 @@
 /**
- * The middy stack every API Lambda uses: error handling, caller identity, then (for POST) the JSON
- * body. Middleware first, the handler last; handlers receive a typed request and return a typed
+ * The middy stack every API Lambda uses: error handling, caller identity, the credential rule and CSRF
+ * check, then (for POST) the JSON body. Middleware first, the handler last; handlers receive a typed request and return a typed
  * result, and never build responses or map errors themselves.
  */
 import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { UnsupportedMediaTypeError, ValidationError } from '../core/errors';
+import { sessionIdFromHeaders } from '../auth/session-cookie';
+import { SessionRequiredError, UnauthorizedError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
+import { CSRF_HEADER, hashSessionId } from '../core/session';
 import { type Logger, logger } from '../observability/logger';
 import { type Caller, resolveCaller } from './caller';
+import { checkCsrf, publicOrigin } from './csrf';
 import { httpErrorHandler } from './error-handler';
 import { jsonResponse } from './response';
 
@@ -22,18 +25,29 @@ export interface ApiRequest {
   header(name: string): string | undefined;
   requestId: string;
   log: Logger;
+  /** API Gateway's `sourceIp`: the caller's address as the gateway saw it (never X-Forwarded-For). */
+  sourceIp: string | undefined;
+  /** The session id from the cookie, for session callers only (checked against the authorizer's hash). */
+  sessionId: string | undefined;
+  /** Query string parameters (single values). */
+  query: Record<string, string | undefined>;
 }
 
 export interface ApiResult {
   statusCode: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** `Set-Cookie` values (a response may set several, so they travel as multi-value headers). */
+  cookies?: string[];
 }
+
+/** Which credentials a route takes: the task and read routes both; key and account management a session only. */
+export type Credentials = 'key-or-session' | 'session';
 
 export type ApiHandlerFn = (request: ApiRequest) => Promise<ApiResult>;
 
 /** The event as it moves through the middleware: identity attached, body possibly parsed. */
-type ApiEvent = APIGatewayProxyEvent & { caller?: Caller; parsedBody?: unknown };
+type ApiEvent = APIGatewayProxyEvent & { caller?: Caller; sessionId?: string; parsedBody?: unknown };
 
 function findHeader(event: APIGatewayProxyEvent, name: string): string | undefined {
   const wanted = name.toLowerCase();
@@ -49,6 +63,38 @@ function authenticate(): MiddlewareObj<ApiEvent, APIGatewayProxyResult> {
     name: 'authenticate',
     before: async (request) => {
       request.event.caller = await resolveCaller(request.event);
+    },
+  };
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The credential rule of the route, then CSRF for session callers. A session caller's cookie must hash
+ * to the session the authorizer decided on (it always does behind the gateway; the check keeps a
+ * handler from ever acting on another cookie than the one authorized).
+ */
+function credentialRule(credentials: Credentials): MiddlewareObj<ApiEvent, APIGatewayProxyResult> {
+  return {
+    name: 'credentialRule',
+    before: async (request) => {
+      const event = request.event;
+      const caller = event.caller;
+      if (!caller) throw new UnauthorizedError();
+      if (caller.sessionHash === undefined) {
+        if (credentials === 'session') throw new SessionRequiredError();
+        return;
+      }
+      const sessionId = sessionIdFromHeaders(event.headers, event.multiValueHeaders);
+      if (!sessionId || hashSessionId(sessionId) !== caller.sessionHash) throw new UnauthorizedError();
+      event.sessionId = sessionId;
+      if (SAFE_METHODS.has(event.httpMethod?.toUpperCase() ?? 'GET')) return;
+      checkCsrf({
+        sessionId,
+        origin: findHeader(event, 'origin'),
+        token: findHeader(event, CSRF_HEADER),
+        expectedOrigin: publicOrigin(),
+      });
     },
   };
 }
@@ -88,16 +134,24 @@ function jsonBody(): MiddlewareObj<ApiEvent, APIGatewayProxyResult> {
 /**
  * Builds an API Lambda handler.
  * @param options.jsonBody the route takes a JSON body (POST routes)
+ * @param options.credentials which credentials the route takes (default: a key or a session)
  */
-export function apiHandler(options: { jsonBody: boolean }, handle: ApiHandlerFn) {
-  const chain = middy<ApiEvent, APIGatewayProxyResult, Error, Context>().use(httpErrorHandler()).use(authenticate());
+export function apiHandler(options: { jsonBody: boolean; credentials?: Credentials }, handle: ApiHandlerFn) {
+  const chain = middy<ApiEvent, APIGatewayProxyResult, Error, Context>()
+    .use(httpErrorHandler())
+    .use(authenticate())
+    .use(credentialRule(options.credentials ?? 'key-or-session'));
   if (options.jsonBody) chain.use(jsonBody());
   return chain.handler(async (event, context) => {
     const requestId = event.requestContext?.requestId ?? context.awsRequestId;
     const caller = event.caller;
     // authenticate() always sets it or throws; this keeps the type honest without a non-null assertion.
     if (!caller) throw new Error('caller missing after authentication');
-    const log = logger.child({ requestId, userId: caller.userId, keyId: caller.keyId });
+    const log = logger.child({
+      requestId,
+      userId: caller.userId,
+      ...(caller.keyId === undefined ? { credential: 'session' } : { keyId: caller.keyId }),
+    });
     const result = await handle({
       caller,
       body: event.parsedBody,
@@ -105,7 +159,11 @@ export function apiHandler(options: { jsonBody: boolean }, handle: ApiHandlerFn)
       header: (name) => findHeader(event, name),
       requestId,
       log,
+      sourceIp: event.requestContext?.identity?.sourceIp,
+      sessionId: event.sessionId,
+      query: event.queryStringParameters ?? {},
     });
-    return jsonResponse(result.statusCode, result.body, { 'X-Request-Id': requestId, ...result.headers });
+    const response = jsonResponse(result.statusCode, result.body, { 'X-Request-Id': requestId, ...result.headers });
+    return result.cookies?.length ? { ...response, multiValueHeaders: { 'Set-Cookie': result.cookies } } : response;
   });
 }

@@ -2,8 +2,10 @@
  * Who is calling: the identity the authorizer put on the request, re-checked here.
  */
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { authorizeKey, isPrincipalExpired } from '../auth/authorize-key';
-import { UnauthorizedError } from '../core/errors';
+import { isPrincipalExpired } from '../auth/authorize-key';
+import { decideRequest, principalOf } from '../auth/authorize-request';
+import { sessionIdFromHeaders } from '../auth/session-cookie';
+import { ForbiddenError, UnauthorizedError } from '../core/errors';
 import type { Caller } from '../core/task';
 import { storeFromEnv } from '../store/from-env';
 
@@ -17,29 +19,34 @@ function asString(value: unknown): string | undefined {
 }
 
 /**
- * Reads the caller from `requestContext.authorizer` and re-checks the key's expiry: API Gateway caches
- * an Allow for the authorizer TTL, and that cached Allow must not outlive the key.
+ * Reads the caller from `requestContext.authorizer` and re-checks the credential's expiry, so an Allow
+ * the gateway may have cached never outlives the key or the session.
  *
  * When the API runs without a Lambda authorizer (LocalStack's free edition cannot run one), the stack
- * sets INLINE_AUTHORIZER=true and the same key check runs here instead.
+ * sets INLINE_AUTHORIZER=true and the same decision runs here instead.
  */
 export async function resolveCaller(event: APIGatewayProxyEvent, now: Date = new Date()): Promise<Caller> {
   const context = event.requestContext?.authorizer;
   const userId = asString(context?.userId);
   const keyId = asString(context?.keyId);
-  if (userId && keyId) {
+  const sessionHash = asString(context?.sessionHash);
+  if (userId && (keyId || sessionHash)) {
     const expiresAt = Number(asString(context?.expiresAt) ?? Number.NaN);
     if (isPrincipalExpired(Number.isFinite(expiresAt) ? expiresAt : undefined, now)) throw new UnauthorizedError();
-    return { userId, keyId };
+    return keyId ? { userId, keyId } : { userId, sessionHash };
   }
   if (process.env.INLINE_AUTHORIZER === 'true') {
     const authorization = Object.entries(event.headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization');
-    const result = await authorizeKey(storeFromEnv(), {
+    const result = await decideRequest(storeFromEnv(), {
       authorization: authorization?.[1],
+      sessionId: sessionIdFromHeaders(event.headers, event.multiValueHeaders),
       sourceIp: event.requestContext?.identity?.sourceIp,
       now,
     });
-    return { userId: result.userId, keyId: result.keyId };
+    const principal = principalOf(result);
+    if (principal?.credential === 'key') return { userId: principal.userId, keyId: principal.keyId };
+    if (principal?.credential === 'session') return { userId: principal.userId, sessionHash: principal.sessionHash };
+    if (result.decision.outcome === 'forbidden') throw new ForbiddenError();
   }
   throw new UnauthorizedError();
 }

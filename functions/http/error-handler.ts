@@ -6,10 +6,14 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
+  CsrfError,
   DomainError,
   ForbiddenError,
   IdempotencyConflictError,
   InsufficientCreditsError,
+  KeyNotFoundError,
+  KeyStateError,
+  SessionRequiredError,
   TaskNotFoundError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
@@ -29,6 +33,12 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
     return jsonResponse(402, { error: error.message, required: error.required, balance: error.balance }, headers);
   }
   if (error instanceof ForbiddenError) return jsonResponse(403, { error: error.message }, headers);
+  if (error instanceof SessionRequiredError) return jsonResponse(403, { error: error.message }, headers);
+  if (error instanceof CsrfError) {
+    return jsonResponse(403, { error: error.message, reason: error.reason }, headers);
+  }
+  if (error instanceof KeyNotFoundError) return jsonResponse(404, { error: 'Key not found' }, headers);
+  if (error instanceof KeyStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);

@@ -9,7 +9,7 @@ import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
 import { normalizeCidr } from '../core/cidr';
-import { DomainError, UsageError } from '../core/errors';
+import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import { cancellationReasons, withRetry } from './errors';
@@ -83,14 +83,16 @@ export interface RotatedApiKey {
 }
 
 /** No key has this id (or its records are gone). */
-export class ApiKeyNotFoundError extends DomainError {
+export class ApiKeyNotFoundError extends KeyNotFoundError {
   constructor(readonly keyId: string) {
-    super(`API key not found: ${keyId}`);
+    super();
+    // The operator sees which id; the HTTP answer is the fixed "Key not found" (error-handler.ts).
+    this.message = `API key not found: ${keyId}`;
   }
 }
 
 /** The key exists but cannot undergo the operation (rotating a revoked, expired or replaced key). */
-export class ApiKeyStateError extends DomainError {}
+export class ApiKeyStateError extends KeyStateError {}
 
 export { epochSeconds };
 
