@@ -30,7 +30,7 @@ export interface ServiceConfig {
   providerSecretName: string;
   /** `providerRefreshIntervalSeconds`: minimum time between two provider queries for one task. */
   providerRefreshIntervalSeconds: number;
-  /** `authorizerCacheTtlSeconds`: API Gateway authorizer result cache (0 disables it; max 3600). */
+  /** `authorizerCacheTtlSeconds`: API Gateway authorizer result cache; must be 0 (off) while the only identity source is the caller address (see lib/routes.ts). */
   authorizerCacheTtlSeconds: number;
   /** `maxPendingSeconds`: age at which a pending task fails with `TIMEOUT` and is refunded. */
   maxPendingSeconds: number;
@@ -73,7 +73,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   providerBaseUrl: 'https://provider.example.invalid',
   providerSecretName: '',
   providerRefreshIntervalSeconds: 30,
-  authorizerCacheTtlSeconds: 60,
+  authorizerCacheTtlSeconds: 0,
   maxPendingSeconds: 1800,
   mediaUrlTtlSeconds: 3600,
   logRetentionDays: RetentionDays.ONE_MONTH,

@@ -163,6 +163,7 @@ export class GenerationFunction extends NodejsFunction {
    * `TABLE_NAME`. Read/write is read plus item writes; nobody gets `Scan` or table management.
    */
   bindTable(table: ITable, access: TableAccess): this {
+    if (access === 'none') return this;
     const actions = access === 'RW' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : [...TABLE_READ_ACTIONS];
     this.addToRolePolicy(
       new PolicyStatement({

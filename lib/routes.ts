@@ -4,8 +4,8 @@
  * routes with the same handlers.
  */
 
-/** Least-privilege access a function gets to the table: read only or read/write. */
-export type TableAccess = 'RO' | 'RW';
+/** Least-privilege access a function gets to the table: none, read only or read/write. */
+export type TableAccess = 'none' | 'RO' | 'RW';
 
 /** What a function needs besides the table; the stack grants exactly this. */
 export interface FunctionNeeds {
@@ -14,6 +14,8 @@ export interface FunctionNeeds {
   provider: boolean;
   /** `write` copies results into the media bucket and signs URLs; `none` never touches it. */
   media: 'write' | 'none';
+  /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
+  oidc?: boolean;
 }
 
 export interface LambdaDefinition {
@@ -28,9 +30,16 @@ export interface RouteDefinition extends LambdaDefinition {
   method: 'GET' | 'POST';
   /** API Gateway path, `{param}` for path parameters. */
   path: string;
+  /**
+   * `credentials` (default): behind the authorizer, which takes a key or a session (the handler then
+   * says which it accepts); `none`: no authorizer (starting sign-in and its callback).
+   */
+  auth?: 'credentials' | 'none';
 }
 
 const lifecycleNeeds: FunctionNeeds = { table: 'RW', provider: true, media: 'write' };
+const readNeeds: FunctionNeeds = { table: 'RO', provider: false, media: 'none' };
+const writeNeeds: FunctionNeeds = { table: 'RW', provider: false, media: 'none' };
 
 export const ROUTES: readonly RouteDefinition[] = [
   {
@@ -55,13 +64,59 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/get-task/handler.ts',
     needs: lifecycleNeeds,
   },
+  // Accounts: sign-in, sessions and key management (session only, see each handler).
+  {
+    name: 'auth-sign-in',
+    method: 'GET',
+    path: '/api/auth/sign-in',
+    entry: 'functions/auth-sign-in/handler.ts',
+    needs: { table: 'none', provider: false, media: 'none', oidc: true },
+    auth: 'none',
+  },
+  {
+    name: 'auth-callback',
+    method: 'GET',
+    path: '/api/auth/callback',
+    entry: 'functions/auth-callback/handler.ts',
+    needs: { ...writeNeeds, oidc: true },
+    auth: 'none',
+  },
+  { name: 'auth-sign-out', method: 'POST', path: '/api/auth/sign-out', entry: 'functions/auth-sign-out/handler.ts', needs: writeNeeds },
+  {
+    name: 'auth-sign-out-everywhere',
+    method: 'POST',
+    path: '/api/auth/sign-out-everywhere',
+    entry: 'functions/auth-sign-out-everywhere/handler.ts',
+    needs: writeNeeds,
+  },
+  { name: 'session', method: 'GET', path: '/api/session', entry: 'functions/session/handler.ts', needs: readNeeds },
+  { name: 'keys-list', method: 'GET', path: '/api/keys', entry: 'functions/keys-list/handler.ts', needs: readNeeds },
+  { name: 'keys-create', method: 'POST', path: '/api/keys', entry: 'functions/keys-create/handler.ts', needs: writeNeeds },
+  {
+    name: 'keys-rotate',
+    method: 'POST',
+    path: '/api/keys/{keyId}/rotate',
+    entry: 'functions/keys-rotate/handler.ts',
+    needs: writeNeeds,
+  },
+  {
+    name: 'keys-revoke',
+    method: 'POST',
+    path: '/api/keys/{keyId}/revoke',
+    entry: 'functions/keys-revoke/handler.ts',
+    needs: writeNeeds,
+  },
+  { name: 'audit-log', method: 'GET', path: '/api/audit', entry: 'functions/audit-log/handler.ts', needs: readNeeds },
 ];
 
-/** The API Gateway REQUEST authorizer in front of every route. */
+/**
+ * The API Gateway REQUEST authorizer in front of every route with `auth: 'credentials'`. It writes
+ * (hence RW): a session's idle expiry and a key's "last used", each at most once a minute.
+ */
 export const AUTHORIZER: LambdaDefinition = {
   name: 'authorizer',
   entry: 'functions/authorizer/handler.ts',
-  needs: { table: 'RO', provider: false, media: 'none' },
+  needs: { table: 'RW', provider: false, media: 'none' },
 };
 
 /** Runs on a schedule and drives every pending task to a terminal state. */
@@ -71,8 +126,15 @@ export const SWEEPER: LambdaDefinition = {
   needs: lifecycleNeeds,
 };
 
-/** Identity sources of the authorizer; its result cache is keyed on both. */
-export const AUTHORIZER_IDENTITY_SOURCES = [
-  'method.request.header.Authorization',
-  'context.identity.sourceIp',
-] as const;
+/**
+ * Identity sources of the authorizer. API Gateway answers 401 without calling the authorizer when any
+ * identity source is missing, and a request carries either `Authorization` (API clients) or `Cookie`
+ * (browsers), never necessarily both: so neither header can be one. The caller's address is always
+ * present. With it alone the result cache would share one caller's Allow with everybody behind the
+ * same address, so the cache is off (`AUTHORIZER_CACHE_TTL_SECONDS` = 0) and every request is decided
+ * on the store's current state (revocation is immediate).
+ */
+export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as const;
+
+/** The only cache TTL the identity sources above allow. */
+export const AUTHORIZER_CACHE_TTL_SECONDS = 0;

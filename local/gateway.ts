@@ -2,11 +2,13 @@
  * The local API Gateway: the same routes as the deployed REST API (built from lib/routes.ts), the real
  * handler code, the real authorizer with the same identity sources and result cache, and the same
  * gateway error bodies. It builds REST proxy events the way API Gateway does, with `sourceIp` taken from
- * the TCP socket (never from X-Forwarded-For).
+ * the TCP socket (never from X-Forwarded-For). Like the deployed CloudFront distribution, it also
+ * serves the dashboard's static files on the same origin, so the session cookie is first-party.
  */
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { extname, resolve as resolvePath, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type {
   APIGatewayAuthorizerResult,
@@ -15,7 +17,7 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
 } from 'aws-lambda';
-import type { RouteDefinition } from '../lib/routes';
+import { AUTHORIZER_IDENTITY_SOURCES, type RouteDefinition } from '../lib/routes';
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
@@ -34,6 +36,10 @@ export interface GatewayOptions {
   media?: { resolve(urlPath: string): string | undefined; contentType(path: string): string };
   /** One line per request. */
   log?: (line: string) => void;
+  /** Identity sources of the authorizer (default: the stack's); a missing one is a 401 without a call. */
+  identitySources?: readonly string[];
+  /** Serves GET requests outside /api/ and /media/ from this folder (the dashboard's built files). */
+  staticDir?: string;
   stage?: string;
 }
 
@@ -115,6 +121,12 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   }
   if (tooLarge) throw new PayloadTooLarge();
   return Buffer.concat(chunks);
+}
+
+/** The request target for the log: the sign-in callback's query (a one-time code, `state`) is left out. */
+function loggedUrl(target: string | undefined): string {
+  const url = target ?? '';
+  return url.startsWith('/api/auth/callback?') ? '/api/auth/callback?<redacted>' : url;
 }
 
 /** Policy resources may use `*` wildcards (the authorizer allows `.../<stage>/*\/*`). */
@@ -222,16 +234,29 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
   const cache = new Map<string, CachedDecision>();
   const log = options.log ?? (() => undefined);
 
+  const identitySources = options.identitySources ?? AUTHORIZER_IDENTITY_SOURCES;
+
+  /** The value of one identity source (`method.request.header.X` or `context.identity.sourceIp`). */
+  function identityValue(source: string, headers: Record<string, string>, sourceIp: string): string | undefined {
+    if (source === 'context.identity.sourceIp') return sourceIp;
+    const header = /^method\.request\.header\.(.+)$/.exec(source)?.[1]?.toLowerCase();
+    if (header === undefined) throw new Error(`Unsupported identity source: ${source}`);
+    return Object.entries(headers).find(([name]) => name.toLowerCase() === header)?.[1];
+  }
+
   /** Runs the authorizer (or reuses its cached result) and answers 401/403/500 as API Gateway would. */
   async function authorize(
-    authorization: string | undefined,
+    headers: Record<string, string>,
     sourceIp: string,
     methodArn: string,
     event: APIGatewayRequestAuthorizerEvent,
   ): Promise<{ ok: true; context: Record<string, string> } | { ok: false; status: number; body: unknown }> {
     // API Gateway does not call a REQUEST authorizer whose identity source is missing: it answers 401.
-    if (!authorization) return { ok: false, status: 401, body: { error: 'Unauthorized' } };
-    const cacheKey = `${authorization}\n${sourceIp}`;
+    const values = identitySources.map((source) => identityValue(source, headers, sourceIp));
+    if (values.some((value) => value === undefined || value === '')) {
+      return { ok: false, status: 401, body: { error: 'Unauthorized' } };
+    }
+    const cacheKey = values.join('\n');
     const now = Date.now();
     let decision = cache.get(cacheKey);
     if (!decision || decision.expiresAt <= now) {
@@ -265,6 +290,40 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     return true;
   }
 
+  const STATIC_TYPES: Record<string, string> = {
+    '.html': 'text/html; charset=utf-8',
+    '.js': 'text/javascript; charset=utf-8',
+    '.css': 'text/css; charset=utf-8',
+    '.json': 'application/json',
+    '.svg': 'image/svg+xml',
+    '.png': 'image/png',
+    '.ico': 'image/x-icon',
+    '.txt': 'text/plain; charset=utf-8',
+  };
+
+  /** A file of the static folder (`/` is index.html); never a path outside it. */
+  async function serveStatic(path: string, res: ServerResponse): Promise<boolean> {
+    if (!options.staticDir) return false;
+    const root = resolvePath(options.staticDir);
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(path);
+    } catch {
+      return false;
+    }
+    const file = resolvePath(root, `.${decoded.endsWith('/') ? `${decoded}index.html` : decoded}`);
+    if (file !== root && !file.startsWith(`${root}${sep}`)) return false;
+    const info = await stat(file).catch(() => undefined);
+    if (!info?.isFile()) return false;
+    res.writeHead(200, {
+      'Content-Type': STATIC_TYPES[extname(file)] ?? 'application/octet-stream',
+      'Content-Length': String(info.size),
+      'X-Content-Type-Options': 'nosniff',
+    });
+    createReadStream(file).pipe(res);
+    return true;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
     const requestId = randomUUID();
     const method = req.method ?? 'GET';
@@ -274,6 +333,9 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
     if (method === 'GET' && path.startsWith('/media/') && (await serveMedia(path, res))) return 200;
+    if (method === 'GET' && !path.startsWith('/api/') && !path.startsWith('/media/') && (await serveStatic(path, res))) {
+      return 200;
+    }
 
     let body: Buffer;
     try {
@@ -321,9 +383,7 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       authorizer: null as Record<string, string> | null,
     };
     const { queryStringParameters, multiValueQueryStringParameters } = queryMaps(url);
-    const authorizationHeader = Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
-
-    const decision = await authorize(authorizationHeader, sourceIp, methodArn, {
+    const authorizerEvent = {
       type: 'REQUEST',
       methodArn,
       resource: route.route.path,
@@ -336,12 +396,16 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       multiValueQueryStringParameters,
       stageVariables: null,
       requestContext: { ...requestContext, authorizer: undefined },
-    } as APIGatewayRequestAuthorizerEvent);
-    if (!decision.ok) {
-      json(res, decision.status, decision.body);
-      return decision.status;
+    } as APIGatewayRequestAuthorizerEvent;
+    // Routes without an authorizer (starting sign-in, its callback) reach their handler directly.
+    if (route.route.auth !== 'none') {
+      const decision = await authorize(headers, sourceIp, methodArn, authorizerEvent);
+      if (!decision.ok) {
+        json(res, decision.status, decision.body);
+        return decision.status;
+      }
+      requestContext.authorizer = decision.context;
     }
-    requestContext.authorizer = decision.context;
 
     const event = {
       resource: route.route.path,
@@ -366,8 +430,12 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       json(res, 500, { error: 'Internal error', requestId });
       return 500;
     }
-    const responseHeaders: Record<string, string> = {};
+    const responseHeaders: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(result.headers ?? {})) responseHeaders[name] = String(value);
+    // Multi-value headers (several Set-Cookie) are sent as separate header lines, as API Gateway does.
+    for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) {
+      responseHeaders[name] = values.map(String);
+    }
     res.writeHead(result.statusCode, responseHeaders);
     res.end(result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body);
     return result.statusCode;
@@ -376,9 +444,9 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
   return (req, res) => {
     const started = performance.now();
     handle(req, res)
-      .then((status) => log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`))
+      .then((status) => log(`${req.method} ${loggedUrl(req.url)} ${status} ${(performance.now() - started).toFixed(1)}ms`))
       .catch((error: unknown) => {
-        log(`${req.method} ${req.url} 500 gateway error: ${error instanceof Error ? error.message : String(error)}`);
+        log(`${req.method} ${loggedUrl(req.url)} 500 gateway error: ${error instanceof Error ? error.message : String(error)}`);
         if (!res.headersSent) json(res, 500, { error: 'Internal error' });
         else res.destroy();
       });

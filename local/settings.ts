@@ -9,6 +9,14 @@ export interface LocalSettings {
   port: number;
   dynamodbPort: number;
   mockProviderPort: number;
+  /** The local OpenID provider (stands in for Cognito). */
+  oidcProviderPort: number;
+  /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
+  idpAccounts: { email: string; password: string }[];
+  /** Static files served on the API's origin (the dashboard's build). */
+  staticDir: string;
+  sessionIdleSeconds?: number;
+  sessionAbsoluteSeconds?: number;
   tableName: string;
   /** Directory for DynamoDB Local's files and stored media; `:memory:` keeps nothing. */
   dataDir: string;
@@ -29,16 +37,35 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return value;
 }
 
+function accounts(raw: string | undefined): { email: string; password: string }[] {
+  if (!raw) return [];
+  return raw.split(',').map((pair) => {
+    const at = pair.indexOf(':');
+    if (at <= 0 || at === pair.length - 1) throw new Error('LOCAL_IDP_ACCOUNTS must be email:password pairs, comma-separated');
+    return { email: pair.slice(0, at).trim(), password: pair.slice(at + 1) };
+  });
+}
+
+function optionalSeconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  return env[name] ? int(env, name, 0) : undefined;
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   return {
     host: '127.0.0.1',
     port: int(env, 'PORT', 3000),
     dynamodbPort: int(env, 'DYNAMODB_PORT', 8000),
     mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', 3001),
+    oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', 3002),
+    idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
+    staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
+    sessionIdleSeconds: optionalSeconds(env, 'SESSION_IDLE_SECONDS'),
+    sessionAbsoluteSeconds: optionalSeconds(env, 'SESSION_ABSOLUTE_SECONDS'),
     tableName: env.TABLE_NAME || DEFAULT_TABLE_NAME,
     dataDir: env.DATA_DIR || '.data',
     providerRefreshIntervalSeconds: int(env, 'PROVIDER_REFRESH_INTERVAL_SECONDS', 30),
-    authorizerCacheTtlSeconds: int(env, 'AUTHORIZER_CACHE_TTL_SECONDS', 60),
+    // 0 as in the stack: the authorizer's only identity source is the caller's address (lib/routes.ts).
+    authorizerCacheTtlSeconds: int(env, 'AUTHORIZER_CACHE_TTL_SECONDS', 0),
     maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,

@@ -3,6 +3,7 @@
  * gateway, the mock provider over HTTP, results on the filesystem, and the sweeper on a timer.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
@@ -13,12 +14,14 @@ import { contentTypeForKey, resolveMediaPath } from '../functions/media/fs-media
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../functions/store/api-keys';
+import { inviteAccount } from '../functions/store/invites';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
 import { type DynamoDbLocalHandle, startDynamoDbLocal } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
+import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -30,11 +33,16 @@ export interface LocalStack {
   mockProvider: MockProvider;
   /** The demo key, when this start created the demo user (first start, or always with `:memory:`). */
   demoApiKey?: string;
+  /** The local OpenID provider and the demo account's sign-in (a new password every start). */
+  oidcIssuer: string;
+  demoSignIn: { email: string; password: string };
   stop(): Promise<void>;
 }
 
 export const DEMO_USER = 'demo';
 export const DEMO_CREDITS = 1000;
+export const DEMO_EMAIL = 'demo@example.com';
+const OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
 const ROOT = resolve(__dirname, '..');
 
@@ -68,6 +76,8 @@ async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
 /** Creates the demo user with credits and a key on a fresh database; returns the key (shown once). */
 async function ensureDemoUser(): Promise<string | undefined> {
   const store = storeFromEnv();
+  // Invited on every start (a repeat changes nothing), so the demo account can always sign in.
+  await inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER });
   if ((await listApiKeys(store, DEMO_USER)).length > 0) return undefined;
   await grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' });
   const issued = await putApiKey(store, { userId: DEMO_USER, name: 'demo' });
@@ -79,6 +89,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
   assertJava();
   await assertPortFree(settings.port, settings.host, 'PORT');
   await assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT');
+  await assertPortFree(settings.oidcProviderPort, settings.host, 'OIDC_PROVIDER_PORT');
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -118,6 +129,18 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     cleanups.push(() => mockProvider.stop());
 
     const url = `http://${settings.host}:${settings.port}`;
+    // The same sign-in code as deployed; only the issuer and the client credentials differ.
+    const oidcClientSecret = randomBytes(32).toString('base64url');
+    const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
+    const oidc = await startLocalOidcProvider({
+      host: settings.host,
+      port: settings.oidcProviderPort,
+      clientId: OIDC_CLIENT_ID,
+      clientSecret: oidcClientSecret,
+      redirectUri: `${url}/api/auth/callback`,
+      accounts: [demoSignIn, ...settings.idpAccounts],
+    });
+    cleanups.push(() => oidc.stop());
     // The handlers read exactly the variables the CDK stack sets on the Lambdas.
     Object.assign(process.env, {
       TABLE_NAME: settings.tableName,
@@ -131,6 +154,12 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       MEDIA_BASE_URL: url,
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
       MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
+      PUBLIC_ORIGIN: url,
+      OIDC_ISSUER: oidc.issuer,
+      OIDC_CLIENT_ID,
+      OIDC_CLIENT_SECRET: oidcClientSecret,
+      ...(settings.sessionIdleSeconds ? { SESSION_IDLE_SECONDS: String(settings.sessionIdleSeconds) } : {}),
+      ...(settings.sessionAbsoluteSeconds ? { SESSION_ABSOLUTE_SECONDS: String(settings.sessionAbsoluteSeconds) } : {}),
     });
     process.env.METRICS ??= 'off';
     process.env.LOG_LEVEL ??= 'warn';
@@ -148,6 +177,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
         routes,
         authorizer,
         authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
+        staticDir: resolve(ROOT, settings.staticDir),
         media: {
           resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
           contentType: contentTypeForKey,
@@ -182,7 +212,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     });
 
     const demoApiKey = await ensureDemoUser();
-    return { url, dynamodbEndpoint: dynamodb.endpoint, mockProvider, demoApiKey, stop };
+    return { url, dynamodbEndpoint: dynamodb.endpoint, mockProvider, demoApiKey, oidcIssuer: oidc.issuer, demoSignIn, stop };
   } catch (error) {
     await stop();
     throw error;

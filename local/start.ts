@@ -31,6 +31,9 @@ async function main(): Promise<void> {
     `DynamoDB Local at ${stack.dynamodbEndpoint} (${settings.dataDir === ':memory:' ? 'in memory' : `data in ${settings.dataDir}`})`,
   );
   log(`Mock provider at ${stack.mockProvider.url}`);
+  log(`OpenID provider at ${stack.oidcIssuer} (stands in for Cognito)`);
+  log(`Dashboard at ${stack.url}/ ; sign in at ${stack.url}/api/auth/sign-in`);
+  log(`  as ${stack.demoSignIn.email} with password ${stack.demoSignIn.password} (new every start)`);
   if (stack.demoApiKey) {
     const auth = `-H "Authorization: Bearer ${stack.demoApiKey}"`;
     log(`Demo user "${DEMO_USER}" has ${DEMO_CREDITS} credits. Its API key is shown only now:`);

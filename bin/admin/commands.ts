@@ -4,13 +4,14 @@
 
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import {
-  type ApiKeyListing,
-  type IssuedApiKey,
+  describeIssuedKey,
+  describeKey,
   listApiKeys,
   putApiKey,
   revokeApiKey,
   rotateApiKey,
 } from '../../functions/store/api-keys';
+import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import type { Command } from './args';
@@ -25,23 +26,8 @@ function iso(epochSeconds: number | undefined): string | null {
   return epochSeconds === undefined ? null : new Date(epochSeconds * 1000).toISOString();
 }
 
-function status(key: ApiKeyListing, nowSeconds: number): 'active' | 'revoked' | 'expired' {
-  if (key.revokedAt !== undefined) return 'revoked';
-  if (key.expiresAt !== undefined && nowSeconds >= key.expiresAt) return 'expired';
-  return 'active';
-}
-
-/** What the operator sees of a newly issued key: the only time the plaintext key is shown. */
-function issuedKeyOutput(issued: IssuedApiKey) {
-  return {
-    keyId: issued.keyId,
-    apiKey: issued.apiKey,
-    userId: issued.userId,
-    name: issued.name,
-    allowedCidrs: issued.allowedCidrs,
-    expiresAt: iso(issued.expiresAt),
-  };
-}
+/** Operator actions are audited on the owner's account like the owner's own. */
+const OPERATOR: AuditInput['actor'] = { type: 'operator' };
 
 export async function runCommand(
   ctx: StoreContext,
@@ -62,31 +48,23 @@ export async function runCommand(
         allowedCidrs: command.allowedCidrs,
         expiresAt: command.expiresAt,
         now,
+        audit: { action: 'key.create', actor: OPERATOR },
       });
       return {
-        output: issuedKeyOutput(issued),
+        output: describeIssuedKey(issued),
         ok: true,
       };
     }
     case 'keys list': {
-      const nowSeconds = Math.floor(now.getTime() / 1000);
-      const listed = await listApiKeys(ctx, command.userId);
-      const keys = listed.map((key) => ({
-        keyId: key.keyId,
-        name: key.name,
-        prefix: key.prefix,
-        status: status(key, nowSeconds),
-        allowedCidrs: key.allowedCidrs,
-        createdAt: key.createdAt,
-        expiresAt: iso(key.expiresAt),
-        revokedAt: iso(key.revokedAt),
-        replacedBy: key.replacedBy ?? null,
-        rotatedFrom: key.rotatedFrom ?? null,
-      }));
+      const keys = (await listApiKeys(ctx, command.userId)).map((key) => describeKey(key, now));
       return { output: { userId: command.userId, keys }, ok: true };
     }
     case 'keys revoke': {
-      const revoked = await revokeApiKey(ctx, { keyId: command.keyId, now });
+      const revoked = await revokeApiKey(ctx, {
+        keyId: command.keyId,
+        now,
+        audit: { action: 'key.revoke', actor: OPERATOR },
+      });
       return {
         output: {
           keyId: revoked.keyId,
@@ -102,10 +80,11 @@ export async function runCommand(
         keyId: command.keyId,
         graceSeconds: command.graceSeconds,
         now,
+        audit: { action: 'key.rotate', actor: OPERATOR },
       });
       return {
         output: {
-          ...issuedKeyOutput(issued),
+          ...describeIssuedKey(issued),
           previous: { keyId: previous.keyId, expiresAt: iso(previous.expiresAt), revokedAt: iso(previous.revokedAt) },
         },
         ok: true,

@@ -28,7 +28,7 @@ export type DenyReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expi
 
 /** The full decision, with what the logs may say about it (the key id, never the key). */
 export type KeyDecision =
-  | { outcome: 'allow'; principal: KeyPrincipal }
+  | { outcome: 'allow'; principal: KeyPrincipal; use: { keyHash: string; lastUsedAt?: number } }
   | { outcome: 'unauthorized'; reason: Exclude<DenyReason, 'ip-not-allowed'>; keyId?: string; userId?: string }
   | { outcome: 'forbidden'; reason: 'ip-not-allowed'; keyId: string; userId: string };
 
@@ -42,7 +42,8 @@ export async function decideKey(store: StoreContext, input: AuthorizeKeyInput): 
   // A token that is not shaped like our keys cannot match one: no store read for it.
   if (token === undefined || !isApiKeyFormat(token)) return { outcome: 'unauthorized', reason: 'malformed' };
 
-  const record = await getApiKeyByHash(store, hashApiKey(token));
+  const keyHash = hashApiKey(token);
+  const record = await getApiKeyByHash(store, keyHash);
   if (!record) return { outcome: 'unauthorized', reason: 'unknown' };
   const who = { keyId: record.keyId, userId: record.userId };
   if (record.revokedAt !== undefined) return { outcome: 'unauthorized', reason: 'revoked', ...who };
@@ -54,7 +55,7 @@ export async function decideKey(store: StoreContext, input: AuthorizeKeyInput): 
 
   const principal: KeyPrincipal = { userId: record.userId, keyId: record.keyId };
   if (record.expiresAt !== undefined) principal.expiresAt = record.expiresAt;
-  return { outcome: 'allow', principal };
+  return { outcome: 'allow', principal, use: { keyHash, lastUsedAt: record.lastUsedAt } };
 }
 
 /**

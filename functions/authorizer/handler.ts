@@ -28,6 +28,7 @@ import { touchDue } from '../core/session';
 import { createLogger, type Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
 import { storeFromEnv } from '../store/from-env';
+import { keyUseDue, recordKeyUse } from '../store/api-keys';
 import { touchSession } from '../store/sessions';
 
 /** The authorizer context handlers receive (`requestContext.authorizer`). */
@@ -124,6 +125,9 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
         if (result.credential === 'session' && result.decision.outcome === 'allow') {
           await touchIfDue(getStore(), principal, result.decision.session, at, log);
         }
+        if (result.credential === 'key' && result.decision.outcome === 'allow') {
+          await recordUseIfDue(getStore(), result.decision.principal, result.decision.use, at, log);
+        }
         return { ...policy(principal.userId, 'Allow', resource), context: { ...authorizerContext(principal) } };
       }
       const { decision } = result;
@@ -174,6 +178,22 @@ async function touchIfDue(
     await touchSession(store, { sessionHash: principal.sessionHash, session, idleSeconds, now: at });
   } catch (error) {
     log.warn('session touch failed', { error, userId: principal.userId });
+  }
+}
+
+/** "Last used" of a key, written at most once a minute; a failed write costs the caller nothing. */
+async function recordUseIfDue(
+  store: StoreContext,
+  principal: { userId: string; keyId: string },
+  use: { keyHash: string; lastUsedAt?: number },
+  at: Date,
+  log: Logger,
+): Promise<void> {
+  if (!keyUseDue(use, epochSeconds(at))) return;
+  try {
+    await recordKeyUse(store, { keyHash: use.keyHash, userId: principal.userId, keyId: principal.keyId, now: at });
+  } catch (error) {
+    log.warn('recording key use failed', { error, keyId: principal.keyId });
   }
 }
 

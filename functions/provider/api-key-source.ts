@@ -4,11 +4,10 @@
  * Secrets Manager is called with a SigV4-signed `fetch` rather than `@aws-sdk/client-secrets-manager`
  * to keep the Lambda bundles small (they are measured against a DynamoDB-client-only floor).
  */
-import { credentialsFromEnv, signRequest } from '../aws/sigv4';
+import { getSecretString } from '../aws/secrets-manager';
 
 /** How long a key read from Secrets Manager is reused, so a rotation reaches warm containers. */
 export const PROVIDER_KEY_CACHE_MS = 5 * 60 * 1000;
-const SECRETS_MANAGER_TIMEOUT_MS = 5_000;
 
 export interface ApiKeySourceOptions {
   /** Injected for tests; defaults to the global `fetch`. */
@@ -61,51 +60,7 @@ export function providerApiKeyFromEnv(
 }
 
 async function readSecret(secretId: string, env: NodeJS.ProcessEnv, doFetch: typeof fetch): Promise<string> {
-  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
-  if (!region) throw new Error('AWS_REGION is not set');
-  const endpoint =
-    env.AWS_ENDPOINT_URL_SECRETS_MANAGER ?? env.AWS_ENDPOINT_URL ?? `https://secretsmanager.${region}.amazonaws.com/`;
-  const url = new URL('/', endpoint);
-  const body = JSON.stringify({ SecretId: secretId });
-  const headers = signRequest({
-    method: 'POST',
-    url,
-    headers: {
-      'content-type': 'application/x-amz-json-1.1',
-      'x-amz-target': 'secretsmanager.GetSecretValue',
-    },
-    body,
-    service: 'secretsmanager',
-    region,
-    credentials: credentialsFromEnv(env),
-  });
-  // `host` is set by fetch itself from the URL (it is a forbidden header); the signed value is the same.
-  const { host: _host, ...sendHeaders } = headers;
-
-  const response = await doFetch(url, {
-    method: 'POST',
-    headers: sendHeaders,
-    body,
-    signal: AbortSignal.timeout(SECRETS_MANAGER_TIMEOUT_MS),
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const record = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  if (!response.ok) {
-    // Only the error type is surfaced; the body is AWS's, but there is no reason to echo it.
-    const type = typeof record.__type === 'string' ? record.__type : 'unknown error';
-    throw new Error(`Secrets Manager GetSecretValue failed: HTTP ${response.status} ${type}`);
-  }
-  const secretString = record.SecretString;
-  if (typeof secretString !== 'string' || secretString.length === 0) {
-    throw new Error('Secrets Manager GetSecretValue: the secret has no SecretString');
-  }
-  return keyFromSecretString(secretString);
+  return keyFromSecretString(await getSecretString(secretId, env, doFetch));
 }
 
 function keyFromSecretString(secretString: string): string {

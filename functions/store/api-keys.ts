@@ -32,6 +32,8 @@ export interface ApiKeyRecord {
   replacedBy?: string;
   /** Key id of the key this one replaced by rotation. */
   rotatedFrom?: string;
+  /** Epoch seconds of the last request made with the key (recorded at most once a minute). */
+  lastUsedAt?: number;
 }
 
 /** One row of a user's key listing: everything but the key and its hash. */
@@ -111,6 +113,7 @@ const NAMES = {
   '#rotatedFrom': 'rotatedFrom',
   '#prefix': 'prefix',
   '#keyHash': 'keyHash',
+  '#lastUsedAt': 'lastUsedAt',
 } as const;
 
 type Names = Partial<Record<keyof typeof NAMES, string>>;
@@ -132,6 +135,7 @@ const RECORD_ATTRIBUTES = [
   '#revokedAt',
   '#replacedBy',
   '#rotatedFrom',
+  '#lastUsedAt',
 ] as const;
 
 const LISTING_ATTRIBUTES = [
@@ -144,6 +148,7 @@ const LISTING_ATTRIBUTES = [
   '#revokedAt',
   '#replacedBy',
   '#rotatedFrom',
+  '#lastUsedAt',
 ] as const;
 
 type Item = Record<string, unknown>;
@@ -194,6 +199,7 @@ function lifecycleFields(item: Item) {
     revokedAt: optNum(item, 'revokedAt'),
     replacedBy: optStr(item, 'replacedBy'),
     rotatedFrom: optStr(item, 'rotatedFrom'),
+    lastUsedAt: optNum(item, 'lastUsedAt'),
   };
 }
 
@@ -496,4 +502,88 @@ export async function rotateApiKey(
     throw error;
   }
   return { issued: { ...record, apiKey, prefix }, previous };
+}
+
+/** How often a key's `lastUsedAt` is written: a write per request would double the authorizer's cost. */
+export const KEY_USE_RECORD_INTERVAL_SECONDS = 60;
+
+/** Whether a use at `nowSeconds` should be recorded. */
+export function keyUseDue(record: Pick<ApiKeyRecord, 'lastUsedAt'>, nowSeconds: number): boolean {
+  return record.lastUsedAt === undefined || nowSeconds - record.lastUsedAt >= KEY_USE_RECORD_INTERVAL_SECONDS;
+}
+
+/**
+ * Records that a key was used (on its authorizer item and its listing), at most once a minute: the
+ * condition lets only one of several concurrent requests write. Returns whether it wrote.
+ */
+export async function recordKeyUse(
+  ctx: StoreContext,
+  input: { keyHash: string; userId: string; keyId: string; now: Date },
+): Promise<boolean> {
+  const nowSeconds = epochSeconds(input.now);
+  const update = (key: { PK: string; SK: string }): TransactItem => ({
+    Update: {
+      TableName: ctx.tableName,
+      Key: key,
+      UpdateExpression: 'SET #lastUsedAt = :now',
+      ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#lastUsedAt) OR #lastUsedAt <= :due)',
+      ExpressionAttributeNames: names('#pk', '#lastUsedAt'),
+      ExpressionAttributeValues: { ':now': nowSeconds, ':due': nowSeconds - KEY_USE_RECORD_INTERVAL_SECONDS },
+    },
+  });
+  try {
+    await ctx.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [update(keys.apiKey(input.keyHash)), update(keys.keyListing(input.userId, input.keyId))],
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) return false;
+    throw error;
+  }
+}
+
+/** Status of a key at `nowSeconds`. */
+export function keyStatus(key: Pick<ApiKeyListing, 'revokedAt' | 'expiresAt'>, nowSeconds: number) {
+  if (key.revokedAt !== undefined) return 'revoked' as const;
+  if (key.expiresAt !== undefined && nowSeconds >= key.expiresAt) return 'expired' as const;
+  return 'active' as const;
+}
+
+function iso(epoch: number | undefined): string | null {
+  return epoch === undefined ? null : new Date(epoch * 1000).toISOString();
+}
+
+/**
+ * A key as the owner and operators see it (times ISO 8601, `null` = never / not): the one view the
+ * CLI's `keys list` and `GET /api/keys` both print.
+ */
+export function describeKey(key: ApiKeyListing, now: Date) {
+  return {
+    keyId: key.keyId,
+    name: key.name,
+    prefix: key.prefix,
+    status: keyStatus(key, epochSeconds(now)),
+    allowedCidrs: key.allowedCidrs,
+    createdAt: key.createdAt,
+    expiresAt: iso(key.expiresAt),
+    revokedAt: iso(key.revokedAt),
+    lastUsedAt: iso(key.lastUsedAt),
+    replacedBy: key.replacedBy ?? null,
+    rotatedFrom: key.rotatedFrom ?? null,
+  };
+}
+
+/** What the owner sees of a newly issued key: the only time the plaintext key is shown. */
+export function describeIssuedKey(issued: IssuedApiKey) {
+  return {
+    keyId: issued.keyId,
+    apiKey: issued.apiKey,
+    userId: issued.userId,
+    name: issued.name,
+    prefix: issued.prefix,
+    allowedCidrs: issued.allowedCidrs,
+    expiresAt: iso(issued.expiresAt),
+  };
 }

@@ -1,0 +1,85 @@
+/**
+ * GET /api/auth/callback: where the identity provider sends the browser back. Checks the attempt
+ * (cookie, `state`, PKCE, `nonce`, the ID token), then the closed beta: only an invited, verified
+ * e-mail address gets a session. Anyone else ends on a "not invited" page and nothing is created.
+ */
+import { cookieValues } from '../auth/session-cookie';
+import { completeSignIn, type SignedInIdentity } from '../auth/oidc-client';
+import { sessionSettingsFromEnv } from '../auth/session-settings';
+import { isOpaqueIdFormat, SIGN_IN_COOKIE, signInSecrets } from '../core/session';
+import { clearSignInCookie, sessionCookie } from '../http/cookies';
+import { htmlPage } from '../http/html';
+import { publicHandler } from '../http/public-handler';
+import { logger } from '../observability/logger';
+import { storeFromEnv } from '../store/from-env';
+import { bindInvite, getInvite } from '../store/invites';
+import { createSession } from '../store/sessions';
+
+const START_AGAIN = { href: '/api/auth/sign-in', text: 'Sign in again' };
+
+function failed(message: string) {
+  return htmlPage(400, 'Sign-in failed', [message], START_AGAIN, { 'Set-Cookie': [clearSignInCookie()] });
+}
+
+function notInvited() {
+  return htmlPage(
+    403,
+    'Not invited',
+    [
+      'This service is in a closed beta, and this account has not been invited.',
+      'Ask for an invitation for your e-mail address, then sign in again. Nothing was created for this sign-in.',
+    ],
+    undefined,
+    { 'Set-Cookie': [clearSignInCookie()] },
+  );
+}
+
+export const handler = publicHandler(async (event) => {
+  const requestId = event.requestContext?.requestId;
+  const attempts = cookieValues(event.headers, event.multiValueHeaders, SIGN_IN_COOKIE);
+  const [attemptId] = attempts;
+  if (attempts.length !== 1 || attemptId === undefined || !isOpaqueIdFormat(attemptId)) {
+    return failed('This sign-in has expired or was started in another browser. Please start again.');
+  }
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
+    if (value !== undefined) query.set(name, value);
+  }
+  if (query.has('error')) {
+    return failed(`The identity provider did not sign you in (${(query.get('error') ?? '').slice(0, 100)}).`);
+  }
+
+  let identity: SignedInIdentity;
+  try {
+    identity = await completeSignIn(query, signInSecrets(attemptId));
+  } catch (error) {
+    logger.warn('sign-in callback refused', { requestId, error });
+    return failed('The answer from the identity provider could not be verified. Please start again.');
+  }
+
+  const store = storeFromEnv();
+  const invite = identity.email && identity.emailVerified ? await getInvite(store, identity.email) : undefined;
+  const bound = invite ? await bindInvite(store, { email: invite.email, identity: `${identity.issuer}|${identity.subject}` }) : false;
+  if (!invite || !bound) {
+    logger.info('sign-in refused: not invited', { requestId, subject: identity.subject });
+    return notInvited();
+  }
+
+  const settings = sessionSettingsFromEnv();
+  const { sessionId } = await createSession(store, {
+    userId: invite.userId,
+    email: invite.email,
+    ...settings,
+    audit: {
+      action: 'session.sign-in',
+      actor: { type: 'session', userId: invite.userId },
+      sourceIp: event.requestContext?.identity?.sourceIp,
+    },
+  });
+  return {
+    statusCode: 303,
+    headers: { Location: '/', 'Cache-Control': 'no-store' },
+    multiValueHeaders: { 'Set-Cookie': [sessionCookie(sessionId, settings.absoluteSeconds), clearSignInCookie()] },
+    body: '',
+  };
+});
