@@ -5,6 +5,7 @@
  */
 import { DomainError, UsageError } from '../functions/core/errors';
 import { HELP_LINES, parseInvocation } from './admin/args';
+import { cognitoUserCreator } from './admin/cognito';
 import { runCommand } from './admin/commands';
 import { resolveTarget, type Target } from './admin/target';
 
@@ -45,8 +46,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       print(process.stdout, { usage: HELP_LINES });
       return 0;
     }
+    const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
     target = resolveTarget(aws, env);
-    const result = await runCommand(target.ctx, command, now);
+    const result = await runCommand(target.ctx, command, now, { createIdentity });
     print(process.stdout, result.output);
     if (!result.ok)
       print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });

@@ -81,7 +81,13 @@ export const ROUTES: readonly RouteDefinition[] = [
     needs: { ...writeNeeds, oidc: true },
     auth: 'none',
   },
-  { name: 'auth-sign-out', method: 'POST', path: '/api/auth/sign-out', entry: 'functions/auth-sign-out/handler.ts', needs: writeNeeds },
+  {
+    name: 'auth-sign-out',
+    method: 'POST',
+    path: '/api/auth/sign-out',
+    entry: 'functions/auth-sign-out/handler.ts',
+    needs: writeNeeds,
+  },
   {
     name: 'auth-sign-out-everywhere',
     method: 'POST',
@@ -91,7 +97,13 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   { name: 'session', method: 'GET', path: '/api/session', entry: 'functions/session/handler.ts', needs: readNeeds },
   { name: 'keys-list', method: 'GET', path: '/api/keys', entry: 'functions/keys-list/handler.ts', needs: readNeeds },
-  { name: 'keys-create', method: 'POST', path: '/api/keys', entry: 'functions/keys-create/handler.ts', needs: writeNeeds },
+  {
+    name: 'keys-create',
+    method: 'POST',
+    path: '/api/keys',
+    entry: 'functions/keys-create/handler.ts',
+    needs: writeNeeds,
+  },
   {
     name: 'keys-rotate',
     method: 'POST',

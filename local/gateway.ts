@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { extname, resolve as resolvePath, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, resolve as resolvePath, sep } from 'node:path';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -333,7 +333,12 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
     if (method === 'GET' && path.startsWith('/media/') && (await serveMedia(path, res))) return 200;
-    if (method === 'GET' && !path.startsWith('/api/') && !path.startsWith('/media/') && (await serveStatic(path, res))) {
+    if (
+      method === 'GET' &&
+      !path.startsWith('/api/') &&
+      !path.startsWith('/media/') &&
+      (await serveStatic(path, res))
+    ) {
       return 200;
     }
 
@@ -444,9 +449,13 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
   return (req, res) => {
     const started = performance.now();
     handle(req, res)
-      .then((status) => log(`${req.method} ${loggedUrl(req.url)} ${status} ${(performance.now() - started).toFixed(1)}ms`))
+      .then((status) =>
+        log(`${req.method} ${loggedUrl(req.url)} ${status} ${(performance.now() - started).toFixed(1)}ms`),
+      )
       .catch((error: unknown) => {
-        log(`${req.method} ${loggedUrl(req.url)} 500 gateway error: ${error instanceof Error ? error.message : String(error)}`);
+        log(
+          `${req.method} ${loggedUrl(req.url)} 500 gateway error: ${error instanceof Error ? error.message : String(error)}`,
+        );
         if (!res.headersSent) json(res, 500, { error: 'Internal error' });
         else res.destroy();
       });

@@ -89,7 +89,9 @@ export async function startLocalOidcProvider(options: LocalOidcProviderOptions):
     ],
     // The account id is the e-mail address, as the subject of a Cognito user is stable per user.
     findAccount: async (_ctx, id) =>
-      accounts.has(id) ? { accountId: id, claims: async () => ({ sub: id, email: id, email_verified: true }) } : undefined,
+      accounts.has(id)
+        ? { accountId: id, claims: async () => ({ sub: id, email: id, email_verified: true }) }
+        : undefined,
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
     // Put the e-mail claims into the ID token, as Cognito does, rather than only into userinfo.
     conformIdTokenClaims: false,
@@ -101,7 +103,8 @@ export async function startLocalOidcProvider(options: LocalOidcProviderOptions):
     ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 3600, IdToken: 600, Interaction: 600, Session: 3600 },
     // First-party client: consent is implied, so the grant is made here instead of asking.
     loadExistingGrant: async (ctx) => {
-      const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
+      const grantId =
+        ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
       if (grantId) return ctx.oidc.provider.Grant.find(grantId);
       const accountId = ctx.oidc.session?.accountId;
       const clientId = ctx.oidc.client?.clientId;
@@ -148,7 +151,9 @@ export async function startLocalOidcProvider(options: LocalOidcProviderOptions):
     interaction(req, res, match[1], login).catch((error: unknown) => {
       if (!res.headersSent) {
         res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8' });
-        res.end(`Sign-in failed: ${error instanceof Error ? error.message : String(error)}. Start again from the service.`);
+        res.end(
+          `Sign-in failed: ${error instanceof Error ? error.message : String(error)}. Start again from the service.`,
+        );
       }
     });
   });

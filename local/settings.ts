@@ -41,7 +41,8 @@ function accounts(raw: string | undefined): { email: string; password: string }[
   if (!raw) return [];
   return raw.split(',').map((pair) => {
     const at = pair.indexOf(':');
-    if (at <= 0 || at === pair.length - 1) throw new Error('LOCAL_IDP_ACCOUNTS must be email:password pairs, comma-separated');
+    if (at <= 0 || at === pair.length - 1)
+      throw new Error('LOCAL_IDP_ACCOUNTS must be email:password pairs, comma-separated');
     return { email: pair.slice(0, at).trim(), password: pair.slice(at + 1) };
   });
 }

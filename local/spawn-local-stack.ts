@@ -22,7 +22,7 @@ export interface SpawnedLocalStack {
 }
 
 export interface SpawnOptions {
-  /** Settings for the child (PORT, DYNAMODB_PORT and MOCK_PROVIDER_PORT default to free ports). */
+  /** Settings for the child (PORT, DYNAMODB_PORT, MOCK_PROVIDER_PORT and OIDC_PROVIDER_PORT default to free ports). */
   env?: Record<string, string>;
   readyTimeoutMs?: number;
   stopTimeoutMs?: number;
@@ -84,7 +84,7 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
 export async function spawnLocalStack(options: SpawnOptions = {}): Promise<SpawnedLocalStack> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
-  const [port, dynamodbPort, mockProviderPort] = await freePorts(3);
+  const [port, dynamodbPort, mockProviderPort, oidcProviderPort] = await freePorts(4);
   const lines: string[] = [];
   const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
     cwd: ROOT,
@@ -95,6 +95,7 @@ export async function spawnLocalStack(options: SpawnOptions = {}): Promise<Spawn
       PORT: String(port),
       DYNAMODB_PORT: String(dynamodbPort),
       MOCK_PROVIDER_PORT: String(mockProviderPort),
+      OIDC_PROVIDER_PORT: String(oidcProviderPort),
       DATA_DIR: ':memory:',
       ...options.env,
     },
@@ -111,7 +112,9 @@ export async function spawnLocalStack(options: SpawnOptions = {}): Promise<Spawn
       pending = parts.pop() ?? '';
       for (const raw of parts) {
         // The demo key is printed once: keep it out of anything a test or benchmark may show.
-        const line = raw.replace(/gsk_live_[A-Za-z0-9_-]+/g, 'gsk_live_<redacted>');
+        const line = raw
+          .replace(/gsk_live_[A-Za-z0-9_-]+/g, 'gsk_live_<redacted>')
+          .replace(/with password \S+/g, 'with password <redacted>');
         lines.push(line);
         if (lines.length > OUTPUT_LINES_KEPT) lines.shift();
         dynamodbEndpoint ??= /DynamoDB Local at (http:\/\/\S+)/.exec(line)?.[1];

@@ -14,9 +14,9 @@ import { contentTypeForKey, resolveMediaPath } from '../functions/media/fs-media
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../functions/store/api-keys';
-import { inviteAccount } from '../functions/store/invites';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
+import { inviteAccount } from '../functions/store/invites';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
 import { type DynamoDbLocalHandle, startDynamoDbLocal } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -212,7 +212,15 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     });
 
     const demoApiKey = await ensureDemoUser();
-    return { url, dynamodbEndpoint: dynamodb.endpoint, mockProvider, demoApiKey, oidcIssuer: oidc.issuer, demoSignIn, stop };
+    return {
+      url,
+      dynamodbEndpoint: dynamodb.endpoint,
+      mockProvider,
+      demoApiKey,
+      oidcIssuer: oidc.issuer,
+      demoSignIn,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -14,6 +14,7 @@ import {
   MAX_ALLOWED_CIDRS,
   MAX_GRACE_SECONDS,
 } from '../../functions/core/key-rules';
+import { normalizeEmail } from '../../functions/core/session';
 
 export { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS };
 /** Largest single grant: far above any real grant, so a slipped finger cannot mint millions. */
@@ -27,7 +28,9 @@ export type Command =
   | { kind: 'keys list'; userId: string }
   | { kind: 'keys revoke'; keyId: string }
   | { kind: 'keys rotate'; keyId: string; graceSeconds: number }
-  | { kind: 'audit'; userId?: string };
+  | { kind: 'audit'; userId?: string }
+  | { kind: 'accounts invite'; email: string; userId?: string }
+  | { kind: 'accounts revoke-sessions'; userId: string };
 
 export interface Invocation {
   command: Command;
@@ -43,6 +46,7 @@ const OPTIONS = {
   'expires-at': { type: 'string' },
   'key-id': { type: 'string' },
   'grace-seconds': { type: 'string' },
+  email: { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -58,6 +62,8 @@ const COMMANDS: Record<Exclude<Command['kind'], 'help'>, { allowed: OptionName[]
   'keys revoke': { allowed: ['key-id'], required: ['key-id'] },
   'keys rotate': { allowed: ['key-id', 'grace-seconds'], required: ['key-id'] },
   audit: { allowed: ['user'], required: [] },
+  'accounts invite': { allowed: ['email', 'user'], required: ['email'] },
+  'accounts revoke-sessions': { allowed: ['user'], required: ['user'] },
 };
 
 export const HELP_LINES = [
@@ -76,6 +82,9 @@ export const HELP_LINES = [
   `                                         the old key keeps working for N seconds (default ${DEFAULT_GRACE_SECONDS},`,
   `                                         at most ${MAX_GRACE_SECONDS}); 0 revokes it at once (use 0 for a leaked key)`,
   '  audit [--user U]                       check balance = sum of ledger and balance >= 0; exit 1 on any failure',
+  '  accounts invite --email E [--user U]   let E sign in (closed beta) as user U (default: a new id); creates the',
+  '                                         account; with --aws also the Cognito user (USER_POOL_ID), who gets an e-mail',
+  '  accounts revoke-sessions --user U      sign the user out everywhere at once (API keys keep working)',
   '',
   'Target: the local stack by default (DynamoDB Local at http://127.0.0.1:$DYNAMODB_PORT, default 8000;',
   "table $TABLE_NAME, default 'generation-service'). --aws: the table named by TABLE_NAME (required)",
@@ -180,7 +189,8 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
   }
 
   const v = values;
-  const str = (name: 'user' | 'amount' | 'name' | 'expires-at' | 'key-id' | 'grace-seconds'): string => v[name] ?? '';
+  const str = (name: 'user' | 'amount' | 'name' | 'expires-at' | 'key-id' | 'grace-seconds' | 'email'): string =>
+    v[name] ?? '';
   let command: Command;
   switch (kind) {
     case 'credits grant':
@@ -206,6 +216,16 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
       break;
     case 'keys rotate':
       command = { kind, keyId: keyId(str('key-id')), graceSeconds: graceSeconds(v['grace-seconds']) };
+      break;
+    case 'accounts invite': {
+      const email = normalizeEmail(str('email'));
+      if (email === undefined)
+        throw new UsageError(`--email must be an e-mail address, got ${JSON.stringify(str('email'))}`);
+      command = v.user === undefined ? { kind, email } : { kind, email, userId: userId(v.user) };
+      break;
+    }
+    case 'accounts revoke-sessions':
+      command = { kind, userId: userId(str('user')) };
       break;
     default:
       command = v.user === undefined ? { kind: 'audit' } : { kind: 'audit', userId: userId(v.user) };

@@ -13,7 +13,9 @@ import {
 } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
+import { generateUserId, inviteAccount } from '../../functions/store/invites';
 import { auditAll, auditUser } from '../../functions/store/ledger';
+import { revokeAllSessions } from '../../functions/store/sessions';
 import type { Command } from './args';
 
 /** One JSON object for stdout, and whether the command succeeded (audit can print and fail). */
@@ -29,10 +31,16 @@ function iso(epochSeconds: number | undefined): string | null {
 /** Operator actions are audited on the owner's account like the owner's own. */
 const OPERATOR: AuditInput['actor'] = { type: 'operator' };
 
+/** What the CLI does besides the table: with `--aws`, creating the invited person's Cognito user. */
+export interface CommandOptions {
+  createIdentity?: (email: string) => Promise<'created' | 'exists'>;
+}
+
 export async function runCommand(
   ctx: StoreContext,
   command: Exclude<Command, { kind: 'help' }>,
   now: Date,
+  options: CommandOptions = {},
 ): Promise<CommandResult> {
   switch (command.kind) {
     case 'credits grant': {
@@ -89,6 +97,24 @@ export async function runCommand(
         },
         ok: true,
       };
+    }
+    case 'accounts invite': {
+      const invited = await inviteAccount(ctx, {
+        email: command.email,
+        userId: command.userId ?? generateUserId(),
+        now,
+        audit: { action: 'account.invite', actor: OPERATOR },
+      });
+      const cognito = options.createIdentity ? await options.createIdentity(invited.email) : undefined;
+      return { output: { ...invited, ...(cognito ? { cognitoUser: cognito } : {}) }, ok: true };
+    }
+    case 'accounts revoke-sessions': {
+      const sessions = await revokeAllSessions(ctx, {
+        userId: command.userId,
+        now,
+        audit: { action: 'session.revoke-all', actor: OPERATOR },
+      });
+      return { output: { userId: command.userId, sessionsRevoked: sessions }, ok: true };
     }
     case 'audit': {
       if (command.userId !== undefined) {

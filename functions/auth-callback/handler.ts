@@ -3,8 +3,9 @@
  * (cookie, `state`, PKCE, `nonce`, the ID token), then the closed beta: only an invited, verified
  * e-mail address gets a session. Anyone else ends on a "not invited" page and nothing is created.
  */
-import { cookieValues } from '../auth/session-cookie';
+
 import { completeSignIn, type SignedInIdentity } from '../auth/oidc-client';
+import { cookieValues } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
 import { isOpaqueIdFormat, SIGN_IN_COOKIE, signInSecrets } from '../core/session';
 import { clearSignInCookie, sessionCookie } from '../http/cookies';
@@ -59,7 +60,9 @@ export const handler = publicHandler(async (event) => {
 
   const store = storeFromEnv();
   const invite = identity.email && identity.emailVerified ? await getInvite(store, identity.email) : undefined;
-  const bound = invite ? await bindInvite(store, { email: invite.email, identity: `${identity.issuer}|${identity.subject}` }) : false;
+  const bound = invite
+    ? await bindInvite(store, { email: invite.email, identity: `${identity.issuer}|${identity.subject}` })
+    : false;
   if (!invite || !bound) {
     logger.info('sign-in refused: not invited', { requestId, subject: identity.subject });
     return notInvited();

@@ -3,8 +3,9 @@
  * HttpOnly cookie; the PKCE verifier, `state` and `nonce` are derived from it (core/session.ts), so
  * nothing is stored; the browser is sent to the identity provider.
  */
-import { generateOpaqueId, SESSION_DEFAULTS, signInSecrets } from '../core/session';
+
 import { authorizationUrl } from '../auth/oidc-client';
+import { generateOpaqueId, SESSION_DEFAULTS, signInSecrets } from '../core/session';
 import { signInCookie } from '../http/cookies';
 import { publicHandler } from '../http/public-handler';
 

@@ -26,16 +26,26 @@ export interface AuthorizeRequestInput {
 }
 
 export async function decideRequest(store: StoreContext, input: AuthorizeRequestInput): Promise<RequestDecision> {
-  if (input.authorization === null) return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'malformed' } };
+  if (input.authorization === null)
+    return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'malformed' } };
   if (input.authorization !== undefined) {
     return {
       credential: 'key',
-      decision: await decideKey(store, { authorization: input.authorization, sourceIp: input.sourceIp, now: input.now }),
+      decision: await decideKey(store, {
+        authorization: input.authorization,
+        sourceIp: input.sourceIp,
+        now: input.now,
+      }),
     };
   }
-  if (input.sessionId === null) return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'malformed' } };
-  if (input.sessionId === undefined) return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'missing' } };
-  return { credential: 'session', decision: await decideSession(store, { sessionId: input.sessionId, now: input.now }) };
+  if (input.sessionId === null)
+    return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'malformed' } };
+  if (input.sessionId === undefined)
+    return { credential: 'none', decision: { outcome: 'unauthorized', reason: 'missing' } };
+  return {
+    credential: 'session',
+    decision: await decideSession(store, { sessionId: input.sessionId, now: input.now }),
+  };
 }
 
 /** The principal of an allowed decision, else `undefined`. */

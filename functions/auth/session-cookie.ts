@@ -32,7 +32,10 @@ export function cookieValues(headers: HeaderMap, multiValueHeaders: MultiHeaderM
  * The session id of a request: `undefined` when there is no session cookie, `null` when it is
  * malformed or ambiguous (several different values), else the id.
  */
-export function sessionIdFromHeaders(headers: HeaderMap, multiValueHeaders?: MultiHeaderMap): string | undefined | null {
+export function sessionIdFromHeaders(
+  headers: HeaderMap,
+  multiValueHeaders?: MultiHeaderMap,
+): string | undefined | null {
   const values = cookieValues(headers, multiValueHeaders, SESSION_COOKIE);
   if (values.length === 0) return undefined;
   const [value] = values;

@@ -19,6 +19,10 @@ function seconds(raw: string | undefined, fallback: number, name: string): numbe
 export function sessionSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): SessionSettings {
   return {
     idleSeconds: seconds(env.SESSION_IDLE_SECONDS, SESSION_DEFAULTS.idleSeconds, 'SESSION_IDLE_SECONDS'),
-    absoluteSeconds: seconds(env.SESSION_ABSOLUTE_SECONDS, SESSION_DEFAULTS.absoluteSeconds, 'SESSION_ABSOLUTE_SECONDS'),
+    absoluteSeconds: seconds(
+      env.SESSION_ABSOLUTE_SECONDS,
+      SESSION_DEFAULTS.absoluteSeconds,
+      'SESSION_ABSOLUTE_SECONDS',
+    ),
   };
 }

@@ -26,9 +26,9 @@ import { sessionSettingsFromEnv } from '../auth/session-settings';
 import { epochSeconds } from '../core/api-key';
 import { touchDue } from '../core/session';
 import { createLogger, type Logger } from '../observability/logger';
+import { keyUseDue, recordKeyUse } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
 import { storeFromEnv } from '../store/from-env';
-import { keyUseDue, recordKeyUse } from '../store/api-keys';
 import { touchSession } from '../store/sessions';
 
 /** The authorizer context handlers receive (`requestContext.authorizer`). */

@@ -2,8 +2,9 @@
  * Validation of the key management API's request bodies with the same rules as the operator CLI
  * (core/key-rules.ts). Failures are a 400 with one message per field, like every other body.
  */
-import { allowlistRule, DEFAULT_GRACE_SECONDS, expiryRule, graceRule, keyNameRule } from './key-rules';
+
 import { ValidationError } from './errors';
+import { allowlistRule, DEFAULT_GRACE_SECONDS, expiryRule, graceRule, keyNameRule } from './key-rules';
 
 export interface CreateKeyRequest {
   name: string;
@@ -49,7 +50,10 @@ export function parseCreateKey(body: unknown, now: Date): CreateKeyRequest {
       const list = allowlistRule(input.allowedCidrs);
       if (list.ok) out.allowedCidrs = list.value;
       else if (list.index === undefined) fieldErrors.allowedCidrs = [`Allowlist: ${list.message}`];
-      else fieldErrors[`allowedCidrs.${list.index}`] = [`${JSON.stringify(input.allowedCidrs[list.index])} ${list.message}`];
+      else
+        fieldErrors[`allowedCidrs.${list.index}`] = [
+          `${JSON.stringify(input.allowedCidrs[list.index])} ${list.message}`,
+        ];
     }
   }
 

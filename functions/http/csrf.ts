@@ -9,8 +9,9 @@
  *   API never answers.
  * Requests with an API key are not affected: no browser attaches a bearer key by itself.
  */
-import { csrfTokenMatches } from '../core/session';
+
 import { CsrfError } from '../core/errors';
+import { csrfTokenMatches } from '../core/session';
 
 /** The origin browsers see the service at, e.g. `https://d111111abcdef8.cloudfront.net`. */
 export function publicOrigin(env: NodeJS.ProcessEnv = process.env): string | undefined {

@@ -2,9 +2,10 @@
  * POST /api/keys/{keyId}/rotate `{ graceSeconds? }`: replaces one of the signed-in user's keys; the old
  * one keeps working for the grace period (0 ends it at once). Session only; audited.
  */
-import { parseRotateKey } from '../core/key-requests';
-import { KeyNotFoundError } from '../core/errors';
+
 import { isKeyIdFormat } from '../core/api-key';
+import { KeyNotFoundError } from '../core/errors';
+import { parseRotateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
 import { describeIssuedKey, rotateApiKey } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';

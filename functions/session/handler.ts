@@ -3,8 +3,9 @@
  * state-changing request must repeat in `X-CSRF-Token`. Session only (401 without one, so a page can
  * tell "signed out" from any other state).
  */
-import { csrfTokenFor } from '../core/session';
+
 import { UnauthorizedError } from '../core/errors';
+import { csrfTokenFor } from '../core/session';
 import { apiHandler } from '../http/api-handler';
 import { getBalance } from '../store/accounts';
 import { storeFromEnv } from '../store/from-env';

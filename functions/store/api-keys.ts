@@ -371,7 +371,11 @@ async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Pr
     }),
   );
   if (!result.Item) throw new ApiKeyNotFoundError(keyId);
-  const ref = { keyId: str(result.Item, 'keyId'), userId: str(result.Item, 'userId'), keyHash: str(result.Item, 'keyHash') };
+  const ref = {
+    keyId: str(result.Item, 'keyId'),
+    userId: str(result.Item, 'userId'),
+    keyHash: str(result.Item, 'keyHash'),
+  };
   // Someone else's key is indistinguishable from a missing one.
   if (ownerId !== undefined && ref.userId !== ownerId) throw new ApiKeyNotFoundError(keyId);
   return ref;

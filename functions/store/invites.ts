@@ -61,7 +61,9 @@ export async function inviteAccount(
       Update: {
         TableName: ctx.tableName,
         Key: keys.account(input.userId),
-        ...updateParams(update({ set: { userId: input.userId, updatedAt: at }, setIfMissing: { balance: 0, createdAt: at } })),
+        ...updateParams(
+          update({ set: { userId: input.userId, updatedAt: at }, setIfMissing: { balance: 0, createdAt: at } }),
+        ),
       },
     },
     ...(input.audit ? [auditPut(ctx, input.userId, input.audit, now)] : []),

@@ -103,7 +103,13 @@ export async function signIn(
   if (form.status !== 200) throw new Error(`The sign-in page answered ${form.status}: ${form.text.slice(0, 300)}`);
   const action = /<form[^>]*method="post"[^>]*action="([^"]+)"/i.exec(form.text)?.[1];
   if (!action) throw new Error(`No login form at ${form.url}`);
-  return browser.request(new URL(action.replace(/&#(\d+);/g, (_, code) => String.fromCharCode(Number(code))), form.url).href, {
-    form: { email: account.email, password: account.password },
-  });
+  return browser.request(
+    new URL(
+      action.replace(/&#(\d+);/g, (_, code) => String.fromCharCode(Number(code))),
+      form.url,
+    ).href,
+    {
+      form: { email: account.email, password: account.password },
+    },
+  );
 }

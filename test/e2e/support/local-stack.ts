@@ -3,10 +3,14 @@
  * the users and keys the suite needs written straight into its DynamoDB Local. Only the global setup and
  * teardown use this module: the test files see nothing but HTTP.
  */
+
+import { randomBytes } from 'node:crypto';
 import { grantCredits } from '../../../functions/store/accounts';
 import { epochSeconds, putApiKey } from '../../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../../functions/store/client';
+import { inviteAccount } from '../../../functions/store/invites';
 import { auditAll } from '../../../functions/store/ledger';
+import { createSession } from '../../../functions/store/sessions';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';
 import { type SpawnedLocalStack, spawnLocalStack } from '../../../local/spawn-local-stack';
 import type { E2eContext } from './target';
@@ -32,7 +36,15 @@ export const USERS = {
   expiring: { userId: 'e2e-expiring', credits: 10 },
   // Below the 320-credit balance probe, so a 402 tells its balance (test/e2e/fuzz-http.test.ts).
   fuzz: { userId: 'e2e-fuzz', credits: 300 },
+  // Signs in through the local OpenID provider (test/e2e/accounts.test.ts).
+  session: { userId: 'e2e-session', credits: 500 },
 } as const;
+
+/** The identity provider's accounts for the run (passwords made per run). */
+const SIGN_IN = {
+  invited: { email: 'e2e-invited@e2e.test', password: randomBytes(12).toString('base64url') },
+  stranger: { email: 'e2e-stranger@e2e.test', password: randomBytes(12).toString('base64url') },
+};
 
 export interface RunningLocalStack extends SpawnedLocalStack {
   store: StoreContext;
@@ -50,6 +62,7 @@ function spawnStack(): Promise<SpawnedLocalStack> {
       // AUTHORIZER_CACHE_TTL_SECONDS stays at its default (60): the expiry check needs a cached Allow.
       AUTHORIZER_CACHE_TTL_SECONDS: '',
       DYNAMODB_ENDPOINT: '',
+      LOCAL_IDP_ACCOUNTS: `${SIGN_IN.invited.email}:${SIGN_IN.invited.password},${SIGN_IN.stranger.email}:${SIGN_IN.stranger.password}`,
     },
   });
 }
@@ -92,6 +105,15 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
   const poor = await key(USERS.poor.userId, 'e2e poor');
   const restricted = await key(USERS.restricted.userId, 'e2e restricted', { allowedCidrs: ['10.0.0.0/8'] });
   const fuzz = await key(USERS.fuzz.userId, 'e2e fuzz');
+  await inviteAccount(store, { email: SIGN_IN.invited.email, userId: USERS.session.userId });
+  // A session that ended a minute ago: the cookie of someone who comes back too late.
+  const expired = await createSession(store, {
+    userId: USERS.session.userId,
+    email: SIGN_IN.invited.email,
+    idleSeconds: 60,
+    absoluteSeconds: 60,
+    now: new Date(Date.now() - 120_000),
+  });
   // Last, so that the setup's own duration does not eat into the keys' lifetimes.
   const start = epochSeconds(new Date());
   const expiring: { apiKey: string; expiresAtMs: number }[] = [];
@@ -111,6 +133,12 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
       ipRestricted: { apiKey: restricted.apiKey },
       fuzz: { apiKey: fuzz.apiKey, balance: USERS.fuzz.credits },
       expiring,
+    },
+    accounts: {
+      invited: { ...SIGN_IN.invited, userId: USERS.session.userId, balance: USERS.session.credits },
+      stranger: SIGN_IN.stranger,
+      otherUsersKeyId: other.keyId,
+      expiredSessionId: expired.sessionId,
     },
     mockProvider: true,
     maxPendingSeconds: LOCAL_MAX_PENDING_SECONDS,

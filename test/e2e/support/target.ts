@@ -39,6 +39,16 @@ export interface E2eContext {
      */
     expiring?: (TargetKey & { expiresAtMs: number })[];
   };
+  /**
+   * Sign-in through the local OpenID provider (local stack only): an invited account, an account the
+   * provider knows but nobody invited, another user's key id, and a session that has expired.
+   */
+  accounts?: {
+    invited: { email: string; password: string; userId: string; balance: number };
+    stranger: { email: string; password: string };
+    otherUsersKeyId: string;
+    expiredSessionId: string;
+  };
   /** The target's upstream provider is the mock provider (mockOutcome / mockDelayMs controls work). */
   mockProvider: boolean;
   /** The target's MAX_PENDING_SECONDS, when it is small enough to wait for a TIMEOUT. */
@@ -57,7 +67,8 @@ export type Capability =
   | 'poorKey'
   | 'ipRestrictedKey'
   | 'expiringKey'
-  | 'fuzzKey';
+  | 'fuzzKey'
+  | 'localSignIn';
 
 /** Checks that not every target can run, with what each needs. Every other check runs everywhere. */
 export const CONDITIONAL_CHECKS = {
@@ -83,11 +94,15 @@ export const CONDITIONAL_CHECKS = {
   ipAllowlist: { needs: ['sourceIp', 'ipRestrictedKey'], what: 'a key used outside its IP allowlist -> 403' },
   keyExpiry: {
     needs: ['expiringKey'],
-    what: 'a key works until its expiry and gets 401 after it, behind a cached authorizer Allow',
+    what: 'a key works until its expiry and gets 401 after it',
   },
   fuzzCredits: {
     needs: ['fuzzKey'],
     what: 'HTTP fuzzing moves no credit on a rejected request (balance of a dedicated user, read from a 402)',
+  },
+  accounts: {
+    needs: ['localSignIn', 'mockProvider'],
+    what: 'sign-in through the OpenID provider, sessions, CSRF, key management with the session',
   },
 } as const satisfies Record<string, { needs: readonly Capability[]; what: string }>;
 
@@ -111,6 +126,9 @@ export function missingCapabilities(context: E2eContext): Partial<Record<Capabil
   if (!context.keys.poor) missing.poorKey = 'API_KEY_POOR is not set';
   if (!context.keys.ipRestricted) {
     missing.ipRestrictedKey = local ? 'no allowlisted key was created' : 'API_KEY_IP_RESTRICTED is not set';
+  }
+  if (!context.accounts) {
+    missing.localSignIn = 'signing in needs accounts at the identity provider; only the local stack makes them';
   }
   if (!context.keys.fuzz) missing.fuzzKey = 'only the local stack seeds a dedicated fuzzing user';
   if (!context.keys.expiring) {
