@@ -130,7 +130,8 @@ if (target.runs('accounts')) {
         expect(listed.status).toBe(200);
         const row = (listed.body as { keys: Record<string, unknown>[] }).keys.find((k) => k.keyId === issued.keyId);
         expect(row).toMatchObject({ name: 'e2e laptop', prefix: issued.prefix, status: 'active' });
-        expect(row?.allowedCidrs).toEqual(['127.0.0.1/32', '::1/128', '::ffff:127.0.0.1/128']);
+        // The IPv4-mapped address is the same rule as 127.0.0.1: stored once, canonical.
+        expect(row?.allowedCidrs).toEqual(['127.0.0.1/32', '::1/128']);
         expect(listed.text).not.toContain(issued.apiKey);
         expect(done.status).toBe(1);
         expect(rotated.status).toBe(201);
