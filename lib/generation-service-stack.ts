@@ -4,7 +4,7 @@
  * the alarms an operator needs. Everything is driven by the route table (lib/routes.ts), the table
  * definition (functions/store/table.ts) and the context configuration (lib/config.ts).
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, SecretValue, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -18,6 +18,17 @@ import {
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
 import {
+  AllowedMethods,
+  CachePolicy,
+  Distribution,
+  HttpVersion,
+  OriginProtocolPolicy,
+  OriginRequestPolicy,
+  ResponseHeadersPolicy,
+  ViewerProtocolPolicy,
+} from 'aws-cdk-lib/aws-cloudfront';
+import { HttpOrigin, S3BucketOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
+import {
   Alarm,
   ComparisonOperator,
   type IAlarmAction,
@@ -26,6 +37,16 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import {
+  AccountRecovery,
+  type CfnUserPoolClient,
+  FeaturePlan,
+  Mfa,
+  OAuthScope,
+  StandardThreatProtectionMode,
+  UserPool,
+  type UserPoolClient,
+} from 'aws-cdk-lib/aws-cognito';
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -41,7 +62,14 @@ import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metric
 import { TABLE } from '../functions/store/table';
 import type { ServiceConfig } from './config';
 import { GenerationFunction, MEDIA_RESULTS_PREFIX } from './generation-function';
-import { AUTHORIZER, AUTHORIZER_IDENTITY_SOURCES, type LambdaDefinition, ROUTES, SWEEPER } from './routes';
+import {
+  AUTHORIZER,
+  AUTHORIZER_CACHE_TTL_SECONDS,
+  AUTHORIZER_IDENTITY_SOURCES,
+  type LambdaDefinition,
+  ROUTES,
+  SWEEPER,
+} from './routes';
 
 /** JSON bodies of the API Gateway gateway responses (the errors API Gateway answers by itself). */
 export const GATEWAY_RESPONSES: readonly {
@@ -93,6 +121,14 @@ export class GenerationServiceStack extends Stack {
   readonly authorizerFunction: GenerationFunction;
   /** The scheduled sweeper. */
   readonly sweeperFunction: GenerationFunction;
+  /** The identity provider of the dashboard's sign-in (absent in LocalStack mode). */
+  readonly userPool?: UserPool;
+  /** The service as the user pool's confidential OpenID client. */
+  readonly userPoolClient?: UserPoolClient;
+  /** One origin for browsers: the dashboard's files and `/api/*` (absent in LocalStack mode). */
+  readonly distribution?: Distribution;
+  /** The dashboard's static files (served only through the distribution). */
+  readonly dashboardBucket?: Bucket;
 
   constructor(scope: Construct, id: string, props: GenerationServiceStackProps) {
     super(scope, id, props);
@@ -114,6 +150,14 @@ export class GenerationServiceStack extends Stack {
     );
 
     this.api = this.createApi(config);
+    if (!config.localstack) {
+      // LocalStack's free edition has neither Cognito nor CloudFront; there only API keys work.
+      const accounts = this.createAccounts(config, dataRemoval);
+      this.userPool = accounts.userPool;
+      this.userPoolClient = accounts.client;
+      this.distribution = accounts.distribution;
+      this.dashboardBucket = accounts.bucket;
+    }
     this.scheduleSweeper();
     this.createAlarms(config);
     this.acknowledgeNagFindings(config);
@@ -273,13 +317,18 @@ export class GenerationServiceStack extends Stack {
     });
 
     // LocalStack's free edition runs no Lambda authorizers: there the handlers authorize inline.
+    if (config.authorizerCacheTtlSeconds !== AUTHORIZER_CACHE_TTL_SECONDS) {
+      throw new Error(
+        "authorizerCacheTtlSeconds must be 0: the authorizer takes a key or a session cookie, so its only identity source is the caller address, and a cache keyed on it alone would share one caller's Allow with others (lib/routes.ts)",
+      );
+    }
     const authorizer: Authorizer | undefined = config.localstack
       ? undefined
       : new RequestAuthorizer(this, 'ApiKeyAuthorizer', {
-          authorizerName: 'api-key',
+          authorizerName: 'key-or-session',
           handler: this.authorizerFunction,
           identitySources: [...AUTHORIZER_IDENTITY_SOURCES],
-          resultsCacheTtl: Duration.seconds(config.authorizerCacheTtlSeconds),
+          resultsCacheTtl: Duration.seconds(AUTHORIZER_CACHE_TTL_SECONDS),
         });
 
     for (const route of ROUTES) {
@@ -288,7 +337,7 @@ export class GenerationServiceStack extends Stack {
       api.root
         .resourceForPath(route.path)
         .addMethod(route.method, new LambdaIntegration(fn, { proxy: true, allowTestInvoke: false }), {
-          authorizer,
+          authorizer: route.auth === 'none' ? undefined : authorizer,
         });
     }
 
@@ -301,6 +350,127 @@ export class GenerationServiceStack extends Stack {
       });
     }
     return api;
+  }
+
+  /**
+   * Sign-in and the dashboard's origin: a Cognito user pool (invitation only: no self sign-up) with the
+   * service as its confidential client (code flow, PKCE by the client), the client secret in Secrets
+   * Manager, a private bucket for the dashboard's files, and a CloudFront distribution serving them and
+   * forwarding `/api/*` to the API so the session cookie is first-party.
+   *
+   * No dependency cycle: the API origin is built from the RestApi's id (not its stage, which depends on
+   * every method and so on every function), so functions may take the distribution's domain.
+   */
+  private createAccounts(config: ServiceConfig, removalPolicy: RemovalPolicy) {
+    const userPool = new UserPool(this, 'UserPool', {
+      userPoolName: `${config.stackName}-users`,
+      selfSignUpEnabled: false,
+      signInAliases: { email: true },
+      autoVerify: { email: true },
+      standardAttributes: { email: { required: true, mutable: true } },
+      passwordPolicy: {
+        minLength: 12,
+        requireDigits: true,
+        requireLowercase: true,
+        requireUppercase: true,
+        requireSymbols: true,
+      },
+      mfa: Mfa.OPTIONAL,
+      mfaSecondFactor: { otp: true, sms: false },
+      accountRecovery: AccountRecovery.EMAIL_ONLY,
+      // Threat protection (compromised credentials, adaptive authentication) enforced.
+      featurePlan: FeaturePlan.PLUS,
+      standardThreatProtectionMode: StandardThreatProtectionMode.FULL_FUNCTION,
+      deletionProtection: config.retainData,
+      removalPolicy,
+    });
+    userPool.addDomain('HostedUi', {
+      cognitoDomain: {
+        domainPrefix: `${config.stackName.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-${this.account}`.slice(0, 63),
+      },
+    });
+
+    const bucket = new Bucket(this, 'DashboardBucket', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      encryption: BucketEncryption.S3_MANAGED,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy,
+      autoDeleteObjects: !config.retainData,
+    });
+    const apiDomain = `${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}`;
+    const distribution = new Distribution(this, 'Distribution', {
+      comment: 'Generation service: dashboard and /api/* on one origin',
+      defaultRootObject: 'index.html',
+      httpVersion: HttpVersion.HTTP2_AND_3,
+      defaultBehavior: {
+        origin: S3BucketOrigin.withOriginAccessControl(bucket),
+        viewerProtocolPolicy: ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        responseHeadersPolicy: ResponseHeadersPolicy.SECURITY_HEADERS,
+      },
+      additionalBehaviors: {
+        '/api/*': {
+          origin: new HttpOrigin(apiDomain, {
+            originPath: `/${config.stageName}`,
+            protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+          }),
+          viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
+          allowedMethods: AllowedMethods.ALLOW_ALL,
+          // Every answer is per caller: nothing is cached, and everything but Host reaches the API.
+          cachePolicy: CachePolicy.CACHING_DISABLED,
+          originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+        },
+      },
+    });
+    const origin = `https://${distribution.distributionDomainName}`;
+
+    const client = userPool.addClient('ServiceClient', {
+      userPoolClientName: 'generation-service',
+      generateSecret: true,
+      authFlows: {},
+      preventUserExistenceErrors: true,
+      oAuth: {
+        flows: { authorizationCodeGrant: true },
+        scopes: [OAuthScope.OPENID, OAuthScope.EMAIL],
+        callbackUrls: [`${origin}/api/auth/callback`],
+        logoutUrls: [`${origin}/`],
+      },
+      idTokenValidity: Duration.minutes(15),
+      accessTokenValidity: Duration.minutes(15),
+      refreshTokenValidity: Duration.hours(1),
+    });
+    // The secret's value is a CloudFormation attribute of the client, never in the template.
+    const clientSecret = new Secret(this, 'OidcClientSecret', {
+      description: 'Client secret of the service as the user pool OpenID client',
+      secretStringValue: SecretValue.resourceAttribute(
+        (client.node.defaultChild as CfnUserPoolClient).attrClientSecret,
+      ),
+    });
+    clientSecret.applyRemovalPolicy(RemovalPolicy.DESTROY);
+
+    const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${userPool.userPoolId}`;
+    for (const route of ROUTES) {
+      const fn = this.functionFor(route);
+      fn.addEnvironment('PUBLIC_ORIGIN', origin);
+      if (route.needs.oidc) {
+        fn.addEnvironment('OIDC_ISSUER', issuer);
+        fn.addEnvironment('OIDC_CLIENT_ID', client.userPoolClientId);
+        fn.addEnvironment('OIDC_CLIENT_SECRET_ARN', clientSecret.secretArn);
+        clientSecret.grantRead(fn);
+      }
+    }
+
+    new CfnOutput(this, 'DashboardUrl', { value: `${origin}/`, description: 'The dashboard and /api/* for browsers' });
+    new CfnOutput(this, 'DashboardBucketName', {
+      value: bucket.bucketName,
+      description: 'Upload the built dashboard here',
+    });
+    new CfnOutput(this, 'UserPoolId', {
+      value: userPool.userPoolId,
+      description: 'USER_POOL_ID for admin accounts invite --aws',
+    });
+    return { userPool, client, distribution, bucket };
   }
 
   private scheduleSweeper(): void {
@@ -397,6 +567,7 @@ export class GenerationServiceStack extends Stack {
   private acknowledgeNagFindings(config: ServiceConfig): void {
     const acknowledge = (scope: IConstruct, id: string, reason: string) =>
       Validations.of(scope).acknowledge({ id, reason });
+    this.acknowledgeAccountFindings(acknowledge);
     for (const fn of [this.authorizerFunction, this.sweeperFunction, ...this.routeFunctions.values()]) {
       acknowledge(
         fn,
@@ -464,6 +635,58 @@ export class GenerationServiceStack extends Stack {
           'LocalStack mode only: the free edition runs no Lambda authorizers, so every handler authorizes inline (INLINE_AUTHORIZER=true)',
         );
       }
+    }
+  }
+
+  /** Findings on the sign-in and dashboard resources, each with why it does not apply. */
+  private acknowledgeAccountFindings(acknowledge: (scope: IConstruct, id: string, reason: string) => void): void {
+    for (const method of this.api.methods) {
+      const route = ROUTES.find((r) => method.resource.path === r.path && method.httpMethod === r.method);
+      if (route?.auth !== 'none') continue;
+      acknowledge(
+        method,
+        'AwsSolutions-APIG4',
+        'Starting sign-in and its callback are where a visitor without credentials arrives; the callback creates a session only for a code the user pool issued, with PKCE, state and nonce checked',
+      );
+    }
+    if (!this.userPool || !this.distribution || !this.dashboardBucket) return;
+    acknowledge(
+      this.userPool,
+      'AwsSolutions-COG2',
+      'MFA (TOTP) is offered to every user; requiring it is a product decision left open for the closed beta, and threat protection is enforced',
+    );
+    acknowledge(
+      this.dashboardBucket,
+      'AwsSolutions-S1',
+      'Holds only the public build of the dashboard, readable solely by the distribution (OAC); there is nothing per user to audit in its reads',
+    );
+    acknowledge(
+      this.distribution,
+      'AwsSolutions-CFR1',
+      'The service is offered wherever API Gateway is; no country is excluded',
+    );
+    acknowledge(
+      this.distribution,
+      'AwsSolutions-CFR2',
+      'API Gateway stage throttling bounds /api/*, and the static files are cached by CloudFront; a WAF web ACL (cost per rule and request) is an operator choice to add with the custom domain',
+    );
+    acknowledge(
+      this.distribution,
+      'AwsSolutions-CFR3',
+      'Every /api/* request is in the API access log (with the caller, status and authorizer outcome); the static files are the same for everybody',
+    );
+    acknowledge(
+      this.distribution,
+      'AwsSolutions-CFR4',
+      'No custom domain is configured, so the distribution uses the default *.cloudfront.net certificate, whose policy CloudFront fixes; with a custom domain, use TLSv1.2_2021 (README)',
+    );
+    const secret = this.node.tryFindChild('OidcClientSecret');
+    if (secret) {
+      acknowledge(
+        secret,
+        'AwsSolutions-SMG4',
+        'The value is the Cognito app client secret, which Cognito cannot rotate in place; rotating it means a new app client and a redeploy',
+      );
     }
   }
 

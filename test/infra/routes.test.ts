@@ -48,10 +48,7 @@ test('names, entries and method/path pairs are unique, and names match their fol
   for (const definition of definitions) expect(definition.entry).toBe(`functions/${definition.name}/handler.ts`);
 });
 
-test('the authorizer cache key includes the caller address, not a forwarded header', () => {
+test('the authorizer identity source is only the caller address (always present), so a cookie-only request reaches it', () => {
   // Assert
-  expect([...AUTHORIZER_IDENTITY_SOURCES]).toEqual([
-    'method.request.header.Authorization',
-    'context.identity.sourceIp',
-  ]);
+  expect([...AUTHORIZER_IDENTITY_SOURCES]).toEqual(['context.identity.sourceIp']);
 });

@@ -28,6 +28,9 @@ afterAll(() => {
 });
 
 const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
+/** The task routes (they run the lifecycle); the rest are the account routes. */
+const LIFECYCLE_ROUTES = ROUTES.filter((route) => route.needs.provider);
+const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
@@ -103,7 +106,7 @@ describe('functions', () => {
   test('the environment carries exactly the contract each function reads', () => {
     // Act
     const authorizer = environmentOf(AUTHORIZER.name);
-    const lifecycle = [SWEEPER.name, ...ROUTES.map((route) => route.name)].map(environmentOf);
+    const lifecycle = [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)].map(environmentOf);
 
     // Assert
     expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'TABLE_NAME']);
@@ -139,15 +142,19 @@ describe('functions', () => {
 
     // Assert
     expect(assetDirs).toHaveLength(ROUTES.length + 2);
+    let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
       const code = fs.readFileSync(path.join(dir, 'index.js'), 'utf8');
       // The SDK's optional CRT signer (SigV4a, unused here) is required inside a try block; it stays out.
       const externalSdk = new Set(code.match(/require\("@aws-sdk\/[^"]+"\)/g) ?? []);
-      expect([...externalSdk]).toEqual(['require("@aws-sdk/signature-v4-crt")']);
-      expect(code.includes('DynamoDB_20120810')).toBe(true);
+      const usesTable = code.includes('DynamoDB_20120810');
+      if (usesTable) withTable++;
+      expect([...externalSdk]).toEqual(usesTable ? ['require("@aws-sdk/signature-v4-crt")'] : []);
       expect(code.includes('sourceMappingURL')).toBe(false);
     }
+    // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
+    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table === 'none').length);
   });
 });
 
@@ -168,16 +175,41 @@ describe('least privilege', () => {
     expect(everything.every((statement) => statement.Effect === 'Allow' && statement.Resource !== '*')).toBe(true);
   });
 
-  test('the authorizer reads the table and writes its logs, nothing else', () => {
+  test('the authorizer reads and writes the table (session idle expiry, key last use) and its logs, nothing else', () => {
     // Act
     const actions = actionsOf(statementsOf(AUTHORIZER.name));
 
     // Assert
-    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...READ].sort());
+    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...READ, ...WRITE].sort());
+  });
+
+  test('account functions get the table access they declare, the public origin, and only sign-in reads the client secret', () => {
+    for (const route of ACCOUNT_ROUTES) {
+      // Act
+      const statements = statementsOf(route.name);
+      const env = environmentOf(route.name);
+
+      // Assert
+      const table = route.needs.table === 'none' ? [] : route.needs.table === 'RW' ? [...READ, ...WRITE] : READ;
+      const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
+      expect(actionsOf(statements)).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret].sort());
+      expect(env.PUBLIC_ORIGIN).toEqual({
+        'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
+      });
+      if (route.needs.oidc) {
+        expect(env).toMatchObject({
+          OIDC_CLIENT_ID: { Ref: expect.stringMatching(/^UserPoolServiceClient/) },
+          OIDC_CLIENT_SECRET_ARN: { Ref: expect.stringMatching(/^OidcClientSecret/) },
+        });
+        expect(JSON.stringify(env.OIDC_ISSUER)).toContain('cognito-idp.');
+      } else {
+        expect(env).not.toHaveProperty('OIDC_CLIENT_SECRET_ARN');
+      }
+    }
   });
 
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
-    for (const name of [SWEEPER.name, ...ROUTES.map((route) => route.name)]) {
+    for (const name of [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)]) {
       // Act
       const statements = statementsOf(name);
 
@@ -210,8 +242,63 @@ describe('least privilege', () => {
   });
 });
 
+describe('accounts', () => {
+  test('a Cognito user pool for invited people only, with the service as its confidential code-flow client', () => {
+    // Assert
+    service.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      AdminCreateUserConfig: { AllowAdminCreateUserOnly: true },
+      UsernameAttributes: ['email'],
+    });
+    service.template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      GenerateSecret: true,
+      AllowedOAuthFlows: ['code'],
+      AllowedOAuthFlowsUserPoolClient: true,
+      AllowedOAuthScopes: Match.arrayWith(['openid', 'email']),
+      CallbackURLs: [
+        {
+          'Fn::Join': [
+            '',
+            [
+              'https://',
+              { 'Fn::GetAtt': [Match.stringLikeRegexp('^Distribution'), 'DomainName'] },
+              '/api/auth/callback',
+            ],
+          ],
+        },
+      ],
+    });
+    service.template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      SecretString: { 'Fn::GetAtt': [Match.stringLikeRegexp('^UserPoolServiceClient'), 'ClientSecret'] },
+    });
+  });
+
+  test('one origin: CloudFront serves the dashboard bucket through OAC and forwards /api/* uncached to the API stage', () => {
+    // Act
+    const distribution = Object.values(service.template.findResources('AWS::CloudFront::Distribution'))[0];
+    const config = distribution?.Properties.DistributionConfig;
+    const api = config.CacheBehaviors.find((behavior: { PathPattern: string }) => behavior.PathPattern === '/api/*');
+    const apiOrigin = config.Origins.find((origin: { Id: string }) => origin.Id === api.TargetOriginId);
+    const bucketOrigin = config.Origins.find(
+      (origin: { Id: string }) => origin.Id === config.DefaultCacheBehavior.TargetOriginId,
+    );
+
+    // Assert
+    expect(api).toMatchObject({
+      ViewerProtocolPolicy: 'https-only',
+      AllowedMethods: expect.arrayContaining(['GET', 'POST']),
+      CachePolicyId: '4135ea2d-6df8-44a3-9df3-4b5a84be39ad',
+      OriginRequestPolicyId: 'b689b0a8-53d0-40ab-baf2-68738e2966ac',
+    });
+    expect(apiOrigin.OriginPath).toMatch(/^\/[A-Za-z0-9_-]+$/);
+    expect(JSON.stringify(apiOrigin.DomainName)).toContain('.execute-api.');
+    expect(bucketOrigin.OriginAccessControlId).toBeDefined();
+    expect(config.DefaultRootObject).toBe('index.html');
+    service.template.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+  });
+});
+
 describe('API', () => {
-  test('every route is a Lambda proxy method protected by the REQUEST authorizer', () => {
+  test('every route is a Lambda proxy method; all but starting sign-in and its callback behind the REQUEST authorizer', () => {
     // Prepare
     const authorizerId = Object.keys(service.template.findResources('AWS::ApiGateway::Authorizer'))[0];
 
@@ -226,11 +313,15 @@ describe('API', () => {
           candidate.Properties.HttpMethod === route.method &&
           JSON.stringify(candidate.Properties.Integration.Uri).includes(`"${functionId(route.name)}"`),
       );
-      expect(method?.Properties).toMatchObject({
-        AuthorizationType: 'CUSTOM',
-        AuthorizerId: { Ref: authorizerId },
-        Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
-      });
+      expect(method?.Properties).toMatchObject(
+        route.auth === 'none'
+          ? { AuthorizationType: 'NONE', Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' } }
+          : {
+              AuthorizationType: 'CUSTOM',
+              AuthorizerId: { Ref: authorizerId },
+              Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+            },
+      );
     }
   });
 
@@ -246,16 +337,24 @@ describe('API', () => {
     }
   });
 
-  test('the authorizer is keyed on the Authorization header and the source IP, with the configured TTL', () => {
+  test('the authorizer is called for a cookie-only request too: its only identity source is the source IP, and nothing is cached', () => {
     // Assert
     service.template.resourceCountIs('AWS::ApiGateway::Authorizer', 1);
     service.template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
       Type: 'REQUEST',
-      IdentitySource: AUTHORIZER_IDENTITY_SOURCES.join(','),
-      AuthorizerResultTtlInSeconds: 60,
+      IdentitySource: 'context.identity.sourceIp',
+      AuthorizerResultTtlInSeconds: 0,
       AuthorizerUri: Match.anyValue(),
     });
-    expect(AUTHORIZER_IDENTITY_SOURCES).toContain('context.identity.sourceIp');
+    expect(AUTHORIZER_IDENTITY_SOURCES).toEqual(['context.identity.sourceIp']);
+  });
+
+  test('a cached authorizer result is refused at synth: it would be keyed on the caller address alone', () => {
+    // Act
+    const synth = () => synthesize({ authorizerCacheTtlSeconds: 60 }, { bundle: false });
+
+    // Assert
+    expect(synth).toThrow(/authorizerCacheTtlSeconds must be 0/);
   });
 
   test.each([
