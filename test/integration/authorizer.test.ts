@@ -109,7 +109,7 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     handler = createAuthorizerHandler({ store: () => store, now: () => clock, logger: captureLogger(logs) });
   });
 
-  it('allows a new key with a whole-API policy and { userId, keyId } context, then refuses it once revoked', async () => {
+  it('allows a new key with a whole-API policy and { credential, userId, keyId } context, then refuses it once revoked', async () => {
     // Prepare
     const key = await putApiKey(store, { userId: 'user-1', name: 'ci', now: T0 });
 
@@ -122,7 +122,7 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     expect(allowed).toStrictEqual({
       principalId: 'user-1',
       policyDocument: policy('Allow'),
-      context: { userId: 'user-1', keyId: key.keyId },
+      context: { credential: 'key', userId: 'user-1', keyId: key.keyId },
     });
     expect(revoked).toEqual({ keyId: key.keyId, userId: 'user-1', revokedAt: T0_SECONDS, alreadyRevoked: false });
     expect(afterRevoke).toEqual(UNAUTHORIZED);
@@ -144,7 +144,7 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     expect(lastMoment).toStrictEqual({
       principalId: 'user-exp',
       policyDocument: policy('Allow'),
-      context: { userId: 'user-exp', keyId: key.keyId, expiresAt },
+      context: { credential: 'key', userId: 'user-exp', keyId: key.keyId, expiresAt },
     });
     expect(atExpiry).toEqual(UNAUTHORIZED);
   });
@@ -219,9 +219,9 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     });
     expect(rotated.issued.apiKey).not.toBe(old.apiKey);
     expect(rotated.previous).toEqual({ keyId: old.keyId, expiresAt: T0_SECONDS + 60 });
-    expect(oldInGrace.context).toStrictEqual({ userId: 'user-rot', keyId: old.keyId, expiresAt: T0_SECONDS + 60 });
+    expect(oldInGrace.context).toStrictEqual({ credential: 'key', userId: 'user-rot', keyId: old.keyId, expiresAt: T0_SECONDS + 60 });
     expect(oldAfterGrace).toEqual(UNAUTHORIZED);
-    expect(fresh.context).toStrictEqual({ userId: 'user-rot', keyId: rotated.issued.keyId, expiresAt });
+    expect(fresh.context).toStrictEqual({ credential: 'key', userId: 'user-rot', keyId: rotated.issued.keyId, expiresAt });
   });
 
   it('rotation without grace revokes the old key at once; a replaced or revoked key cannot be rotated', async () => {
