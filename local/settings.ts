@@ -47,6 +47,20 @@ function accounts(raw: string | undefined): { email: string; password: string }[
   });
 }
 
+/**
+ * 0, as the stack insists: the authorizer's only identity source is the caller's address (lib/routes.ts),
+ * so a cached result would serve one caller's Allow to every other caller on the same address.
+ */
+function authorizerCacheTtl(env: NodeJS.ProcessEnv): number {
+  const ttl = int(env, 'AUTHORIZER_CACHE_TTL_SECONDS', 0);
+  if (ttl !== 0) {
+    throw new Error(
+      'AUTHORIZER_CACHE_TTL_SECONDS must be 0: the authorizer takes a key or a session cookie, so its cache could only be keyed on the caller address',
+    );
+  }
+  return ttl;
+}
+
 function optionalSeconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return env[name] ? int(env, name, 0) : undefined;
 }
@@ -65,8 +79,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     tableName: env.TABLE_NAME || DEFAULT_TABLE_NAME,
     dataDir: env.DATA_DIR || '.data',
     providerRefreshIntervalSeconds: int(env, 'PROVIDER_REFRESH_INTERVAL_SECONDS', 30),
-    // 0 as in the stack: the authorizer's only identity source is the caller's address (lib/routes.ts).
-    authorizerCacheTtlSeconds: int(env, 'AUTHORIZER_CACHE_TTL_SECONDS', 0),
+    authorizerCacheTtlSeconds: authorizerCacheTtl(env),
     maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,

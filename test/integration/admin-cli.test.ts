@@ -145,6 +145,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       apiKey: expect.stringMatching(/^gsk_live_[A-Za-z0-9_-]{43}$/),
       userId: 'cli-user-3',
       name: 'CI pipeline',
+      prefix: apiKey.slice(0, 15),
       allowedCidrs: ['198.51.100.0/24', '2001:db8::1/128'],
       expiresAt: '2099-01-31T11:00:00.000Z',
     });
@@ -161,6 +162,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
           createdAt: expect.any(String),
           expiresAt: '2099-01-31T11:00:00.000Z',
           revokedAt: null,
+          lastUsedAt: null,
           replacedBy: null,
           rotatedFrom: null,
         },
@@ -212,6 +214,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       apiKey: expect.stringMatching(/^gsk_live_/),
       userId: 'cli-user-5',
       name: 'deploy',
+      prefix: expect.stringMatching(/^gsk_live_/),
       allowedCidrs: [],
       expiresAt: null,
       previous: { keyId: oldKeyId, expiresAt: null, revokedAt: expect.any(String) },

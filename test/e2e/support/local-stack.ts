@@ -59,7 +59,7 @@ function spawnStack(): Promise<SpawnedLocalStack> {
       PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
       MAX_PENDING_SECONDS: String(LOCAL_MAX_PENDING_SECONDS),
       SWEEPER_INTERVAL_SECONDS: '1',
-      // AUTHORIZER_CACHE_TTL_SECONDS stays at its default (60): the expiry check needs a cached Allow.
+      // No authorizer cache (the default, and the only value allowed): expiry is checked on every request.
       AUTHORIZER_CACHE_TTL_SECONDS: '',
       DYNAMODB_ENDPOINT: '',
       LOCAL_IDP_ACCOUNTS: `${SIGN_IN.invited.email}:${SIGN_IN.invited.password},${SIGN_IN.stranger.email}:${SIGN_IN.stranger.password}`,
