@@ -219,9 +219,19 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     });
     expect(rotated.issued.apiKey).not.toBe(old.apiKey);
     expect(rotated.previous).toEqual({ keyId: old.keyId, expiresAt: T0_SECONDS + 60 });
-    expect(oldInGrace.context).toStrictEqual({ credential: 'key', userId: 'user-rot', keyId: old.keyId, expiresAt: T0_SECONDS + 60 });
+    expect(oldInGrace.context).toStrictEqual({
+      credential: 'key',
+      userId: 'user-rot',
+      keyId: old.keyId,
+      expiresAt: T0_SECONDS + 60,
+    });
     expect(oldAfterGrace).toEqual(UNAUTHORIZED);
-    expect(fresh.context).toStrictEqual({ credential: 'key', userId: 'user-rot', keyId: rotated.issued.keyId, expiresAt });
+    expect(fresh.context).toStrictEqual({
+      credential: 'key',
+      userId: 'user-rot',
+      keyId: rotated.issued.keyId,
+      expiresAt,
+    });
   });
 
   it('rotation without grace revokes the old key at once; a replaced or revoked key cannot be rotated', async () => {
