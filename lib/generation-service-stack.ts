@@ -386,7 +386,11 @@ export class GenerationServiceStack extends Stack {
     });
     userPool.addDomain('HostedUi', {
       cognitoDomain: {
-        domainPrefix: `${config.stackName.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-${this.account}`.slice(0, 63),
+        // Globally unique per region: the stack name (cut before the token is appended) and the account.
+        domainPrefix: `${config.stackName
+          .toLowerCase()
+          .replace(/[^a-z0-9-]/g, '-')
+          .slice(0, 50)}-${this.account}`,
       },
     });
 

@@ -23,6 +23,9 @@ interface Run {
   error?: Record<string, unknown>;
 }
 
+import { hashSessionId } from '../../functions/core/session';
+import { createSession, getSessionByHash } from '../../functions/store/sessions';
+
 describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => {
   let store: TestStore;
   let env: NodeJS.ProcessEnv;
@@ -285,6 +288,37 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(run.code).toBe(code);
     expect(run.stdout).toBe('');
     expect(run.error).toEqual({ error: expect.stringContaining(message) });
+  });
+
+  it('accounts invite creates the account once, refuses another user for the same address; revoke-sessions signs out', async () => {
+    // Prepare
+    const session = await createSession(store, {
+      userId: 'cli-invited',
+      email: 'ada@example.test',
+      idleSeconds: 3600,
+      absoluteSeconds: 7200,
+    });
+
+    // Act
+    const first = await admin(['accounts', 'invite', '--email', 'Ada@Example.test', '--user', 'cli-invited']);
+    const again = await admin(['accounts', 'invite', '--email', 'ada@example.test', '--user', 'cli-invited']);
+    const clash = await admin(['accounts', 'invite', '--email', 'ada@example.test', '--user', 'someone-else']);
+    const bad = await admin(['accounts', 'invite', '--email', 'not-an-address']);
+    const generated = await admin(['accounts', 'invite', '--email', 'bob@example.test']);
+    const revoked = await admin(['accounts', 'revoke-sessions', '--user', 'cli-invited']);
+    const balance = await admin(['credits', 'show', '--user', 'cli-invited']);
+    const after = await getSessionByHash(store, hashSessionId(session.sessionId));
+
+    // Assert
+    expect(first).toMatchObject({ code: 0, json: { email: 'ada@example.test', userId: 'cli-invited', created: true } });
+    expect(again).toMatchObject({ code: 0, json: { created: false } });
+    expect(clash.code).toBe(2);
+    expect(clash.error).toEqual({ error: 'ada@example.test is already invited as user cli-invited' });
+    expect(bad.code).toBe(2);
+    expect(generated.json).toMatchObject({ userId: expect.stringMatching(/^usr_[0-9a-f]{16}$/), created: true });
+    expect(revoked).toMatchObject({ code: 0, json: { userId: 'cli-invited', sessionsRevoked: 1 } });
+    expect(after?.revokedAt).toEqual(expect.any(Number));
+    expect(balance.json).toEqual({ userId: 'cli-invited', balance: 0 });
   });
 
   it('audit reports every user and exits 1 once a balance differs from its ledger', async () => {
