@@ -429,9 +429,10 @@ export function priceTableMarkdown(): string {
     '',
     '- Cost = the tier price x `numOutputs` (default 1). image-model-1 and image-model-4 are flat-rate: the',
     '  same price at any size.',
-    '- Tier: `providerInput.resolution` (`1K`, `2K` or `4K`, any letter case) when the model offers it; else',
-    '  the larger of `width` and `height` (up to 1024: 1K, up to 2048: 2K, larger: 4K); else the lowest tier.',
-    '  A tier the model does not offer (—) is priced as its next tier up, e.g. 1K on image-model-3 as 2K.',
+    '- Tier: `providerInput.resolution` (`1K`, `2K` or `4K`, any letter case; a tier the model does not offer',
+    '  is a 400); else the larger of `width` and `height` (up to 1024: 1K, up to 2048: 2K, larger: 4K), moved',
+    '  to the next tier the model offers (1K on image-model-3 is 2K); else the lowest tier. Both given: they',
+    '  must agree.',
     '',
     '### Video models (credits per video)',
     '',
@@ -452,9 +453,10 @@ export function priceTableMarkdown(): string {
     '',
     '- Duration: `duration` in seconds, one of the durations priced for the model (others are rejected);',
     '  when omitted, the model’s shortest (5 s; family C 6 s; family D 8 s).',
-    '- Resolution: `providerInput.resolution` (`480p`, `720p` or `1080p`, any letter case) when the model',
-    '  offers it; else the shorter side of `width` / `height` (up to 480: 480p, up to 720: 720p, larger:',
-    '  1080p), moved to the model’s next resolution up (or its highest); else the model’s lowest resolution.',
+    '- Resolution: `providerInput.resolution` (`480p`, `720p` or `1080p`, any letter case; one the model does',
+    '  not offer is a 400); else the shorter side of `width` / `height` (up to 480: 480p, up to 720: 720p,',
+    '  larger: 1080p), moved to the model’s next resolution up (or its highest); else the model’s lowest',
+    '  resolution. Both given: they must agree.',
   );
   return lines.join('\n');
 }

@@ -64,12 +64,20 @@ function videoResolutionFromSize(width: number | undefined, height: number | und
 export function resolveImageTier(req: ImageRequest): ImageTier {
   const model: ImageModel = imageModel(req.model);
   const offered = imageTiersOf(model);
-  const requested = matchToken(req.providerInput?.resolution, offered);
-  if (requested !== undefined) return requested;
-  const derived = imageTierFromSize(req.width, req.height);
-  const tier = derived === undefined ? offered[0] : atOrAbove(IMAGE_TIERS, offered, derived);
+  const tier = requestedImageTier(req) ?? imageTierOfSize(req) ?? offered[0];
   if (tier === undefined) throw new RangeError(`${model.id} offers no resolution tier`);
   return tier;
+}
+
+/** The tier named by `providerInput.resolution` when it is one the model offers (any letter case). */
+export function requestedImageTier(req: ImageRequest): ImageTier | undefined {
+  return matchToken(req.providerInput?.resolution, imageTiersOf(imageModel(req.model)));
+}
+
+/** The offered tier that `width`/`height` call for (rule 2 of {@link resolveImageTier}), if either is set. */
+export function imageTierOfSize(req: ImageRequest): ImageTier | undefined {
+  const derived = imageTierFromSize(req.width, req.height);
+  return derived === undefined ? undefined : atOrAbove(IMAGE_TIERS, imageTiersOf(imageModel(req.model)), derived);
 }
 
 /**
@@ -93,13 +101,20 @@ export function priceImage(req: ImageRequest): number {
  */
 export function resolveVideoResolution(req: VideoRequest): VideoResolution {
   const model: VideoModel = videoModel(req.model);
-  const requested = matchToken(req.providerInput?.resolution, model.resolutions);
-  if (requested !== undefined) return requested;
-  const derived = videoResolutionFromSize(req.width, req.height);
-  const resolution =
-    derived === undefined ? model.resolutions[0] : atOrAbove(VIDEO_RESOLUTIONS, model.resolutions, derived);
+  const resolution = requestedVideoResolution(req) ?? videoResolutionOfSize(req) ?? model.resolutions[0];
   if (resolution === undefined) throw new RangeError(`${model.id} offers no resolution`);
   return resolution;
+}
+
+/** The resolution named by `providerInput.resolution` when the model offers it (any letter case). */
+export function requestedVideoResolution(req: VideoRequest): VideoResolution | undefined {
+  return matchToken(req.providerInput?.resolution, videoModel(req.model).resolutions);
+}
+
+/** The offered resolution that `width`/`height` call for (rule 2 of {@link resolveVideoResolution}). */
+export function videoResolutionOfSize(req: VideoRequest): VideoResolution | undefined {
+  const derived = videoResolutionFromSize(req.width, req.height);
+  return derived === undefined ? undefined : atOrAbove(VIDEO_RESOLUTIONS, videoModel(req.model).resolutions, derived);
 }
 
 /** The video's duration in seconds: `duration`, else the model's default (its shortest). */

@@ -10,12 +10,11 @@
  *   duration), `resolution` (always; the priced resolution), `fps`, `seed`, `guidance_scale`,
  *   `motion_strength`, `camera_motion`, `image_url` (the first of `inputImageUrls` only, spec rule 4).
  *
- * `providerInput` is then merged over these defaults and wins, with one exception: the quantities that are
- * billed but not derived from `providerInput` (`num_outputs` for images, `duration` for videos) are set
- * after the merge, so the provider always produces what was priced. (`resolution` may be overridden:
- * pricing already reads `providerInput.resolution`; a value it recognised in another letter case is sent in
- * canonical form, e.g. `4k` as `4K`.) Any other key, such as the mock provider's
- * `mockOutcome` and `mockDelayMs`, passes through unchanged.
+ * `providerInput` is then merged over these defaults. It cannot change what was priced: validation's price
+ * guard (`price-guard.ts`) has refused every billed key (`billed-keys.ts`) whose value differs from the
+ * one built here, so the merge only adds provider-specific options (such as the mock provider's
+ * `mockOutcome` and `mockDelayMs`). As a second line, `num_outputs` (images) and `duration` (videos) are
+ * still set after the merge, and a recognised `resolution` is sent in canonical form (`4k` as `4K`).
  */
 
 import { imageModel, videoModel } from './catalog';

@@ -5,7 +5,8 @@
  * Choices the spec leaves open:
  * - Lengths count Unicode code points (an emoji is one character), not UTF-16 units.
  * - Unknown top-level fields are rejected, each under its own path; `providerInput` is any JSON object
- *   and its fields are not looked into, but it is bounded (32 KB as JSON, 16 levels deep), and so are
+ *   whose billed keys must repeat what was priced (`price-guard.ts`) and whose values must be storable
+ *   (`storable.ts`); it is bounded (32 KB as JSON, 16 levels deep), and so are
  *   URLs (2048 characters), `seed` and `cameraMotion` (256): a task is one DynamoDB item (400 KB, 32
  *   levels), and a body that cannot be stored must be the caller's 400, not the service's 500.
  * - `inputImageUrls`, when present, holds at least one URL (an empty list would switch image-model-1 to
@@ -18,6 +19,8 @@
 import * as v from 'valibot';
 import { findImageModel, findVideoModel, IMAGE_MODEL_IDS, VIDEO_INPUT_MODES, VIDEO_MODEL_IDS } from './catalog';
 import { type ValidationDetails, ValidationError } from './errors';
+import { guardImagePrice, guardVideoPrice } from './price-guard';
+import { isStorableNumber, STORABLE_NUMBER_MESSAGE, storageProblems } from './storable';
 
 /** A non-null, non-array object: what a JSON object parses to. */
 function isJsonObject(value: unknown): value is Record<string, unknown> {
@@ -43,6 +46,7 @@ const text = (min: number, max: number) =>
 const numberIn = (min: number, max: number) =>
   v.pipe(
     v.number('Must be a number'),
+    v.check(isStorableNumber, STORABLE_NUMBER_MESSAGE),
     v.minValue(min, `Must be at least ${min}`),
     v.maxValue(max, `Must be at most ${max}`),
   );
@@ -303,7 +307,12 @@ export type VideoRequest = v.InferOutput<typeof VideoRequestSchema>;
 
 // --- running -------------------------------------------------------------------------------------------
 
-function detailsOf(issues: readonly v.BaseIssue<unknown>[], body: Record<string, unknown>, known: object) {
+function detailsOf(
+  issues: readonly v.BaseIssue<unknown>[],
+  body: Record<string, unknown>,
+  known: object,
+  unstorable: readonly [string, string][],
+) {
   const fieldErrors = new Map<string, string[]>();
   const formErrors: string[] = [];
   const add = (path: string, message: string) => {
@@ -316,6 +325,7 @@ function detailsOf(issues: readonly v.BaseIssue<unknown>[], body: Record<string,
     if (path !== null) add(path, issue.message);
     else if (!formErrors.includes(issue.message)) formErrors.push(issue.message);
   }
+  for (const [path, message] of unstorable) add(path, message);
   // The strict object stops at the first unknown field; name them all.
   for (const key of Object.keys(body)) {
     if (!Object.hasOwn(known, key)) add(key, unknownFieldMessage(key));
@@ -334,8 +344,11 @@ function validate<TSchema extends v.GenericSchema>(
     throw new ValidationError({ fieldErrors: {}, formErrors: ['Request body must be a JSON object'] });
   }
   const result = v.safeParse(schema, body);
-  if (result.success) return result.output;
-  throw new ValidationError(detailsOf(result.issues, body, known));
+  // providerInput is not looked into by the schema, but it is stored with the task: values DynamoDB
+  // cannot hold are the caller's 400, reported next to everything else.
+  const unstorable = isJsonObject(body.providerInput) ? storageProblems(body.providerInput, 'providerInput') : [];
+  if (result.success && unstorable.length === 0) return result.output;
+  throw new ValidationError(detailsOf(result.success ? [] : result.issues, body, known, unstorable));
 }
 
 /**
@@ -343,7 +356,9 @@ function validate<TSchema extends v.GenericSchema>(
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
 export function validateImageRequest(body: unknown): ImageRequest {
-  return validate(ImageRequestSchema, imageObject.entries, body);
+  const request = validate(ImageRequestSchema, imageObject.entries, body);
+  guardImagePrice(request);
+  return request;
 }
 
 /**
@@ -351,5 +366,7 @@ export function validateImageRequest(body: unknown): ImageRequest {
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
 export function validateVideoRequest(body: unknown): VideoRequest {
-  return validate(VideoRequestSchema, videoObject.entries, body);
+  const request = validate(VideoRequestSchema, videoObject.entries, body);
+  guardVideoPrice(request);
+  return request;
 }

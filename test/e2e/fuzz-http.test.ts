@@ -316,7 +316,9 @@ function applyMutation(request: Record<string, unknown>, change: Mutation): Reco
   return copy;
 }
 
-const submitRoute = fc.constantFrom({ path: IMAGE_PATH, valid: VALID_IMAGE }, { path: VIDEO_PATH, valid: VALID_VIDEO });
+const IMAGE_ROUTE = { path: IMAGE_PATH, valid: VALID_IMAGE };
+const VIDEO_ROUTE = { path: VIDEO_PATH, valid: VALID_VIDEO };
+const submitRoute = fc.constantFrom(IMAGE_ROUTE, VIDEO_ROUTE);
 
 /** Header values Node will send (no CR/LF/controls, at most U+00FF). */
 const headerText = fc.string({
@@ -529,6 +531,83 @@ describe('HTTP fuzzing: never a 5xx, every error body documented', () => {
         await sendAndCheck({ method: 'POST', path, headers, body: json(applyMutation(request, change)) });
       }),
       90,
+    );
+  });
+
+  it('providerInput that buys more than was priced, numbers DynamoDB cannot store, empty keys: 400', async () => {
+    // Prepare: bodies built as text, so numbers JSON.stringify cannot write (1e400, 40 digits) are sent as is.
+    const rawNumber = fc.constantFrom(
+      '1e300',
+      '-1e300',
+      '1e-200',
+      '1e400',
+      '-1e400',
+      '123456789012345678901234567890123456789012',
+      '12345678901234567890',
+      '9007199254740993',
+    );
+    const billedKey = fc.constantFrom(
+      'num_images',
+      'numOutputs',
+      'n',
+      'NUM-OUTPUTS',
+      'width',
+      'size',
+      'duration',
+      'seconds',
+    );
+    const where = fc.constantFrom('top', 'providerInput', 'nested');
+    const placed = (text: string, at: string) =>
+      at === 'top'
+        ? `"guidanceScale":${text}`
+        : at === 'providerInput'
+          ? `"providerInput":{${text}}`
+          : `"providerInput":{"p":[{${text}}]}`;
+    const hostile = fc.oneof(
+      fc.tuple(rawNumber, where).map(([n, at]) => placed(at === 'top' ? n : `"x":${n}`, at)),
+      fc
+        .tuple(billedKey, fc.integer({ min: 2, max: 100 }), fc.constantFrom('providerInput', 'nested'))
+        .map(([key, n, at]) => placed(`"${key}":${n}`, at)),
+      fc.constantFrom('providerInput', 'nested').map((at) => placed('"":1', at)),
+      fc
+        .constantFrom('"4K "', '"1080"', '"8K"', '4', '"hd"')
+        .map((token) => placed(`"resolution":${token}`, 'providerInput')),
+    );
+    const send = async (route: { path: string }, fields: string) => {
+      const model =
+        route.path === IMAGE_PATH
+          ? '"model":"image-model-2"'
+          : '"model":"video-b-2-text-to-video","inputMode":"text_to_video"';
+      const body = Buffer.from(`{${model},"prompt":"x",${fields}}`, 'utf8');
+      return sendAndCheck({ method: 'POST', path: route.path, headers: jsonHeaders(), body });
+    };
+    const image = IMAGE_ROUTE;
+    const video = VIDEO_ROUTE;
+
+    // Act + Assert
+    await run(
+      fc.asyncProperty(submitRoute, hostile, async (route, fields) => {
+        const answer = await send(route, fields);
+        expect(answer.status).toBe(400);
+      }),
+      40,
+      [
+        // The shapes that once were 500s, or bought more than they paid for.
+        [image, '"providerInput":{"num_images":10}'],
+        [image, '"providerInput":{"width":4096,"height":4096}'],
+        [image, '"providerInput":{"resolution":"4K "}'],
+        [video, '"providerInput":{"resolution":"1080"}'],
+        [video, '"providerInput":{"duration":10}'],
+        [video, '"providerInput":{"num_frames":240}'],
+        [image, '"providerInput":{"a":1e300}'],
+        [image, '"providerInput":{"a":1e-200}'],
+        [image, '"providerInput":{"a":1e400}'],
+        [image, '"providerInput":{"a":123456789012345678901234567890123456789012}'],
+        [image, '"seed":123456789012345678901234567890123456789012'],
+        [image, '"guidanceScale":1e-200'],
+        [image, '"providerInput":{"":1}'],
+        [image, '"providerInput":{"b":{"":1}}'],
+      ],
     );
   });
 

@@ -65,6 +65,66 @@ describe('validation: 400 with the failing path named', () => {
       { model: 'video-d3', prompt: 'x', inputMode: 'text_to_video', duration: 10 },
       'duration',
     ],
+    // What is generated is what is priced: billed provider keys may only repeat the priced value.
+    [
+      'more images than paid for',
+      IMAGE_PATH,
+      { model: 'image-model-2', prompt: 'x', providerInput: { num_images: 10 } },
+      'providerInput.num_images',
+    ],
+    [
+      'a larger size than priced',
+      IMAGE_PATH,
+      { model: 'image-model-2', prompt: 'x', providerInput: { width: 4096, height: 4096 } },
+      'providerInput.width',
+    ],
+    [
+      'an unknown image tier',
+      IMAGE_PATH,
+      { model: 'image-model-3', prompt: 'x', providerInput: { resolution: '4K ' } },
+      'providerInput.resolution',
+    ],
+    [
+      'an unknown video resolution',
+      VIDEO_PATH,
+      {
+        model: 'video-b-2-text-to-video',
+        prompt: 'x',
+        inputMode: 'text_to_video',
+        providerInput: { resolution: '1080' },
+      },
+      'providerInput.resolution',
+    ],
+    [
+      'a longer video than priced',
+      VIDEO_PATH,
+      {
+        model: 'video-b-2-text-to-video',
+        prompt: 'x',
+        inputMode: 'text_to_video',
+        providerInput: { params: { duration: 10 } },
+      },
+      'providerInput.params.duration',
+    ],
+    // Values a task item cannot hold.
+    [
+      'a number too large to store',
+      IMAGE_PATH,
+      { model: 'image-model-1', prompt: 'x', providerInput: { a: 1e300 } },
+      'providerInput.a',
+    ],
+    [
+      'a fraction too small to store',
+      IMAGE_PATH,
+      { model: 'image-model-1', prompt: 'x', guidanceScale: 1e-200 },
+      'guidanceScale',
+    ],
+    [
+      'an empty key',
+      IMAGE_PATH,
+      { model: 'image-model-1', prompt: 'x', providerInput: { b: { '': 1 } } },
+      'providerInput.b.',
+    ],
   ];
 
   test.concurrent.each(cases)(

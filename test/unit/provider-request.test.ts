@@ -74,10 +74,10 @@ describe('buildImageProviderRequest', () => {
     expect(call.input.mockDelayMs).toBe(250);
   });
 
-  test('the billed quantity cannot be overridden and the priced tier is sent in canonical form', () => {
+  test('a repeated billed quantity is kept and the priced tier is sent in canonical form', () => {
     // Prepare
     const req = validateImageRequest(
-      imageBody('image-model-2', { providerInput: { num_outputs: 10, resolution: '4k' } }),
+      imageBody('image-model-2', { providerInput: { num_outputs: 1, resolution: '4k' } }),
     );
 
     // Act
@@ -88,15 +88,17 @@ describe('buildImageProviderRequest', () => {
     expect(call.input.resolution).toBe('4K');
   });
 
-  test('a providerInput resolution the model lacks is still passed through as sent', () => {
+  test('provider-specific options pass through next to the priced values', () => {
     // Prepare
-    const req = validateImageRequest(imageBody('image-model-3', { providerInput: { resolution: '1K' } }));
+    const req = validateImageRequest(
+      imageBody('image-model-3', { numOutputs: 2, providerInput: { style: 'vivid', safety: { level: 2 } } }),
+    );
 
     // Act
     const call = buildImageProviderRequest(req);
 
     // Assert
-    expect(call.input.resolution).toBe('1K');
+    expect(call.input).toMatchObject({ style: 'vivid', safety: { level: 2 }, num_outputs: 2, resolution: '2K' });
   });
 });
 
@@ -156,12 +158,12 @@ describe('buildVideoProviderRequest', () => {
     expect('image_url' in call.input).toBe(videoModel(id).inputModes[0] === 'image_to_video');
   });
 
-  test('providerInput wins, mock controls pass through, the billed duration stays', () => {
+  test('providerInput picks the resolution, mock controls pass through, the billed duration stays', () => {
     // Prepare
     const req = validateVideoRequest(
       videoBody('video-f/1.5-pro', {
         duration: 5,
-        providerInput: { duration: 10, resolution: '1080P', camera_fixed: true, mockOutcome: 'fail', mockDelayMs: 0 },
+        providerInput: { duration: 5, resolution: '1080P', camera_fixed: true, mockOutcome: 'fail', mockDelayMs: 0 },
       }),
     );
 

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { billedKeyIndex, normalizeInputKey } from '../../functions/core/billed-keys';
 import {
   IMAGE_MODEL_IDS,
   IMAGE_MODELS,
@@ -11,6 +12,7 @@ import {
 import { ValidationError } from '../../functions/core/errors';
 import { priceImage, priceVideo } from '../../functions/core/pricing';
 import { buildImageProviderRequest, buildVideoProviderRequest } from '../../functions/core/provider-request';
+import { isStorableNumber, storageProblems } from '../../functions/core/storable';
 import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { rejectionOf, urls } from './core-fixtures';
 
@@ -55,9 +57,25 @@ const prompt = (max: number) =>
     .oneof(fc.string({ minLength: 1, maxLength: 200 }), fc.string({ minLength: 1, maxLength: 50, unit: 'grapheme' }))
     .filter((s) => [...s].length <= max);
 const side = fc.integer({ min: 64, max: 4096 });
-const percent = fc.double({ min: 0, max: 100, noNaN: true });
+const percent = fc.double({ min: 0, max: 100, noNaN: true }).filter(isStorableNumber);
 const webUrls = (max: number) => fc.array(fc.webUrl(), { minLength: 1, maxLength: max });
-const providerInput = fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 5 });
+/** Every object key at any depth of a JSON value. */
+const keysOf = (value: unknown): string[] =>
+  typeof value !== 'object' || value === null
+    ? []
+    : Object.entries(value).flatMap(([key, child]) => [...(Array.isArray(value) ? [] : [key]), ...keysOf(child)]);
+const BILLED = new Set([
+  ...billedKeyIndex(IMAGE_MODELS[0] as ImageModel).keys(),
+  ...billedKeyIndex(VIDEO_MODELS[0] as VideoModel).keys(),
+]);
+/** Provider options: no billed key (the price guard's business) and nothing a task item cannot hold. */
+const providerInput = fc
+  .dictionary(fc.string(), fc.jsonValue(), { maxKeys: 5 })
+  .filter(
+    (input) =>
+      storageProblems(input, 'providerInput').length === 0 &&
+      !keysOf(input).some((key) => BILLED.has(normalizeInputKey(key))),
+  );
 
 const validImageFor = (model: ImageModel): fc.Arbitrary<Body> =>
   fc.record(
