@@ -18,6 +18,7 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
+import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { type DynamoDbLocalHandle, startDynamoDbLocal } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
@@ -119,6 +120,15 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
           `DynamoDB Local did not start on port ${settings.dynamodbPort} (DYNAMODB_PORT): ${(error as Error).message}`,
         );
       }
+    }
+
+    // DYNAMODB_CONFLICTS=on: the handlers talk to DynamoDB through the conflict-faithful layer.
+    const conflicts = conflictSettingsFromEnv();
+    if (conflicts) {
+      const proxy = await startConflictProxy({ target: dynamodb.endpoint, holdMs: conflicts.holdMs });
+      cleanups.push(() => proxy.stop());
+      log(`DynamoDB transaction conflicts emulated (hold ${conflicts.holdMs} ms) at ${proxy.endpoint}`);
+      dynamodb = { endpoint: proxy.endpoint };
     }
 
     const mockProvider = await startMockProvider({

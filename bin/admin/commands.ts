@@ -31,6 +31,15 @@ function iso(epochSeconds: number | undefined): string | null {
 /** Operator actions are audited on the owner's account like the owner's own. */
 const OPERATOR: AuditInput['actor'] = { type: 'operator' };
 
+/**
+ * What an ended key can still do, said exactly: spending is checked inside the accept transaction
+ * itself, and every other request is decided by the authorizer on the key's current state.
+ */
+const REVOCATION_NOTE =
+  'Submits with this key are refused from now on, checked inside the accept itself; every other request from its next authorization (the authorizer keeps no cache).';
+const ROTATION_NOTE =
+  'The previous key works until its end (expiresAt, or revokedAt when the grace is 0) and not a second longer: submits are checked inside the accept itself.';
+
 /** What the CLI does besides the table: with `--aws`, creating the invited person's Cognito user. */
 export interface CommandOptions {
   createIdentity?: (email: string) => Promise<'created' | 'exists'>;
@@ -79,6 +88,7 @@ export async function runCommand(
           userId: revoked.userId,
           revokedAt: iso(revoked.revokedAt),
           alreadyRevoked: revoked.alreadyRevoked,
+          note: REVOCATION_NOTE,
         },
         ok: true,
       };
@@ -94,6 +104,7 @@ export async function runCommand(
         output: {
           ...describeIssuedKey(issued),
           previous: { keyId: previous.keyId, expiresAt: iso(previous.expiresAt), revokedAt: iso(previous.revokedAt) },
+          note: ROTATION_NOTE,
         },
         ok: true,
       };

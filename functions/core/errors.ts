@@ -66,6 +66,19 @@ export class TaskNotFoundError extends DomainError {
   }
 }
 
+/**
+ * 503: the store could not win against concurrent writes within its retry budget (transaction
+ * conflicts, throttling). Nothing was written; the same request (same Idempotency-Key) may be retried.
+ */
+export class ServiceBusyError extends DomainError {
+  constructor(
+    readonly retryAfterSeconds = 1,
+    options?: { cause?: unknown },
+  ) {
+    super('Service busy, retry later', options);
+  }
+}
+
 /** An operator/CLI input error (never reaches HTTP). */
 export class UsageError extends DomainError {}
 

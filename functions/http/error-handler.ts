@@ -13,6 +13,7 @@ import {
   InsufficientCreditsError,
   KeyNotFoundError,
   KeyStateError,
+  ServiceBusyError,
   SessionRequiredError,
   TaskNotFoundError,
   UnauthorizedError,
@@ -42,6 +43,9 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);
+  if (error instanceof ServiceBusyError) {
+    return jsonResponse(503, { error: error.message }, { ...headers, 'Retry-After': String(error.retryAfterSeconds) });
+  }
   return jsonResponse(500, { error: 'Internal error', requestId }, headers);
 }
 

@@ -14,10 +14,21 @@ export interface StoredProviderRequest {
   input: Record<string, unknown>;
 }
 
+/**
+ * The provider request as stored: without `input.prompt` when it is the task's prompt, which the task
+ * item holds already. An input built from a request always has a `prompt`, so a stored one without it
+ * means "the task's prompt" (tasks stored before this rule keep theirs and are read as they are).
+ */
+export function withoutTaskPrompt(request: StoredProviderRequest, taskPrompt: string): StoredProviderRequest {
+  if (request.input.prompt !== taskPrompt) return request;
+  const { prompt: _prompt, ...input } = request.input;
+  return { ...request, input };
+}
+
 function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
   const stored = task.request.providerRequest as StoredProviderRequest | undefined;
   if (!stored || typeof stored.model !== 'string') throw new Error(`Task ${task.taskId} has no provider request`);
-  return stored;
+  return 'prompt' in stored.input ? stored : { ...stored, input: { prompt: task.prompt, ...stored.input } };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { acceptTask } from '../store/tasks';
 import type { Lifecycle } from './lifecycle';
-import { type StoredProviderRequest, sendToProvider } from './send-to-provider';
+import { type StoredProviderRequest, sendToProvider, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
   caller: Caller;
@@ -39,8 +39,10 @@ export async function submitTask(lc: Lifecycle, input: SubmitInput, log: Logger)
       type: input.type,
       model: input.request.model,
       prompt: input.request.prompt,
-      // Only what a resend needs: model and prompt are on the task, and the item stays well under 400 KB.
-      request: { providerRequest: input.providerRequest },
+      // Only what a resend needs, and the prompt once: it is on the task already, so the stored provider
+      // request leaves it out when it is the same text (a 20,000-character prompt stored twice doubled
+      // the write units of every accept). sendToProvider puts it back.
+      request: { providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt) },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
       now: lc.now(),

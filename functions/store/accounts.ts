@@ -1,18 +1,26 @@
 /**
- * Credit accounts: one item per user holding `balance`; every change comes with a ledger entry in the
- * same transaction (see ledger.ts for the audit).
+ * Credit accounts: a user's balance is the sum of its balance shards (balance.ts); every change comes
+ * with a ledger entry in the same transaction (see ledger.ts for the audit).
  */
 import { randomUUID } from 'node:crypto';
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
-import { conditionParams, conditions, update, updateParams } from './conditions';
-import { grantFailure, type RetryingStoreContext, withRetry } from './errors';
-import { keys } from './keys';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  readShards,
+  shardChange,
+  spreadEvenly,
+  type TransactItem,
+  totalOf,
+  transactCreditingOneShard,
+} from './balance';
+import { conditionParams, conditions } from './conditions';
+import { grantFailure, isRetryable, type RetryingStoreContext } from './errors';
 import { ledgerEntryItem } from './ledger-entry';
 
 /**
- * Adds `amount` credits to a user's account, creating the account if missing, in ONE
- * `TransactWriteItems` with the ledger entry (kind 'grant', delta +amount). The returned balance is
+ * Adds `amount` credits to a user's account, spread evenly over its balance shards (or, when that
+ * transaction meets a conflict, to one shard), creating them if missing, in ONE `TransactWriteItems`
+ * with the ledger entry (kind 'grant', delta +amount). The returned balance is
  * read right after (a second, consistent request): concurrent operations may have moved it already.
  * `amount` must be a positive whole number, else `UsageError`.
  */
@@ -27,51 +35,38 @@ export async function grantCredits(
   }
   const grantId = input.grantId ?? randomUUID();
   const at = (input.now ?? new Date()).toISOString();
-  const command = () =>
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          Update: {
-            TableName: ctx.tableName,
-            Key: keys.account(userId),
-            ...updateParams(
-              update({ add: { balance: amount }, set: { userId, updatedAt: at }, setIfMissing: { createdAt: at } }),
-            ),
-          },
-        },
-        {
-          Put: {
-            TableName: ctx.tableName,
-            Item: ledgerEntryItem({ userId, kind: 'grant', delta: amount, at, grantId }),
-            ...conditionParams(conditions.itemIsNew()),
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
-      ],
-    });
+  const ledgerPut: TransactItem = {
+    Put: {
+      TableName: ctx.tableName,
+      Item: ledgerEntryItem({ userId, kind: 'grant', delta: amount, at, grantId }),
+      ...conditionParams(conditions.itemIsNew()),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+  // First try: spread the grant over every shard, so the account's accepts find credits wherever they
+  // land. That transaction touches every shard, so during a burst of accepts it meets a conflict; then
+  // the grant goes to one shard (the accepts' spread debits move credits to the others).
+  const spread = spreadEvenly(amount).map((delta, shard) => shardChange(ctx, { userId, shard, delta, at }));
   try {
-    await withRetry(() => ctx.doc.send(command()), ctx.retry);
-  } catch (error) {
-    grantFailure(error, { ledger: 1, grantId });
+    await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...spread, ledgerPut] }));
+  } catch (spreadError) {
+    if (!isRetryable(spreadError)) grantFailure(spreadError, { ledger: spread.length, grantId });
+    try {
+      await transactCreditingOneShard(ctx, (shard) => ({
+        items: [shardChange(ctx, { userId, shard, delta: amount, at }), ledgerPut],
+        shardIndex: 0,
+      }));
+    } catch (error) {
+      grantFailure(error, { ledger: 1, grantId });
+    }
   }
   return { userId, balance: await getBalance(ctx, userId) };
 }
 
-/** The user's balance (one consistent GetItem); 0 when the user has no account. */
+/**
+ * The user's balance: the sum of the balance shards (one consistent Query); 0 when the user has no
+ * account.
+ */
 export async function getBalance(ctx: RetryingStoreContext, userId: string): Promise<number> {
-  const out = await withRetry(
-    () =>
-      ctx.doc.send(
-        new GetCommand({
-          TableName: ctx.tableName,
-          Key: keys.account(userId),
-          ConsistentRead: true,
-          ProjectionExpression: '#balance',
-          ExpressionAttributeNames: { '#balance': 'balance' },
-        }),
-      ),
-    ctx.retry,
-  );
-  const balance = out.Item?.balance;
-  return typeof balance === 'number' ? balance : 0;
+  return totalOf(await readShards(ctx, userId));
 }

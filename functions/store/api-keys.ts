@@ -12,6 +12,7 @@ import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
+import { markKeyEnd } from './balance';
 import { cancellationReasons, withRetry } from './errors';
 import { keys } from './keys';
 
@@ -382,8 +383,10 @@ async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Pr
 }
 
 /**
- * Revokes a key at once: the authorizer refuses it on its next store lookup. Revoking a revoked key
- * changes nothing and reports the original revocation time. Unknown key id: ApiKeyNotFoundError.
+ * Revokes a key at once: the authorizer refuses it on its next store lookup, and every accept with it
+ * is refused from now on, even behind an Allow the authorizer cache still holds (the end is marked in
+ * the owner's balance shards, which every accept checks). Revoking a revoked key changes nothing and
+ * reports the original revocation time. Unknown key id: ApiKeyNotFoundError.
  */
 export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise<RevokedApiKey> {
   const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
@@ -414,19 +417,22 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
       },
       ...audit,
     ]);
-    return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
   } catch (error) {
     if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
     const current = await getApiKeyByHash(ctx, ref.keyHash);
     if (current?.revokedAt === undefined) throw new ApiKeyNotFoundError(ref.keyId);
+    // Written again: a revocation interrupted before all shards were marked completes on a rerun.
+    await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt, now });
     return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
   }
+  await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: revokedAt, now });
+  return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
 }
 
 /**
  * Replaces a key with a new one for the same user, name, allowlist and expiry, in one transaction.
  * The old key ends at `now + graceSeconds` (never later than its own expiry), or is revoked at once when
- * `graceSeconds` is 0. Only the newest key of a chain can be rotated; a revoked or expired key cannot
+ * `graceSeconds` is 0; accepts honour that end exactly, as for a revocation. Only the newest key of a chain can be rotated; a revoked or expired key cannot
  * (ApiKeyStateError). The new plaintext key is in the result, once.
  */
 export async function rotateApiKey(
@@ -504,6 +510,9 @@ export async function rotateApiKey(
       throw new ApiKeyStateError(`API key ${old.keyId} changed while rotating it (revoked or rotated); try again`);
     }
     throw error;
+  }
+  if (endValue !== undefined) {
+    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: endValue, now });
   }
   return { issued: { ...record, apiKey, prefix }, previous };
 }

@@ -36,11 +36,21 @@ export const conditions = {
     values: {},
   }),
 
-  /** The account exists and holds at least `cost` credits. */
-  balanceCovers: (cost: number): Expr => ({
-    expression: `attribute_exists(${attr(TABLE.partitionKey)}) AND ${attr('balance')} >= :cost`,
-    names: namesOf(TABLE.partitionKey, 'balance'),
-    values: { ':cost': cost },
+  /** The balance item exists and holds at least `take` credits (a missing balance fails the comparison). */
+  balanceCovers: (take: number): Expr => ({
+    expression: `${attr('balance')} >= :take`,
+    names: namesOf('balance'),
+    values: { ':take': take },
+  }),
+
+  /**
+   * The API key `keyId` has not ended by `nowSeconds`: its revocation or grace-end marker (written into
+   * every balance shard by revoke and rotate, see api-keys.ts) is absent or still in the future.
+   */
+  keyNotEnded: (keyId: string, nowSeconds: number): Expr => ({
+    expression: `attribute_not_exists(#keyEnd) OR #keyEnd > :keyNow`,
+    names: { '#keyEnd': keyEndAttribute(keyId) },
+    values: { ':keyNow': nowSeconds },
   }),
 
   /** The task exists and is PENDING (0); fails for a missing item too. */
@@ -91,6 +101,14 @@ export const conditions = {
     values: { ':nowEpochSeconds': nowEpochSeconds },
   }),
 } as const;
+
+/**
+ * The attribute of a balance shard holding when key `keyId` ends (epoch seconds). One attribute per
+ * ended key, so a revocation never has to read or rewrite a map.
+ */
+export function keyEndAttribute(keyId: string): string {
+  return `keyEnd_${keyId}`;
+}
 
 /** What an update changes: `SET` values, `ADD` numbers, `REMOVE` attributes. */
 export interface UpdateSpec {

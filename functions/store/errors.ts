@@ -3,7 +3,7 @@
  * check failures become domain outcomes here, and the transient failures the SDK does not retry
  * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
-import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
+import { IdempotencyConflictError, ServiceBusyError, UnauthorizedError, UsageError } from '../core/errors';
 import type { StoreContext } from './client';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
@@ -59,43 +59,71 @@ function readNumber(item: Record<string, WireValue> | undefined, name: string): 
 
 /** Where the accept transaction put each conditional item. */
 export interface AcceptLayout {
-  account: number;
+  /** Transaction index -> balance shard number, for every shard the accept writes. */
+  shards: Map<number, number>;
   task: number;
   ledger: number;
   idempotency?: number;
   requestHash?: string;
-  cost: number;
-}
-
-/** A cancelled accept that is not an error: the key was used before with the same request. */
-export interface AcceptReplay {
-  replayOf: string;
+  /** The key whose end marker the shard conditions checked, and the time they checked it at. */
+  keyEnd?: { attribute: string; nowSeconds: number };
 }
 
 /**
- * Maps a failed accept. Idempotency wins over credits: a replayed request must get its original
- * answer even when the balance has since run out. Returns the task to replay, or throws
- * `IdempotencyConflictError` / `InsufficientCreditsError`, or rethrows what it does not recognise.
+ * What a cancelled accept means, besides the outcomes thrown:
+ * - `replay`: the Idempotency-Key was used before with the same request; answer with that task.
+ * - `short`: a debited shard did not hold what was taken from it (`shards` lists them): read all
+ *   shards and plan again; only the total decides 402.
+ * - `conflict`: another transaction held one of the items (or throttling cancelled it): nothing was
+ *   written, try again; `conflictedShards` are the shards to avoid on the next try.
  */
-export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptReplay {
+export type AcceptOutcome =
+  | { kind: 'replay'; replayOf: string }
+  | { kind: 'short'; shards: number[] }
+  | { kind: 'conflict'; conflictedShards: number[] };
+
+/**
+ * Maps a failed accept. Idempotency wins over credits (a replayed request gets its original answer even
+ * when the balance has since run out), and an ended key over everything (a revoked key spends nothing
+ * and replays nothing). Throws `UnauthorizedError` / `IdempotencyConflictError`, or rethrows what it
+ * does not recognise.
+ */
+export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutcome {
   const reasons = cancellationReasons(error);
-  if (!reasons) throw error;
+  if (!reasons) {
+    if (isRetryable(error)) return { kind: 'conflict', conflictedShards: [] };
+    throw error;
+  }
+  const shortShards: number[] = [];
+  const conflictedShards: number[] = [];
+  for (const [index, shard] of layout.shards) {
+    const reason = reasons[index];
+    if (reason?.Code === 'TransactionConflict') conflictedShards.push(shard);
+    const failed = failedCondition(reasons, index);
+    if (!failed) continue;
+    const keyEnd = layout.keyEnd && readNumber(failed.Item, layout.keyEnd.attribute);
+    if (layout.keyEnd && keyEnd !== undefined && keyEnd <= layout.keyEnd.nowSeconds) throw new UnauthorizedError();
+    shortShards.push(shard);
+  }
   const idempotency = failedCondition(reasons, layout.idempotency);
   if (idempotency) {
     const taskId = readString(idempotency.Item, 'taskId');
     const requestHash = readString(idempotency.Item, 'requestHash');
-    if (taskId !== undefined && requestHash === layout.requestHash) return { replayOf: taskId };
+    if (taskId !== undefined && requestHash === layout.requestHash) return { kind: 'replay', replayOf: taskId };
     throw new IdempotencyConflictError();
   }
-  const account = failedCondition(reasons, layout.account);
-  if (account) {
-    // No ALL_OLD item means the account does not exist: it holds nothing.
-    throw new InsufficientCreditsError(layout.cost, readNumber(account.Item, 'balance') ?? 0);
-  }
+  if (shortShards.length > 0) return { kind: 'short', shards: shortShards };
   if (failedCondition(reasons, layout.task) || failedCondition(reasons, layout.ledger)) {
     throw new Error('Task id already in use: a task id must be unique per user', { cause: error });
   }
+  if (isRetryable(error)) return { kind: 'conflict', conflictedShards };
   throw error;
+}
+
+/** The shards a cancelled transaction found held by another one (by transaction index -> shard). */
+export function conflictedShards(error: unknown, shards: Map<number, number>): number[] {
+  const reasons = cancellationReasons(error) ?? [];
+  return [...shards].filter(([index]) => reasons[index]?.Code === 'TransactionConflict').map(([, shard]) => shard);
 }
 
 /** What a cancelled refund means. */
@@ -189,8 +217,31 @@ export async function withRetry<T>(operation: () => Promise<T>, options: RetryOp
     try {
       return await operation();
     } catch (error) {
-      if (attempt >= maxAttempts || !isRetryable(error)) throw error;
+      if (!isRetryable(error)) throw error;
+      if (attempt >= maxAttempts) throw busy(error);
       await sleep(backoffDelay(attempt, options));
     }
   }
+}
+
+/** Errors that mean "the table is too busy right now" once the SDK's own retries gave up too. */
+const BUSY_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'TransactionInProgressException',
+]);
+
+/**
+ * The domain error for contention that retrying could not win: a 503 with Retry-After, never a 500.
+ * Only ever built from a failure that wrote nothing (a cancelled transaction, a refused write).
+ */
+export function busy(error: unknown): ServiceBusyError {
+  return new ServiceBusyError(1, { cause: error });
+}
+
+/** Throws `ServiceBusyError` for contention and throttling failures; returns for anything else. */
+export function throwIfBusy(error: unknown): void {
+  const name = errorName(error);
+  if (isRetryable(error) || (name !== undefined && BUSY_ERRORS.has(name))) throw busy(error);
 }

@@ -10,9 +10,21 @@ export interface ItemKey {
 }
 
 const USER = 'USER#';
+const BALANCE_PREFIX = 'ACCOUNT';
 
 export const keys = {
-  account: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'ACCOUNT' }),
+  /** The account's first balance shard; also the single balance item of accounts made before sharding. */
+  account: (userId: string): ItemKey => keys.balanceShard(userId, 0),
+  /**
+   * Balance shard `n` of a user (0 <= n < TABLE.balanceShards). Shard 0 is `ACCOUNT`, the others
+   * `ACCOUNT#<n>`: one `begins_with(SK, 'ACCOUNT')` Query reads them all, and an account written before
+   * sharding is simply an account whose credits all sit in shard 0.
+   */
+  balanceShard: (userId: string, shard: number): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: shard === 0 ? BALANCE_PREFIX : `${BALANCE_PREFIX}#${shard}`,
+  }),
+  balancePrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: BALANCE_PREFIX }),
   task: (userId: string, taskId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `TASK#${taskId}` }),
   /** `time` first so a user's ledger reads in order; the id and kind make the entry unique. */
   ledger: (userId: string, isoTime: string, refId: string, kind: LedgerKind): ItemKey => ({
@@ -67,6 +79,13 @@ export function shardOf(taskId: string): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return (hash >>> 0) % TABLE.pendingShards;
+}
+
+/** The shard number of a balance item's sort key, or undefined for any other item. */
+export function balanceShardOf(sk: string): number | undefined {
+  if (sk === BALANCE_PREFIX) return 0;
+  const match = /^ACCOUNT#(\d+)$/.exec(sk);
+  return match ? Number(match[1]) : undefined;
 }
 
 /** Recovers the user id from a `USER#<id>` partition key (user ids are opaque; only the prefix is ours). */

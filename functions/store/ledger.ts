@@ -73,7 +73,7 @@ export async function auditUser(ctx: RetryingStoreContext, userId: string): Prom
   return { userId, balance, ledgerSum, entries: ledger.length, ok: balance === ledgerSum && balance >= 0 };
 }
 
-/** Audits every account (a paged Scan for account items, then `auditUser` for each, one at a time). */
+/** Audits every account (a paged Scan for balance shard items, then `auditUser` for each, one at a time). */
 export async function auditAll(ctx: RetryingStoreContext): Promise<{ ok: boolean; users: UserAudit[] }> {
   const userIds: string[] = [];
   let startKey: Record<string, unknown> | undefined;
@@ -83,13 +83,14 @@ export async function auditAll(ctx: RetryingStoreContext): Promise<{ ok: boolean
         ctx.doc.send(
           new ScanCommand({
             TableName: ctx.tableName,
-            FilterExpression: `${attr(TABLE.sortKey)} = :account`,
+            // Every balance shard names its user; a user whose credits never touched shard 0 still counts.
+            FilterExpression: `begins_with(${attr(TABLE.sortKey)}, :account)`,
             ProjectionExpression: attr(TABLE.partitionKey),
             ExpressionAttributeNames: {
               [attr(TABLE.partitionKey)]: TABLE.partitionKey,
               [attr(TABLE.sortKey)]: TABLE.sortKey,
             },
-            ExpressionAttributeValues: { ':account': keys.account('').SK },
+            ExpressionAttributeValues: { ':account': keys.balancePrefix('').SK },
             ...(startKey ? { ExclusiveStartKey: startKey } : {}),
           }),
         ),
@@ -99,6 +100,6 @@ export async function auditAll(ctx: RetryingStoreContext): Promise<{ ok: boolean
     startKey = out.LastEvaluatedKey;
   } while (startKey);
   const users: UserAudit[] = [];
-  for (const userId of userIds) users.push(await auditUser(ctx, userId));
+  for (const userId of new Set(userIds)) users.push(await auditUser(ctx, userId));
   return { ok: users.every((user) => user.ok), users };
 }

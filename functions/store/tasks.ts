@@ -9,18 +9,37 @@ import {
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
-  type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { UsageError } from '../core/errors';
+import { InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
-import { and, attr, conditionParams, conditions, update, updateParams } from './conditions';
-import { acceptFailure, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
+import {
+  type DebitPlan,
+  type KeyGuard,
+  planSpreadDebit,
+  randomShard,
+  readShards,
+  SHARD_ATTEMPTS,
+  type ShardBalances,
+  shardChange,
+  type TransactItem,
+  totalOf,
+  transactCreditingOneShard,
+} from './balance';
+import { and, attr, conditionParams, conditions, keyEndAttribute, update, updateParams } from './conditions';
+import {
+  acceptFailure,
+  backoffDelay,
+  busy,
+  lostCondition,
+  type RetryingStoreContext,
+  refundFailure,
+  withRetry,
+} from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
 import { TABLE } from './table';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
@@ -61,15 +80,19 @@ function toTaskRecord(item: Record<string, unknown>): TaskRecord {
 }
 
 /**
- * Accepts a task in ONE `TransactWriteItems`: debit the account (`balance >= cost`), put the task
- * (pending, in the pending index), put the ledger debit and, with an Idempotency-Key, put the
- * idempotency record.
+ * Accepts a task in ONE `TransactWriteItems`: debit a balance shard picked at random
+ * (`balance >= cost`, and the caller's key not ended), put the task (pending, in the pending index), put
+ * the ledger debit and, with an Idempotency-Key, put the idempotency record. When that shard cannot
+ * cover the cost, the shards are read (one Query) and the debit is spread over several of them in the
+ * same single transaction (balance.ts).
  *
  * - Key seen before with the same request hash: nothing is written; the original task is read and
  *   returned with `replayed: true` (2 requests in all).
  * - Key seen before with another hash: `IdempotencyConflictError` (checked before the balance).
- * - Not enough credits, or no account: `InsufficientCreditsError(cost, balance)`.
- * - Transaction conflicts and throttling are retried (see `withRetry`).
+ * - Not enough credits in all shards together, or no account: `InsufficientCreditsError(cost, balance)`.
+ * - The caller's key revoked or past its grace end (`task.keyId`): `UnauthorizedError`, nothing written.
+ * - A conflict on a shard is retried at once on another shard; after `SHARD_ATTEMPTS` tries,
+ *   `ServiceBusyError` (nothing written).
  */
 export async function acceptTask(
   ctx: RetryingStoreContext,
@@ -100,17 +123,6 @@ export async function acceptTask(
   };
 
   const items: TransactItem[] = [
-    {
-      Update: {
-        TableName: ctx.tableName,
-        Key: keys.account(task.userId),
-        ...updateParams(
-          update({ add: { balance: -cost }, set: { updatedAt: createdAt } }),
-          conditions.balanceCovers(cost),
-        ),
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
     {
       Put: {
         TableName: ctx.tableName,
@@ -144,25 +156,61 @@ export async function acceptTask(
       },
     });
   }
+  // The key's state is checked on the shards the accept writes anyway: a ConditionCheck on the key item
+  // would put one shared item into every accept of that key, and DynamoDB cancels transactions that
+  // share an item, which would bring back the one-item ceiling. Callers without a key skip the check.
+  const keyGuard: KeyGuard | undefined =
+    task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds: Math.floor(task.now.getTime() / 1000) };
 
-  try {
-    // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
-    // (cancelled) transaction is evaluated again rather than answered from the token cache.
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })), ctx.retry);
-    return { task: record, replayed: false };
-  } catch (error) {
-    const { replayOf } = acceptFailure(error, {
-      account: 0,
-      task: 1,
-      ledger: 2,
-      ...(idempotency ? { idempotency: 3, requestHash: idempotency.requestHash } : {}),
-      cost,
-    });
-    const original = await getTask(ctx, task.userId, replayOf);
-    if (!original) throw new Error(`Idempotency record points at missing task ${replayOf}`, { cause: error });
-    return { task: original, replayed: true };
+  const random = ctx.retry?.random ?? Math.random;
+  const avoid = new Set<number>();
+  let target = randomShard(avoid, random);
+  // Unknown until the picked shard turns out short; from then on every try plans from a fresh read.
+  let balances: ShardBalances | undefined;
+  for (let attempt = 1; ; attempt++) {
+    let plan: DebitPlan = [{ shard: target, delta: -cost }];
+    if (balances) {
+      const spread = planSpreadDebit(balances, cost, target, random);
+      if (!spread) throw new InsufficientCreditsError(cost, totalOf(balances));
+      if (spread.length > 0) plan = spread;
+    }
+    const shardItems = plan.map(({ shard, delta }) =>
+      shardChange(ctx, { userId: task.userId, shard, delta, at: createdAt, keyGuard }),
+    );
+    const offset = shardItems.length;
+    try {
+      // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
+      // (cancelled) transaction is evaluated again rather than answered from the token cache.
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...shardItems, ...items] }));
+      return { task: record, replayed: false };
+    } catch (error) {
+      const outcome = acceptFailure(error, {
+        shards: new Map(plan.map(({ shard }, index) => [index, shard])),
+        task: offset,
+        ledger: offset + 1,
+        ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
+        ...(keyGuard ? { keyEnd: { attribute: keyEndAttribute(keyGuard.keyId), nowSeconds: keyGuard.nowSeconds } } : {}),
+      });
+      if (outcome.kind === 'replay') {
+        const original = await getTask(ctx, task.userId, outcome.replayOf);
+        if (!original) throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
+        return { task: original, replayed: true };
+      }
+      if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
+      if (outcome.kind === 'conflict') {
+        for (const shard of outcome.conflictedShards) avoid.add(shard);
+        if (outcome.conflictedShards.length === 0) {
+          // Another item (the idempotency record of a parallel replay, say) was held: wait a little.
+          await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(attempt, 6), ctx.retry));
+        }
+        target = randomShard(avoid, random);
+      }
+      if (balances || outcome.kind === 'short') balances = await readShards(ctx, task.userId);
+    }
   }
 }
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
 const MAX_TASK_ID_BYTES = 256;
@@ -294,8 +342,8 @@ export interface FailAndRefundInput {
 /**
  * Fails a pending task and gives its credits back, exactly once however many callers race: ONE
  * `TransactWriteItems` that moves the task `status 0 -> 2` and `creditsRefunded false -> true` (both
- * conditions), sets the error fields, leaves the pending index, adds `creditsUsed` to the balance and
- * puts the ledger refund. The refund entry's key is the task's (creation time, id, 'refund'), so even
+ * conditions), sets the error fields, leaves the pending index, adds `creditsUsed` to one balance shard
+ * (picked at random) and puts the ledger refund. The refund entry's key is the task's (creation time, id, 'refund'), so even
  * the ledger cannot hold two refunds of one task.
  *
  * Returns `{ task, refunded: true }` to the caller that refunded, `{ task: <current>, refunded: false }`
@@ -318,7 +366,7 @@ export async function failAndRefund(
 
   const updatedAt = input.now.toISOString();
   const credits = base.creditsUsed;
-  const items: TransactItem[] = [
+  const items = (shard: number): TransactItem[] => [
     {
       Update: {
         TableName: ctx.tableName,
@@ -339,13 +387,7 @@ export async function failAndRefund(
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
-    {
-      Update: {
-        TableName: ctx.tableName,
-        Key: keys.account(input.userId),
-        ...updateParams(update({ add: { balance: credits }, set: { updatedAt } })),
-      },
-    },
+    shardChange(ctx, { userId: input.userId, shard, delta: credits, at: updatedAt }),
     {
       Put: {
         TableName: ctx.tableName,
@@ -360,7 +402,7 @@ export async function failAndRefund(
   ];
 
   try {
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })), ctx.retry);
+    await transactCreditingOneShard(ctx, (shard) => ({ items: items(shard), shardIndex: 1 }));
   } catch (error) {
     if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
     const current = await getTask(ctx, input.userId, input.taskId);

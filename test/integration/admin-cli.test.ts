@@ -221,6 +221,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       allowedCidrs: [],
       expiresAt: null,
       previous: { keyId: oldKeyId, expiresAt: null, revokedAt: expect.any(String) },
+      note: expect.stringContaining('not a second longer'),
     });
     expect(newKeyId).not.toBe(oldKeyId);
     expect(revoked.code).toBe(0);
@@ -229,6 +230,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       userId: 'cli-user-5',
       revokedAt: expect.any(String),
       alreadyRevoked: false,
+      note: expect.stringContaining('Submits with this key are refused from now on'),
     });
     const statuses = (listed.json.keys as { keyId: string; status: string; replacedBy: string | null }[]).map((key) => [
       key.keyId,
@@ -332,7 +334,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       new UpdateCommand({
         TableName: store.tableName,
         Key: keys.account('cli-user-7'),
-        UpdateExpression: 'SET #balance = #balance + :one',
+        UpdateExpression: 'ADD #balance :one',
         ExpressionAttributeNames: { '#balance': 'balance' },
         ExpressionAttributeValues: { ':one': 1 },
       }),

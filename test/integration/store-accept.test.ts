@@ -13,7 +13,7 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
   let store: TestStore;
 
   beforeAll(async () => {
-    store = await createTestStore();
+    store = await createTestStore({ conflicts: { holdMs: 5 } });
   });
 
   afterAll(async () => {

@@ -30,10 +30,10 @@ describe('DynamoDB requests per store operation', () => {
     return task;
   }
 
-  it('accept costs 1 request (with an idempotency key)', async () => {
-    // Prepare
+  it('accept costs 1 request (with an idempotency key) when the picked balance shard covers the cost', async () => {
+    // Prepare: a grant of at least 16 x cost leaves every shard able to pay.
     const userId = newUserId();
-    await grantCredits(store, { userId, amount: 10 });
+    await grantCredits(store, { userId, amount: 48 });
     counter.reset();
 
     // Act
@@ -42,6 +42,32 @@ describe('DynamoDB requests per store operation', () => {
     // Assert
     expect(counter.counts).toEqual({ TransactWriteItemsCommand: 1 });
     expect((await auditUser(store, userId)).ok).toBe(true);
+  });
+
+  it('accept costs 3 requests when the picked shard is short: the miss, one Query, the spread debit', async () => {
+    // Prepare: 10 credits spread over 16 shards: no shard holds 3.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 10 });
+    counter.reset();
+
+    // Act
+    await acceptTask(store, { task: newTask(userId, 3) });
+
+    // Assert
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 2, QueryCommand: 1 });
+    expect(await auditUser(store, userId)).toEqual(expect.objectContaining({ balance: 7, ok: true }));
+  });
+
+  it('a grant during no contention costs 1 request plus the balance read', async () => {
+    // Prepare
+    const userId = newUserId();
+    counter.reset();
+
+    // Act
+    await grantCredits(store, { userId, amount: 100 });
+
+    // Assert
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 1, QueryCommand: 1 });
   });
 
   it('reading a task costs 1 request', async () => {

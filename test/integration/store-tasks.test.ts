@@ -22,7 +22,7 @@ describe('the task lifecycle writes on DynamoDB Local', () => {
   let store: TestStore;
 
   beforeAll(async () => {
-    store = await createTestStore();
+    store = await createTestStore({ conflicts: { holdMs: 5 } });
   });
 
   afterAll(async () => {

@@ -5,9 +5,24 @@
 import { randomUUID } from 'node:crypto';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
+import { type ConflictProxy, startConflictProxy } from '../../local/conflict-proxy';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 
-export type TestStore = StoreContext & { endpoint: string; dispose(): Promise<void> };
+export type TestStore = StoreContext & {
+  endpoint: string;
+  /** The conflict-faithful layer this store talks through, when asked for. */
+  conflicts?: ConflictProxy;
+  dispose(): Promise<void>;
+};
+
+/**
+ * Options of a test store. `conflicts` puts the conflict-faithful layer (local/conflict-proxy.ts, on a
+ * free port) between the client and DynamoDB Local, with transactions holding their items `holdMs`:
+ * the money-path suites run with it, so they see DynamoDB's per-item transaction conflicts.
+ */
+export interface TestStoreOptions {
+  conflicts?: { holdMs: number };
+}
 
 /** The endpoint exported by test/support/dynamodb-global-setup.ts. */
 export function testEndpoint(): string {
@@ -19,8 +34,11 @@ export function testEndpoint(): string {
 }
 
 /** Creates the table from the shared definition; `dispose()` deletes it and closes the client. */
-export async function createTestStore(): Promise<TestStore> {
-  const endpoint = testEndpoint();
+export async function createTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
+  const conflicts = options.conflicts
+    ? await startConflictProxy({ target: testEndpoint(), holdMs: options.conflicts.holdMs })
+    : undefined;
+  const endpoint = conflicts?.endpoint ?? testEndpoint();
   const doc = createDocumentClient({
     ...DYNAMODB_LOCAL_CLIENT_CONFIG,
     endpoint,
@@ -34,11 +52,13 @@ export async function createTestStore(): Promise<TestStore> {
   return {
     ...ctx,
     endpoint,
+    ...(conflicts ? { conflicts } : {}),
     async dispose() {
       try {
         await deleteTable(ctx);
       } finally {
         doc.destroy();
+        await conflicts?.stop();
       }
     },
   };

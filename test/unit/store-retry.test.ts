@@ -11,9 +11,15 @@ import {
   TransactionCanceledException,
   TransactionConflictException,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { InsufficientCreditsError } from '../../functions/core/errors';
+import { InsufficientCreditsError, ServiceBusyError } from '../../functions/core/errors';
 import { backoffDelay, isRetryable, type RetryingStoreContext, withRetry } from '../../functions/store/errors';
 import { acceptTask, claimRefresh, getTask } from '../../functions/store/tasks';
 
@@ -93,17 +99,41 @@ describe('store retries', () => {
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(2);
   });
 
-  it('gives up after maxAttempts and lets the conflict propagate', async () => {
+  it('gives up after maxAttempts with ServiceBusyError (503), keeping the conflict as its cause', async () => {
     // Prepare
-    ddb.on(TransactWriteCommand).rejects(conflict());
+    const error = conflict();
+    ddb.on(TransactWriteCommand).rejects(error);
 
     // Act
     const accept = acceptTask(ctx, { task });
 
     // Assert
-    await expect(accept).rejects.toBeInstanceOf(TransactionConflictException);
+    await expect(accept).rejects.toBeInstanceOf(ServiceBusyError);
+    await expect(accept).rejects.toMatchObject({ retryAfterSeconds: 1, cause: error });
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(4);
     expect(delays).toHaveLength(3);
+  });
+
+  it('retries a conflict on the balance shard at once on another shard, without waiting', async () => {
+    // Prepare: the shard (item 0) is held by another transaction twice.
+    ddb
+      .on(TransactWriteCommand)
+      .rejectsOnce(cancelled('TransactionConflict', 'None', 'None'))
+      .rejectsOnce(cancelled('TransactionConflict', 'None', 'None'))
+      .resolves({});
+    // Always the first candidate: a shard once found held is left out of the next picks.
+    ctx.retry = { ...ctx.retry, random: () => 0 };
+
+    // Act
+    const result = await acceptTask(ctx, { task });
+
+    // Assert
+    expect(result.replayed).toBe(false);
+    const shardKeys = ddb
+      .commandCalls(TransactWriteCommand)
+      .map((call) => call.args[0].input.TransactItems?.[0]?.Update?.Key?.SK);
+    expect(shardKeys).toEqual(['ACCOUNT', 'ACCOUNT#1', 'ACCOUNT#2']);
+    expect(delays).toEqual([]);
   });
 
   it('maps a cancellation after retries to the domain error of its final reasons', async () => {
@@ -119,12 +149,15 @@ describe('store retries', () => {
         }),
       );
 
+    ddb.on(QueryCommand).resolves({ Items: [{ SK: 'ACCOUNT', balance: 2 }] });
+
     // Act
     const accept = acceptTask(ctx, { task });
 
-    // Assert
+    // Assert: the short shard leads to reading all shards; their total decides the 402.
     await expect(accept).rejects.toEqual(new InsufficientCreditsError(3, 2));
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(2);
+    expect(ddb.commandCalls(QueryCommand)).toHaveLength(1);
   });
 
   it.each([

@@ -1,0 +1,281 @@
+/**
+ * Sharded balances. An account's credits are spread over `TABLE.balanceShards` items (`ACCOUNT`,
+ * `ACCOUNT#1`, ...); the balance is their sum. DynamoDB cancels a transaction that touches an item
+ * another transaction holds, so one balance item lets one accept of an account commit at a time; with
+ * shards, accepts pick different items and commit side by side.
+ *
+ * - An accept debits one shard picked at random; on a conflict it tries another shard at once.
+ * - When the picked shard cannot cover the cost, all shards are read and the debit is spread over the
+ *   picked shard and the richest others in the same single transaction (each with its own
+ *   `balance >= take` condition); what is left of those shards is evened out among them, so credits
+ *   flow towards empty shards and later accepts find them. Only the total decides a 402.
+ * - Grants and refunds credit one shard picked at random (another one at once on a conflict).
+ *
+ * Every change is still one transaction with its ledger entry; moving credits between shards inside it
+ * does not change the balance, so it needs no entry of its own.
+ */
+import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { and, attr, conditions, type Expr, keyEndAttribute, update, updateParams } from './conditions';
+import {
+  backoffDelay,
+  busy,
+  conflictedShards,
+  isRetryable,
+  lostCondition,
+  type RetryingStoreContext,
+  withRetry,
+} from './errors';
+import { balanceShardOf, keys } from './keys';
+import { TABLE } from './table';
+
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Balances by shard number (a missing shard holds 0). */
+export type ShardBalances = number[];
+
+/** Picks a shard at random, avoiding `avoid` while any other is left. */
+export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () => number = Math.random): number {
+  const candidates = Array.from({ length: TABLE.balanceShards }, (_, shard) => shard).filter(
+    (shard) => !avoid.has(shard),
+  );
+  const pool = candidates.length > 0 ? candidates : Array.from({ length: TABLE.balanceShards }, (_, shard) => shard);
+  return pool[Math.floor(random() * pool.length)] ?? 0;
+}
+
+/**
+ * Every shard's balance: ONE consistent Query on the `ACCOUNT` prefix (a few hundred bytes at most, so
+ * one read unit). A user without an account reads as all zeros.
+ */
+export async function readShards(ctx: RetryingStoreContext, userId: string): Promise<ShardBalances> {
+  const prefix = keys.balancePrefix(userId);
+  const balances: ShardBalances = new Array(TABLE.balanceShards).fill(0);
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :prefix)`,
+            ProjectionExpression: `${attr(TABLE.sortKey)}, ${attr('balance')}`,
+            ExpressionAttributeNames: {
+              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
+              [attr(TABLE.sortKey)]: TABLE.sortKey,
+              [attr('balance')]: 'balance',
+            },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+            ConsistentRead: true,
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      const shard = balanceShardOf(String(item[TABLE.sortKey]));
+      const balance = item.balance;
+      if (shard !== undefined && shard < TABLE.balanceShards && typeof balance === 'number') balances[shard] = balance;
+    }
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  return balances;
+}
+
+/** The sum of the shards. */
+export function totalOf(balances: ShardBalances): number {
+  return balances.reduce((sum, balance) => sum + balance, 0);
+}
+
+/** A key whose end marker the debited shards must not show as passed (absent for callers without a key). */
+export interface KeyGuard {
+  keyId: string;
+  nowSeconds: number;
+}
+
+/**
+ * One shard's part of a transaction: `ADD balance delta`. A negative delta is guarded by
+ * `balance >= -delta`, so no shard can go below zero whatever moved since it was read; with a key guard
+ * the shard must also not show the key as ended. ALL_OLD lets the caller see the shard on failure.
+ */
+export function shardChange(
+  ctx: RetryingStoreContext,
+  input: { userId: string; shard: number; delta: number; at: string; keyGuard?: KeyGuard },
+): TransactItem {
+  const guards: Expr[] = [];
+  if (input.delta < 0) guards.push(conditions.balanceCovers(-input.delta));
+  if (input.keyGuard) guards.push(conditions.keyNotEnded(input.keyGuard.keyId, input.keyGuard.nowSeconds));
+  const condition = guards.length === 0 ? undefined : guards.length === 1 ? guards[0] : and(...guards);
+  return {
+    Update: {
+      TableName: ctx.tableName,
+      Key: keys.balanceShard(input.userId, input.shard),
+      ...updateParams(
+        update({
+          add: { balance: input.delta },
+          set: { userId: input.userId, updatedAt: input.at },
+          setIfMissing: { createdAt: input.at },
+        }),
+        condition,
+      ),
+      ...(condition ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+    },
+  };
+}
+
+/** `amount` split over all shards as evenly as whole credits allow (the first shards get the rest). */
+export function spreadEvenly(amount: number): number[] {
+  const share = Math.floor(amount / TABLE.balanceShards);
+  const extra = amount % TABLE.balanceShards;
+  return Array.from({ length: TABLE.balanceShards }, (_, shard) => share + (shard < extra ? 1 : 0));
+}
+
+/** How a debit is spread: shard number and the (non-zero) change of its balance; the sum is `-cost`. */
+export type DebitPlan = Array<{ shard: number; delta: number }>;
+
+/**
+ * Plans a debit of `cost` that `target` alone cannot cover: `target` plus the richest other shards until
+ * they cover it, and what is left of them evened out among them (so the debit also refills the empty
+ * target). Undefined when the whole account cannot pay.
+ */
+export function planSpreadDebit(
+  balances: ShardBalances,
+  cost: number,
+  target: number,
+  random: () => number = Math.random,
+): DebitPlan | undefined {
+  if (totalOf(balances) < cost) return undefined;
+  const involved = [target];
+  let covered = balances[target] ?? 0;
+  // Richest first; ties broken at random so racing accepts do not all pick the same donor.
+  const donors = balances
+    .map((balance, shard) => ({ shard, balance, tie: random() }))
+    .filter((entry) => entry.shard !== target && entry.balance > 0)
+    .sort((a, b) => b.balance - a.balance || a.tie - b.tie);
+  for (const donor of donors) {
+    if (covered >= cost) break;
+    involved.push(donor.shard);
+    covered += donor.balance;
+  }
+  if (covered < cost) return undefined;
+  const left = covered - cost;
+  const share = Math.floor(left / involved.length);
+  const extra = left % involved.length;
+  return involved
+    .map((shard, index) => ({ shard, delta: share + (index < extra ? 1 : 0) - (balances[shard] ?? 0) }))
+    .filter((entry) => entry.delta !== 0);
+}
+
+/**
+ * Tries per operation that moves credits. A conflict on a shard is retried at once on another shard,
+ * so most tries cost no wait; conflicts on other items back off as `withRetry` does.
+ */
+export const SHARD_ATTEMPTS = 12;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs a transaction that credits one shard (a grant or a refund). `build(shard)` returns the items and
+ * where the shard is among them. A conflict on the shard moves to another shard at once; other
+ * conflicts back off; after `SHARD_ATTEMPTS` tries (or `ctx.retry.maxAttempts`) the caller gets `ServiceBusyError` (nothing written).
+ * Other failures (failed conditions) propagate for the caller to map.
+ */
+export async function transactCreditingOneShard(
+  ctx: RetryingStoreContext,
+  build: (shard: number) => { items: TransactItem[]; shardIndex: number },
+): Promise<void> {
+  const avoid = new Set<number>();
+  for (let attempt = 1; ; attempt++) {
+    const shard = randomShard(avoid, ctx.retry?.random);
+    const { items, shardIndex } = build(shard);
+    try {
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return;
+    } catch (error) {
+      if (!isRetryable(error)) throw error;
+      if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
+      if (conflictedShards(error, new Map([[shardIndex, shard]])).length > 0) {
+        avoid.add(shard);
+        continue;
+      }
+      await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(attempt, 6), ctx.retry));
+    }
+  }
+}
+
+/**
+ * How long an ended key's marker stays on the shards. It is needed only while an Allow cached before
+ * the key ended can still reach a handler (the authorizer cache TTL, at most an hour in API Gateway);
+ * a day leaves ample margin and keeps shard items (and so every accept's write units) small.
+ */
+export const KEY_END_MARKER_SECONDS = 24 * 60 * 60;
+
+const KEY_END_PREFIX = keyEndAttribute('');
+
+/**
+ * Records in every balance shard of the key's owner that key `keyId` ends at `endSeconds` (an earlier
+ * end already recorded wins), so accepts with that key fail their shard condition from then on however
+ * long an authorizer cache keeps allowing it. Drops markers that ended more than
+ * `KEY_END_MARKER_SECONDS` ago. One Query, then one UpdateItem per shard (each retried on conflicts:
+ * they race with accepts); safe to run again.
+ */
+export async function markKeyEnd(
+  ctx: RetryingStoreContext,
+  input: { userId: string; keyId: string; endSeconds: number; now: Date },
+): Promise<void> {
+  const prefix = keys.balancePrefix(input.userId);
+  const stale = new Map<number, string[]>();
+  const nowSeconds = Math.floor(input.now.getTime() / 1000);
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :prefix)`,
+            ExpressionAttributeNames: {
+              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
+              [attr(TABLE.sortKey)]: TABLE.sortKey,
+            },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+            ConsistentRead: true,
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      const shard = balanceShardOf(String(item[TABLE.sortKey]));
+      if (shard === undefined) continue;
+      const old = Object.entries(item)
+        .filter(([name]) => name.startsWith(KEY_END_PREFIX) && name !== keyEndAttribute(input.keyId))
+        .filter(([, value]) => typeof value === 'number' && value < nowSeconds - KEY_END_MARKER_SECONDS)
+        .map(([name]) => name);
+      stale.set(shard, old);
+    }
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+
+  for (let shard = 0; shard < TABLE.balanceShards; shard++) {
+    const removals = stale.get(shard) ?? [];
+    const names: Record<string, string> = { '#keyEnd': keyEndAttribute(input.keyId), '#userId': 'userId' };
+    removals.forEach((name, index) => {
+      names[`#stale${index}`] = name;
+    });
+    const params = {
+      TableName: ctx.tableName,
+      Key: keys.balanceShard(input.userId, shard),
+      UpdateExpression: `SET #keyEnd = :end, #userId = :userId${
+        removals.length ? ` REMOVE ${removals.map((_, index) => `#stale${index}`).join(', ')}` : ''
+      }`,
+      ConditionExpression: 'attribute_not_exists(#keyEnd) OR #keyEnd > :end',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: { ':end': input.endSeconds, ':userId': input.userId },
+    };
+    try {
+      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), ctx.retry);
+    } catch (error) {
+      // An earlier end is recorded already: it stands.
+      lostCondition(error);
+    }
+  }
+}
