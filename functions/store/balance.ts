@@ -172,6 +172,22 @@ export const SHARD_ATTEMPTS = 12;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Conflicts on a shard retried without any wait before backing off: another shard is likely free. */
+const IMMEDIATE_SHARD_RETRIES = 2;
+
+/**
+ * The wait after a cancelled try. A conflict on a shard is retried at once on another shard, the first
+ * `IMMEDIATE_SHARD_RETRIES` times; after that, or for a conflict on another item (a parallel replay's
+ * idempotency record, a task a refund races for), full-jitter backoff: trying shard after shard at once
+ * while a transaction holds them all (a grant spread over every shard) would spend the tries in one
+ * hold time.
+ */
+export async function pauseAfterConflict(ctx: RetryingStoreContext, attempt: number, onShard: boolean): Promise<void> {
+  if (onShard && attempt <= IMMEDIATE_SHARD_RETRIES) return;
+  const retry = onShard ? attempt - IMMEDIATE_SHARD_RETRIES : attempt;
+  await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(retry, 6), ctx.retry));
+}
+
 /**
  * Runs a transaction that credits one shard (a grant or a refund). `build(shard)` returns the items and
  * where the shard is among them. A conflict on the shard moves to another shard at once; other
@@ -192,11 +208,9 @@ export async function transactCreditingOneShard(
     } catch (error) {
       if (!isRetryable(error)) throw error;
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
-      if (conflictedShards(error, new Map([[shardIndex, shard]])).length > 0) {
-        avoid.add(shard);
-        continue;
-      }
-      await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(attempt, 6), ctx.retry));
+      const onShard = conflictedShards(error, new Map([[shardIndex, shard]])).length > 0;
+      if (onShard) avoid.add(shard);
+      await pauseAfterConflict(ctx, attempt, onShard);
     }
   }
 }

@@ -16,6 +16,7 @@ import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../c
 import {
   type DebitPlan,
   type KeyGuard,
+  pauseAfterConflict,
   planSpreadDebit,
   randomShard,
   readShards,
@@ -29,7 +30,6 @@ import {
 import { and, attr, conditionParams, conditions, keyEndAttribute, update, updateParams } from './conditions';
 import {
   acceptFailure,
-  backoffDelay,
   busy,
   lostCondition,
   type RetryingStoreContext,
@@ -199,18 +199,13 @@ export async function acceptTask(
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
       if (outcome.kind === 'conflict') {
         for (const shard of outcome.conflictedShards) avoid.add(shard);
-        if (outcome.conflictedShards.length === 0) {
-          // Another item (the idempotency record of a parallel replay, say) was held: wait a little.
-          await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(attempt, 6), ctx.retry));
-        }
+        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0);
         target = randomShard(avoid, random);
       }
       if (balances || outcome.kind === 'short') balances = await readShards(ctx, task.userId);
     }
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
 const MAX_TASK_ID_BYTES = 256;

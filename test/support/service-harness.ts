@@ -34,6 +34,8 @@ export interface ServiceHarnessOptions {
   maxPendingSeconds?: number;
   /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
   maxSendAttempts?: number;
+  /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
+  conflicts?: { holdMs: number };
 }
 
 /** A caller as the authorizer describes it. */
@@ -130,7 +132,7 @@ function mediaServer(dir: string): Server {
 /** Starts every part and points the environment at them. */
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
-  const store = await createTestStore();
+  const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
   const provider = await startMockProvider({ apiKey: providerKey });
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
