@@ -1,0 +1,107 @@
+/**
+ * The submit endpoint for one account under load, through the real handlers, with DynamoDB's per-item
+ * transaction conflicts modelled (the conflict-faithful layer): every submit in a burst is accepted,
+ * an ended key cannot spend behind a cached Allow, and contention that retrying cannot win is a 503.
+ */
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { putApiKey, revokeApiKey } from '../../functions/store/api-keys';
+import { keys } from '../../functions/store/keys';
+import { auditUser, listLedger } from '../../functions/store/ledger';
+import { TABLE } from '../../functions/store/table';
+import { handler as submitImage } from '../../functions/submit-image/handler';
+import {
+  IMAGE_COST,
+  imageRequest,
+  invoke,
+  type ServiceHarness,
+  startServiceHarness,
+  submitEvent,
+} from '../support/service-harness';
+
+const LONG_DELAY = { mockDelayMs: 600_000 };
+
+describe('one account through the submit handler, conflicts modelled (10 ms hold)', () => {
+  let h: ServiceHarness;
+
+  beforeAll(async () => {
+    h = await startServiceHarness({ conflicts: { holdMs: 10 } });
+  });
+
+  afterAll(async () => {
+    await h.dispose();
+  });
+
+  it('answers 202 to every one of 32 submits in flight on one account, money exact', async () => {
+    // Prepare
+    const user = await h.createUser(1000);
+
+    // Act
+    const answers = await Promise.all(
+      Array.from({ length: 32 }, () => invoke(submitImage, submitEvent('image', user, imageRequest(LONG_DELAY)))),
+    );
+
+    // Assert
+    expect(answers.map((answer) => answer.statusCode)).toEqual(Array(32).fill(202));
+    const debits = (await listLedger(h.store, user.userId)).filter((entry) => entry.kind === 'debit');
+    expect(debits).toHaveLength(32);
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 1000 - 32 * IMAGE_COST });
+  });
+
+  it('refuses a submit with a revoked key behind a cached Allow: 401, no debit', async () => {
+    // Prepare: the authorizer allowed this key a moment ago (its context is what API Gateway caches).
+    const user = await h.createUser(30);
+    const key = await putApiKey(h.store, { userId: user.userId, name: 'soon revoked' });
+    const cachedAllow = { userId: user.userId, keyId: key.keyId };
+    const before = await invoke(submitImage, submitEvent('image', cachedAllow, imageRequest(LONG_DELAY)));
+    await revokeApiKey(h.store, { keyId: key.keyId });
+
+    // Act
+    const after = await invoke(submitImage, submitEvent('image', cachedAllow, imageRequest(LONG_DELAY)));
+
+    // Assert
+    expect(before.statusCode).toBe(202);
+    expect(after.statusCode).toBe(401);
+    expect(after.body).toEqual({ error: 'Unauthorized' });
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 30 - IMAGE_COST, entries: 2 });
+  });
+});
+
+describe('contention that retrying cannot win', () => {
+  let h: ServiceHarness;
+
+  beforeAll(async () => {
+    // A hold far longer than the store's whole retry budget (about 3 s of backoff in the worst case).
+    h = await startServiceHarness({ conflicts: { holdMs: 9_000 } });
+  });
+
+  afterAll(async () => {
+    await h.dispose();
+  });
+
+  it('answers 503 with Retry-After and { error }, never 500, and debits nothing', async () => {
+    // Prepare: one transaction holds every balance shard of the account for the whole hold.
+    const user = await h.createUser(30);
+    const holdAll = h.store.doc.send(
+      new TransactWriteCommand({
+        TransactItems: Array.from({ length: TABLE.balanceShards }, (_, shard) => ({
+          ConditionCheck: {
+            TableName: h.store.tableName,
+            Key: keys.balanceShard(user.userId, shard),
+            ConditionExpression: 'attribute_exists(PK) OR attribute_not_exists(PK)',
+          },
+        })),
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    // Act
+    const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(LONG_DELAY)));
+    await holdAll;
+
+    // Assert
+    expect(answer.statusCode).toBe(503);
+    expect(answer.headers['Retry-After']).toBe('1');
+    expect(answer.body).toEqual({ error: 'Service busy, retry later' });
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 30, entries: 1 });
+  });
+});
