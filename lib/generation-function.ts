@@ -14,7 +14,7 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { TABLE } from '../functions/store/table';
-import type { TableAccess } from './routes';
+import type { TableNeeds } from './routes';
 
 /** The repository root: route entries and the lock file are resolved from here. */
 export const REPO_ROOT = path.resolve(__dirname, '..');
@@ -159,16 +159,21 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
-   * Grants the table (and its pending-task index) read-only or read/write access and sets
+   * Grants the table (and its pending-task index) read-only or read/write access, to the items whose
+   * partition key matches `needs.keys` only, and sets
    * `TABLE_NAME`. Read/write is read plus item writes; nobody gets `Scan` or table management.
    */
-  bindTable(table: ITable, access: TableAccess): this {
+  bindTable(table: ITable, needs: TableNeeds): this {
+    const { access } = needs;
     if (access === 'none') return this;
     const actions = access === 'RW' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : [...TABLE_READ_ACTIONS];
     this.addToRolePolicy(
       new PolicyStatement({
         actions,
         resources: [table.tableArn, `${table.tableArn}/index/${TABLE.pendingIndex.name}`],
+        // Only items whose partition key matches (the index's partition key for index queries). Every
+        // granted action names its key, so the set is never empty (ForAllValues would then allow).
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.keys] } },
       }),
     );
     table.encryptionKey?.grantDecrypt(this);

@@ -69,6 +69,7 @@ import {
   type LambdaDefinition,
   ROUTES,
   SWEEPER,
+  withInlineKeyReads,
 } from './routes';
 
 /** JSON bodies of the API Gateway gateway responses (the errors API Gateway answers by itself). */
@@ -256,7 +257,7 @@ export class GenerationServiceStack extends Stack {
       },
     });
     const { needs } = definition;
-    fn.bindTable(this.table, needs.table);
+    fn.bindTable(this.table, options.inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.provider) {
       fn.bindProvider(this.providerSecret, config.providerBaseUrl);
       fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));

@@ -7,9 +7,23 @@
 /** Least-privilege access a function gets to the table: none, read only or read/write. */
 export type TableAccess = 'none' | 'RO' | 'RW';
 
+/**
+ * Partition key patterns (`dynamodb:LeadingKeys`, IAM `StringLike`) of the items a function touches:
+ * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
+ * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
+ * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions.
+ */
+export type TableKeyPattern = 'USER#*' | 'APIKEY#*' | 'PENDING#*' | 'SESSION#*' | 'KEYID#*' | 'INVITE#*';
+
+/** The table access of a function: what it may do, and to which items. */
+export interface TableNeeds {
+  access: TableAccess;
+  keys: readonly TableKeyPattern[];
+}
+
 /** What a function needs besides the table; the stack grants exactly this. */
 export interface FunctionNeeds {
-  table: TableAccess;
+  table: TableNeeds;
   /** Calls the upstream provider (needs the provider URL and key secret). */
   provider: boolean;
   /** `write` copies results into the media bucket and signs URLs; `none` never touches it. */
@@ -37,9 +51,26 @@ export interface RouteDefinition extends LambdaDefinition {
   auth?: 'credentials' | 'none';
 }
 
-const lifecycleNeeds: FunctionNeeds = { table: 'RW', provider: true, media: 'write' };
-const readNeeds: FunctionNeeds = { table: 'RO', provider: false, media: 'none' };
-const writeNeeds: FunctionNeeds = { table: 'RW', provider: false, media: 'none' };
+// Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+const lifecycleNeeds: FunctionNeeds = {
+  table: { access: 'RW', keys: ['USER#*'] },
+  provider: true,
+  media: 'write',
+};
+/** What the authorizer touches: keys and sessions by hash, their listings under the account. */
+const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
+/** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
+const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
+const readNeeds: FunctionNeeds = { table: { access: 'RO', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+
+/**
+ * The table needs of a request function that checks credentials itself (LocalStack mode, where no
+ * Lambda authorizer runs): its own needs plus what the authorizer touches.
+ */
+export function withInlineKeyReads(needs: TableNeeds): TableNeeds {
+  return { ...needs, keys: [...new Set([...needs.keys, ...AUTHORIZER_KEYS])] };
+}
 
 export const ROUTES: readonly RouteDefinition[] = [
   {
@@ -70,7 +101,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/auth/sign-in',
     entry: 'functions/auth-sign-in/handler.ts',
-    needs: { table: 'none', provider: false, media: 'none', oidc: true },
+    needs: { table: { access: 'none', keys: [] }, provider: false, media: 'none', oidc: true },
     auth: 'none',
   },
   {
@@ -128,14 +159,16 @@ export const ROUTES: readonly RouteDefinition[] = [
 export const AUTHORIZER: LambdaDefinition = {
   name: 'authorizer',
   entry: 'functions/authorizer/handler.ts',
-  needs: { table: 'RW', provider: false, media: 'none' },
+  // Keys by hash and sessions by hash; "last used" and idle expiry also on the listings (USER#<id>).
+  needs: { table: { access: 'RW', keys: AUTHORIZER_KEYS }, provider: false, media: 'none' },
 };
 
 /** Runs on a schedule and drives every pending task to a terminal state. */
 export const SWEEPER: LambdaDefinition = {
   name: 'sweeper',
   entry: 'functions/sweeper/handler.ts',
-  needs: lifecycleNeeds,
+  // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>).
+  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*'] } },
 };
 
 /**

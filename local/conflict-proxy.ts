@@ -20,7 +20,13 @@
  * partition limits and the 10-minute idempotency window of `ClientRequestToken`.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TABLE } from '../functions/store/table';
 

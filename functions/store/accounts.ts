@@ -3,8 +3,8 @@
  * with a ledger entry in the same transaction (see ledger.ts for the audit).
  */
 import { randomUUID } from 'node:crypto';
-import { UsageError } from '../core/errors';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { UsageError } from '../core/errors';
 import {
   readShards,
   shardChange,

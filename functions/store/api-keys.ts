@@ -11,8 +11,8 @@ import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } fro
 import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
 import { type AuditInput, auditPut } from './audit';
-import type { StoreContext } from './client';
 import { markKeyEnd } from './balance';
+import type { StoreContext } from './client';
 import { cancellationReasons, withRetry } from './errors';
 import { keys } from './keys';
 

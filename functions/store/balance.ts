@@ -14,7 +14,12 @@
  * Every change is still one transaction with its ledger entry; moving credits between shards inside it
  * does not change the balance, so it needs no entry of its own.
  */
-import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { and, attr, conditions, type Expr, keyEndAttribute, update, updateParams } from './conditions';
 import {
   backoffDelay,

@@ -5,12 +5,7 @@
  * Every state change is a conditional write on the stored status, so concurrent pollers and sweepers
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
-import {
-  GetCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import {
@@ -28,18 +23,10 @@ import {
   transactCreditingOneShard,
 } from './balance';
 import { and, attr, conditionParams, conditions, keyEndAttribute, update, updateParams } from './conditions';
-import {
-  acceptFailure,
-  busy,
-  lostCondition,
-  type RetryingStoreContext,
-  refundFailure,
-  withRetry,
-} from './errors';
+import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
 import { TABLE } from './table';
-
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
@@ -189,11 +176,14 @@ export async function acceptTask(
         task: offset,
         ledger: offset + 1,
         ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
-        ...(keyGuard ? { keyEnd: { attribute: keyEndAttribute(keyGuard.keyId), nowSeconds: keyGuard.nowSeconds } } : {}),
+        ...(keyGuard
+          ? { keyEnd: { attribute: keyEndAttribute(keyGuard.keyId), nowSeconds: keyGuard.nowSeconds } }
+          : {}),
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
-        if (!original) throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
+        if (!original)
+          throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
         return { task: original, replayed: true };
       }
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);

@@ -41,6 +41,13 @@ test('routes have no authorizer and their functions authorize inline', () => {
       INLINE_AUTHORIZER: 'true',
       ...(route.needs.provider ? { PROVIDER_BASE_URL: 'http://host.docker.internal:3001' } : {}),
     });
+    // Checking keys inline means reading API key items too, and nothing more.
+    const table = statementsOfFunction(service.template, id).find((statement) =>
+      actionsOf([statement]).includes('dynamodb:GetItem'),
+    );
+    expect(table?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['USER#*', 'APIKEY#*'] },
+    });
   }
 });
 

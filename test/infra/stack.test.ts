@@ -232,6 +232,26 @@ describe('least privilege', () => {
     }
   });
 
+  test('each function touches only the partition key patterns it uses (dynamodb:LeadingKeys)', () => {
+    // Prepare
+    const expected: Record<string, string[]> = {
+      [AUTHORIZER.name]: ['APIKEY#*'],
+      [SWEEPER.name]: ['USER#*', 'PENDING#*'],
+      ...Object.fromEntries(ROUTES.map((route) => [route.name, ['USER#*']])),
+    };
+
+    for (const [name, patterns] of Object.entries(expected)) {
+      // Act
+      const table = statementsOf(name).filter((statement) =>
+        actionsOf([statement]).some((action) => action.startsWith('dynamodb:')),
+      );
+
+      // Assert
+      expect(table).toHaveLength(1);
+      expect(table[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
+    }
+  });
+
   test('the table grant covers the table and its pending index only', () => {
     // Act
     const table = statementsOf(SWEEPER.name).find((statement) => actionsOf([statement]).includes('dynamodb:Query'));

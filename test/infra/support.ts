@@ -54,6 +54,7 @@ export interface Statement {
   Effect: string;
   Action: string | string[];
   Resource: unknown;
+  Condition?: unknown;
 }
 
 /** The logical id of the construct's default CloudFormation resource. */

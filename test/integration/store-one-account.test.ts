@@ -6,7 +6,7 @@
 import { UnauthorizedError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
-import { revokeApiKey, rotateApiKey, putApiKey } from '../../functions/store/api-keys';
+import { putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
 import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { acceptTask, failAndRefund, getTask } from '../../functions/store/tasks';
