@@ -9,6 +9,7 @@ import { bundleSizes } from './bundles';
 import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
 import { loadTimes } from './load-time';
+import { oneAccount } from './one-account';
 import { requestCounts } from './request-counts';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 
@@ -18,6 +19,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   overhead: handlerOverhead,
   load: loadRuns,
   requests: requestCounts,
+  'one-account': oneAccount,
 };
 
 async function main(): Promise<void> {

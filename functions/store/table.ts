@@ -14,11 +14,11 @@ export const TABLE = {
   /** Pending tasks are spread over this many index partitions (`PENDING#0..15`). */
   pendingShards: 16,
   /**
-   * Balance items per account (`ACCOUNT`, `ACCOUNT#1..15`): an accept writes one of them, so this many
+   * Balance items per account (`ACCOUNT`, `ACCOUNT#1..31`): an accept writes one of them, so this many
    * accepts of one account can commit at once (README "How money moves"). Revocations write a marker
    * into every shard, so changing it needs every account's new shards to carry the markers first.
    */
-  balanceShards: 16,
+  balanceShards: 32,
 } as const;
 
 /** The table name used when `TABLE_NAME` is not set (local stack and CLI defaults). */

@@ -81,7 +81,7 @@ describe('one account, many writes in flight, with transaction conflicts modelle
   });
 
   it('accepts exactly what the credits pay for, however they are spread: 402 only for the last', async () => {
-    // Prepare: 40 credits spread over 16 shards (2 or 3 each): most single shards cannot pay 3.
+    // Prepare: 40 credits spread over 32 shards (1 or 2 each): no single shard can pay 3.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 40 });
 

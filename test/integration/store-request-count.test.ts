@@ -1,5 +1,6 @@
 import { grantCredits } from '../../functions/store/accounts';
 import { auditUser } from '../../functions/store/ledger';
+import { TABLE } from '../../functions/store/table';
 import { acceptTask, claimRefresh, completeTask, failAndRefund, getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { attachRequestCounter, type RequestCounter } from '../support/request-counter';
@@ -31,9 +32,9 @@ describe('DynamoDB requests per store operation', () => {
   }
 
   it('accept costs 1 request (with an idempotency key) when the picked balance shard covers the cost', async () => {
-    // Prepare: a grant of at least 16 x cost leaves every shard able to pay.
+    // Prepare: a grant of at least (shards x cost) leaves every shard able to pay.
     const userId = newUserId();
-    await grantCredits(store, { userId, amount: 48 });
+    await grantCredits(store, { userId, amount: TABLE.balanceShards * 3 });
     counter.reset();
 
     // Act
@@ -45,7 +46,7 @@ describe('DynamoDB requests per store operation', () => {
   });
 
   it('accept costs 3 requests when the picked shard is short: the miss, one Query, the spread debit', async () => {
-    // Prepare: 10 credits spread over 16 shards: no shard holds 3.
+    // Prepare: 10 credits spread over the shards: no shard holds 3.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 10 });
     counter.reset();
