@@ -71,10 +71,9 @@ export class TaskNotFoundError extends DomainError {
  * conflicts, throttling). Nothing was written; the same request (same Idempotency-Key) may be retried.
  */
 export class ServiceBusyError extends DomainError {
-  constructor(
-    readonly retryAfterSeconds = 1,
-    options?: { cause?: unknown },
-  ) {
+  /** What `Retry-After` tells the client: the contention is gone in well under a second. */
+  readonly retryAfterSeconds = 1;
+  constructor(options?: { cause?: unknown }) {
     super('Service busy, retry later', options);
   }
 }

@@ -20,9 +20,8 @@ export interface StoredProviderRequest {
  * means "the task's prompt" (tasks stored before this rule keep theirs and are read as they are).
  */
 export function withoutTaskPrompt(request: StoredProviderRequest, taskPrompt: string): StoredProviderRequest {
-  if (request.input.prompt !== taskPrompt) return request;
-  const { prompt: _prompt, ...input } = request.input;
-  return { ...request, input };
+  const { prompt, ...input } = request.input;
+  return prompt === taskPrompt ? { ...request, input } : request;
 }
 
 function storedProviderRequest(task: TaskRecord): StoredProviderRequest {

@@ -24,10 +24,11 @@ import { and, attr, conditions, type Expr, keyEndAttribute, update, updateParams
 import {
   backoffDelay,
   busy,
-  conflictedShards,
+  cancellationReasons,
   isRetryable,
   lostCondition,
   type RetryingStoreContext,
+  realSleep,
   withRetry,
 } from './errors';
 import { balanceShardOf, keys } from './keys';
@@ -40,10 +41,9 @@ export type ShardBalances = number[];
 
 /** Picks a shard at random, avoiding `avoid` while any other is left. */
 export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () => number = Math.random): number {
-  const candidates = Array.from({ length: TABLE.balanceShards }, (_, shard) => shard).filter(
-    (shard) => !avoid.has(shard),
-  );
-  const pool = candidates.length > 0 ? candidates : Array.from({ length: TABLE.balanceShards }, (_, shard) => shard);
+  const all = [...Array(TABLE.balanceShards).keys()];
+  const free = all.filter((shard) => !avoid.has(shard));
+  const pool = free.length > 0 ? free : all;
   return pool[Math.floor(random() * pool.length)] ?? 0;
 }
 
@@ -53,35 +53,26 @@ export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () =
  */
 export async function readShards(ctx: RetryingStoreContext, userId: string): Promise<ShardBalances> {
   const prefix = keys.balancePrefix(userId);
+  // One page always holds them: a few dozen items of well under 1 KB each, far below Query's 1 MB.
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+          ProjectionExpression: '#sk, #balance',
+          ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, '#balance': 'balance' },
+          ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
   const balances: ShardBalances = new Array(TABLE.balanceShards).fill(0);
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :prefix)`,
-            ProjectionExpression: `${attr(TABLE.sortKey)}, ${attr('balance')}`,
-            ExpressionAttributeNames: {
-              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
-              [attr(TABLE.sortKey)]: TABLE.sortKey,
-              [attr('balance')]: 'balance',
-            },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-            ConsistentRead: true,
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) {
-      const shard = balanceShardOf(String(item[TABLE.sortKey]));
-      const balance = item.balance;
-      if (shard !== undefined && shard < TABLE.balanceShards && typeof balance === 'number') balances[shard] = balance;
-    }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of out.Items ?? []) {
+    const shard = balanceShardOf(String(item[TABLE.sortKey]));
+    if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
+  }
   return balances;
 }
 
@@ -147,25 +138,23 @@ export function planSpreadDebit(
   target: number,
   random: () => number = Math.random,
 ): DebitPlan | undefined {
-  if (totalOf(balances) < cost) return undefined;
   const involved = [target];
   let covered = balances[target] ?? 0;
   // Richest first; ties broken at random so racing accepts do not all pick the same donor.
-  const donors = balances
-    .map((balance, shard) => ({ shard, balance, tie: random() }))
-    .filter((entry) => entry.shard !== target && entry.balance > 0)
-    .sort((a, b) => b.balance - a.balance || a.tie - b.tie);
-  for (const donor of donors) {
+  const donors = [...balances.keys()]
+    .filter((shard) => shard !== target && (balances[shard] ?? 0) > 0)
+    .map((shard) => [shard, (balances[shard] ?? 0) + random() / 2] as const)
+    .sort((a, b) => b[1] - a[1]);
+  for (const [shard] of donors) {
     if (covered >= cost) break;
-    involved.push(donor.shard);
-    covered += donor.balance;
+    involved.push(shard);
+    covered += balances[shard] ?? 0;
   }
   if (covered < cost) return undefined;
   const left = covered - cost;
-  const share = Math.floor(left / involved.length);
-  const extra = left % involved.length;
+  const n = involved.length;
   return involved
-    .map((shard, index) => ({ shard, delta: share + (index < extra ? 1 : 0) - (balances[shard] ?? 0) }))
+    .map((shard, i) => ({ shard, delta: Math.floor(left / n) + (i < left % n ? 1 : 0) - (balances[shard] ?? 0) }))
     .filter((entry) => entry.delta !== 0);
 }
 
@@ -174,8 +163,6 @@ export function planSpreadDebit(
  * so most tries cost no wait; conflicts on other items back off as `withRetry` does.
  */
 export const SHARD_ATTEMPTS = 12;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Conflicts on a shard retried without any wait before backing off: another shard is likely free. */
 const IMMEDIATE_SHARD_RETRIES = 2;
@@ -190,7 +177,7 @@ const IMMEDIATE_SHARD_RETRIES = 2;
 export async function pauseAfterConflict(ctx: RetryingStoreContext, attempt: number, onShard: boolean): Promise<void> {
   if (onShard && attempt <= IMMEDIATE_SHARD_RETRIES) return;
   const retry = onShard ? attempt - IMMEDIATE_SHARD_RETRIES : attempt;
-  await (ctx.retry?.sleep ?? sleep)(backoffDelay(Math.min(retry, 6), ctx.retry));
+  await (ctx.retry?.sleep ?? realSleep)(backoffDelay(Math.min(retry, 6), ctx.retry));
 }
 
 /**
@@ -213,7 +200,7 @@ export async function transactCreditingOneShard(
     } catch (error) {
       if (!isRetryable(error)) throw error;
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
-      const onShard = conflictedShards(error, new Map([[shardIndex, shard]])).length > 0;
+      const onShard = cancellationReasons(error)?.[shardIndex]?.Code === 'TransactionConflict';
       if (onShard) avoid.add(shard);
       await pauseAfterConflict(ctx, attempt, onShard);
     }
@@ -226,8 +213,6 @@ export async function transactCreditingOneShard(
  * a day leaves ample margin and keeps shard items (and so every accept's write units) small.
  */
 export const KEY_END_MARKER_SECONDS = 24 * 60 * 60;
-
-const KEY_END_PREFIX = keyEndAttribute('');
 
 /**
  * Records in every balance shard of the key's owner that key `keyId` ends at `endSeconds` (an earlier
@@ -264,9 +249,8 @@ export async function markKeyEnd(
     );
     for (const item of out.Items ?? []) {
       const shard = balanceShardOf(String(item[TABLE.sortKey]));
-      if (shard === undefined) continue;
       const old = Object.entries(item)
-        .filter(([name]) => name.startsWith(KEY_END_PREFIX) && name !== keyEndAttribute(input.keyId))
+        .filter(([name]) => name.startsWith(keyEndAttribute('')) && name !== keyEndAttribute(input.keyId))
         .filter(([, value]) => typeof value === 'number' && value < nowSeconds - KEY_END_MARKER_SECONDS)
         .map(([name]) => name);
       stale.set(shard, old);

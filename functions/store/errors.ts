@@ -5,6 +5,7 @@
  */
 import { IdempotencyConflictError, ServiceBusyError, UnauthorizedError, UsageError } from '../core/errors';
 import type { StoreContext } from './client';
+import { keyEndAttribute } from './conditions';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
 export interface CancellationReason {
@@ -59,14 +60,14 @@ function readNumber(item: Record<string, WireValue> | undefined, name: string): 
 
 /** Where the accept transaction put each conditional item. */
 export interface AcceptLayout {
-  /** Transaction index -> balance shard number, for every shard the accept writes. */
-  shards: Map<number, number>;
+  /** The balance shards the accept writes, in transaction order: they are its first items. */
+  shards: number[];
   task: number;
   ledger: number;
   idempotency?: number;
   requestHash?: string;
   /** The key whose end marker the shard conditions checked, and the time they checked it at. */
-  keyEnd?: { attribute: string; nowSeconds: number };
+  keyGuard?: { keyId: string; nowSeconds: number };
 }
 
 /**
@@ -96,13 +97,14 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
   }
   const shortShards: number[] = [];
   const conflictedShards: number[] = [];
-  for (const [index, shard] of layout.shards) {
+  for (const [index, shard] of layout.shards.entries()) {
     const reason = reasons[index];
     if (reason?.Code === 'TransactionConflict') conflictedShards.push(shard);
     const failed = failedCondition(reasons, index);
     if (!failed) continue;
-    const keyEnd = layout.keyEnd && readNumber(failed.Item, layout.keyEnd.attribute);
-    if (layout.keyEnd && keyEnd !== undefined && keyEnd <= layout.keyEnd.nowSeconds) throw new UnauthorizedError();
+    const guard = layout.keyGuard;
+    const keyEnd = guard && readNumber(failed.Item, keyEndAttribute(guard.keyId));
+    if (guard && keyEnd !== undefined && keyEnd <= guard.nowSeconds) throw new UnauthorizedError();
     shortShards.push(shard);
   }
   const idempotency = failedCondition(reasons, layout.idempotency);
@@ -118,12 +120,6 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
   }
   if (isRetryable(error)) return { kind: 'conflict', conflictedShards };
   throw error;
-}
-
-/** The shards a cancelled transaction found held by another one (by transaction index -> shard). */
-export function conflictedShards(error: unknown, shards: Map<number, number>): number[] {
-  const reasons = cancellationReasons(error) ?? [];
-  return [...shards].filter(([index]) => reasons[index]?.Code === 'TransactionConflict').map(([, shard]) => shard);
 }
 
 /** What a cancelled refund means. */
@@ -204,7 +200,8 @@ export function backoffDelay(retry: number, options: RetryOptions = {}): number 
   return Math.floor(random() * Math.min(cap, base * 2 ** (retry - 1)));
 }
 
-const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A real wait (tests inject `retry.sleep` instead). */
+export const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs `operation` and tries again on transient failures, at most `maxAttempts` times in all. After
@@ -224,24 +221,10 @@ export async function withRetry<T>(operation: () => Promise<T>, options: RetryOp
   }
 }
 
-/** Errors that mean "the table is too busy right now" once the SDK's own retries gave up too. */
-const BUSY_ERRORS = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'TransactionInProgressException',
-]);
-
 /**
  * The domain error for contention that retrying could not win: a 503 with Retry-After, never a 500.
  * Only ever built from a failure that wrote nothing (a cancelled transaction, a refused write).
  */
 export function busy(error: unknown): ServiceBusyError {
-  return new ServiceBusyError(1, { cause: error });
-}
-
-/** Throws `ServiceBusyError` for contention and throttling failures; returns for anything else. */
-export function throwIfBusy(error: unknown): void {
-  const name = errorName(error);
-  if (isRetryable(error) || (name !== undefined && BUSY_ERRORS.has(name))) throw busy(error);
+  return new ServiceBusyError({ cause: error });
 }

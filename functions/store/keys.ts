@@ -81,11 +81,9 @@ export function shardOf(taskId: string): number {
   return (hash >>> 0) % TABLE.pendingShards;
 }
 
-/** The shard number of a balance item's sort key, or undefined for any other item. */
-export function balanceShardOf(sk: string): number | undefined {
-  if (sk === BALANCE_PREFIX) return 0;
-  const match = /^ACCOUNT#(\d+)$/.exec(sk);
-  return match ? Number(match[1]) : undefined;
+/** The shard number of a balance item's sort key (`ACCOUNT` or `ACCOUNT#<n>`, as Queries on the prefix return). */
+export function balanceShardOf(sk: string): number {
+  return Number(sk.slice(BALANCE_PREFIX.length + 1)) || 0;
 }
 
 /** Recovers the user id from a `USER#<id>` partition key (user ids are opaque; only the prefix is ours). */

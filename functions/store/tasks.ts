@@ -20,9 +20,8 @@ import {
   shardChange,
   type TransactItem,
   totalOf,
-  transactCreditingOneShard,
 } from './balance';
-import { and, attr, conditionParams, conditions, keyEndAttribute, update, updateParams } from './conditions';
+import { and, attr, conditionParams, conditions, update, updateParams } from './conditions';
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
@@ -172,13 +171,11 @@ export async function acceptTask(
       return { task: record, replayed: false };
     } catch (error) {
       const outcome = acceptFailure(error, {
-        shards: new Map(plan.map(({ shard }, index) => [index, shard])),
+        shards: plan.map(({ shard }) => shard),
         task: offset,
         ledger: offset + 1,
         ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
-        ...(keyGuard
-          ? { keyEnd: { attribute: keyEndAttribute(keyGuard.keyId), nowSeconds: keyGuard.nowSeconds } }
-          : {}),
+        keyGuard,
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
@@ -328,7 +325,7 @@ export interface FailAndRefundInput {
  * Fails a pending task and gives its credits back, exactly once however many callers race: ONE
  * `TransactWriteItems` that moves the task `status 0 -> 2` and `creditsRefunded false -> true` (both
  * conditions), sets the error fields, leaves the pending index, adds `creditsUsed` to one balance shard
- * (picked at random) and puts the ledger refund. The refund entry's key is the task's (creation time, id, 'refund'), so even
+ * (picked at random, again on each retry) and puts the ledger refund. The refund entry's key is the task's (creation time, id, 'refund'), so even
  * the ledger cannot hold two refunds of one task.
  *
  * Returns `{ task, refunded: true }` to the caller that refunded, `{ task: <current>, refunded: false }`
@@ -387,7 +384,11 @@ export async function failAndRefund(
   ];
 
   try {
-    await transactCreditingOneShard(ctx, (shard) => ({ items: items(shard), shardIndex: 1 }));
+    // Each try credits a shard picked afresh, so a shard held by an accept is rarely met twice.
+    await withRetry(
+      () => ctx.doc.send(new TransactWriteCommand({ TransactItems: items(randomShard(undefined, ctx.retry?.random)) })),
+      ctx.retry,
+    );
   } catch (error) {
     if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
     const current = await getTask(ctx, input.userId, input.taskId);
