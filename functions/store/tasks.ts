@@ -387,7 +387,9 @@ export async function failAndRefund(
     // Each try credits a shard picked afresh, so a shard held by an accept is rarely met twice.
     await withRetry(
       () => ctx.doc.send(new TransactWriteCommand({ TransactItems: items(randomShard(undefined, ctx.retry?.random)) })),
-      ctx.retry,
+      // Racing pollers and sweepers all want the same task item, and each conflict costs a loser one
+      // try: a larger budget than an accept's, so a crowd of them still ends in one refund, not a 503.
+      { maxAttempts: 20, ...ctx.retry },
     );
   } catch (error) {
     if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
