@@ -154,7 +154,7 @@ describe('functions', () => {
       expect(code.includes('sourceMappingURL')).toBe(false);
     }
     // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
-    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table === 'none').length);
+    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table.access === 'none').length);
   });
 });
 
@@ -190,7 +190,8 @@ describe('least privilege', () => {
       const env = environmentOf(route.name);
 
       // Assert
-      const table = route.needs.table === 'none' ? [] : route.needs.table === 'RW' ? [...READ, ...WRITE] : READ;
+      const table =
+        route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
       expect(actionsOf(statements)).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret].sort());
       expect(env.PUBLIC_ORIGIN).toEqual({
@@ -234,12 +235,19 @@ describe('least privilege', () => {
 
   test('each function touches only the partition key patterns it uses (dynamodb:LeadingKeys)', () => {
     // Prepare
+    const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
-      [AUTHORIZER.name]: ['APIKEY#*'],
+      [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
       [SWEEPER.name]: ['USER#*', 'PENDING#*'],
-      ...Object.fromEntries(ROUTES.map((route) => [route.name, ['USER#*']])),
+      'submit-image': ['USER#*'],
+      'submit-video': ['USER#*'],
+      'get-task': ['USER#*'],
+      ...Object.fromEntries(
+        ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
+      ),
     };
 
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 2 - 1); // sign-in touches no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       const table = statementsOf(name).filter((statement) =>
