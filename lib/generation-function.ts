@@ -159,8 +159,8 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
-   * Grants the table (and its pending-task index) read-only or read/write access, to the items whose
-   * partition key matches `needs.keys` only, and sets
+   * Grants the table (and its pending-task and task-listing indexes) read-only or read/write access, to
+   * the items whose partition key matches `needs.keys` only, and sets
    * `TABLE_NAME`. Read/write is read plus item writes; nobody gets `Scan` or table management.
    */
   bindTable(table: ITable, needs: TableNeeds): this {
@@ -170,7 +170,11 @@ export class GenerationFunction extends NodejsFunction {
     this.addToRolePolicy(
       new PolicyStatement({
         actions,
-        resources: [table.tableArn, `${table.tableArn}/index/${TABLE.pendingIndex.name}`],
+        resources: [
+          table.tableArn,
+          `${table.tableArn}/index/${TABLE.pendingIndex.name}`,
+          `${table.tableArn}/index/${TABLE.taskIndex.name}`,
+        ],
         // Only items whose partition key matches (the index's partition key for index queries). Every
         // granted action names its key, so the set is never empty (ForAllValues would then allow).
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.keys] } },

@@ -193,6 +193,14 @@ export class GenerationServiceStack extends Stack {
       sortKey: { name: gsi.sortKey, type: AttributeType.STRING },
       projectionType: ProjectionType.KEYS_ONLY,
     });
+    const taskIndex = TABLE.taskIndex;
+    table.addGlobalSecondaryIndex({
+      indexName: taskIndex.name,
+      partitionKey: { name: taskIndex.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: taskIndex.sortKey, type: AttributeType.STRING },
+      projectionType: ProjectionType.INCLUDE,
+      nonKeyAttributes: [...taskIndex.projected],
+    });
     return table;
   }
 

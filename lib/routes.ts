@@ -62,6 +62,8 @@ const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'U
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
 const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
 const readNeeds: FunctionNeeds = { table: { access: 'RO', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+/** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
+const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
 
 /**
@@ -94,6 +96,28 @@ export const ROUTES: readonly RouteDefinition[] = [
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
     needs: lifecycleNeeds,
+  },
+  // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
+  {
+    name: 'list-tasks',
+    method: 'GET',
+    path: '/api/ai/tasks',
+    entry: 'functions/list-tasks/handler.ts',
+    needs: ownReadNeeds,
+  },
+  {
+    name: 'get-credits',
+    method: 'GET',
+    path: '/api/ai/credits',
+    entry: 'functions/get-credits/handler.ts',
+    needs: ownReadNeeds,
+  },
+  {
+    name: 'list-models',
+    method: 'GET',
+    path: '/api/ai/models',
+    entry: 'functions/list-models/handler.ts',
+    needs: ownReadNeeds,
   },
   // Accounts: sign-in, sessions and key management (session only, see each handler).
   {

@@ -5,10 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from './client';
 import { conditionParams, conditions } from './conditions';
 import { keys } from './keys';
+import { decodeCursor, queryPage } from './pages';
+import { TABLE } from './table';
 
 /** What happened. */
 export type AuditAction =
@@ -57,16 +58,12 @@ export function auditPut(ctx: StoreContext, userId: string, input: AuditInput, n
   };
 }
 
-const CURSOR = /^AUDIT#[\x21-\x7e]{1,200}$/;
+/** Audit sort keys: `AUDIT#<ISO time>#<entry id>`. */
+const AUDIT_SORT_KEY = /^AUDIT#[\x21-\x7e]{1,200}$/;
 
-/** An opaque page cursor from a sort key, and back (`undefined` when malformed). */
-export function encodeAuditCursor(sortKey: string): string {
-  return Buffer.from(sortKey, 'utf8').toString('base64url');
-}
+/** The sort key in an audit cursor, or undefined when it is not one. */
 export function decodeAuditCursor(cursor: string): string | undefined {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return undefined;
-  const sortKey = Buffer.from(cursor, 'base64url').toString('utf8');
-  return CURSOR.test(sortKey) ? sortKey : undefined;
+  return decodeCursor(cursor, AUDIT_SORT_KEY);
 }
 
 function toEntry(item: Record<string, unknown>): AuditEntry {
@@ -91,18 +88,16 @@ export async function listAudit(
   options: { limit: number; afterSortKey?: string },
 ): Promise<{ entries: AuditEntry[]; next?: string }> {
   const prefix = keys.auditPrefix(userId);
-  const page = await ctx.doc.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
-      ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
-      ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
-      ScanIndexForward: false,
-      Limit: options.limit,
-      ExclusiveStartKey: options.afterSortKey ? { PK: prefix.PK, SK: options.afterSortKey } : undefined,
-    }),
+  const page = await queryPage(
+    ctx,
+    {
+      partitionKeyName: TABLE.partitionKey,
+      sortKeyName: TABLE.sortKey,
+      partitionKey: prefix.PK,
+      sortKeyPrefix: prefix.SK,
+    },
+    { limit: options.limit, ...(options.afterSortKey ? { afterSortKey: options.afterSortKey } : {}) },
+    toEntry,
   );
-  const entries = (page.Items ?? []).map(toEntry);
-  const last = page.LastEvaluatedKey?.SK;
-  return typeof last === 'string' ? { entries, next: encodeAuditCursor(last) } : { entries };
+  return page.next ? { entries: page.items, next: page.next } : { entries: page.items };
 }

@@ -9,10 +9,11 @@ import {
   type DescribeTableCommandOutput,
   ResourceInUseException,
   ResourceNotFoundException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { StoreContext } from './client';
-import { createTableInput, TABLE } from './table';
+import { createTableInput, TABLE, taskIndexDefinition } from './table';
 
 const POLL_MS = 100;
 
@@ -28,6 +29,21 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
     } catch (error) {
       if (!(error instanceof ResourceInUseException)) throw error;
     }
+  }
+  // A table made by an older version lacks the task-listing index: add it (tasks accepted before then
+  // carry no listing keys and are not listed; each is still readable by id).
+  const indexes = existing?.Table?.GlobalSecondaryIndexes ?? [];
+  if (existing && !indexes.some((index) => index.IndexName === TABLE.taskIndex.name)) {
+    await ctx.doc.send(
+      new UpdateTableCommand({
+        TableName: ctx.tableName,
+        AttributeDefinitions: [
+          { AttributeName: TABLE.taskIndex.partitionKey, AttributeType: 'S' },
+          { AttributeName: TABLE.taskIndex.sortKey, AttributeType: 'S' },
+        ],
+        GlobalSecondaryIndexUpdates: [{ Create: taskIndexDefinition() }],
+      }),
+    );
   }
   await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
   if (!existing) {

@@ -58,6 +58,11 @@ export const keys = {
     SK: `AUDIT#${isoTime}#${entryId}`,
   }),
   auditPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'AUDIT#' }),
+  /** A task's entry in the user's task listing (`GSI2`), newest first by creation time. */
+  taskListing: (userId: string, taskId: string, createdAtIso: string): { GSI2PK: string; GSI2SK: string } => ({
+    GSI2PK: `${USER}${userId}`,
+    GSI2SK: `${createdAtIso}#${taskId}`,
+  }),
   /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
   pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
     GSI1PK: pendingShardKey(shardOf(taskId)),

@@ -8,9 +8,54 @@ import { attr } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { keys, userIdFromPk } from './keys';
 import type { LedgerEntry } from './ledger-entry';
+import { decodeCursor, type Page, queryPage } from './pages';
 import { TABLE } from './table';
 
 export type { LedgerEntry } from './ledger-entry';
+
+/** One ledger entry as stored (the item minus its keys). */
+function toLedgerEntry(item: Record<string, unknown>): LedgerEntry {
+  const { userId: owner, kind, delta, at, taskId, grantId } = item;
+  return {
+    userId: String(owner),
+    kind: kind as LedgerEntry['kind'],
+    delta: Number(delta),
+    at: String(at),
+    ...(taskId === undefined ? {} : { taskId: String(taskId) }),
+    ...(grantId === undefined ? {} : { grantId: String(grantId) }),
+  };
+}
+
+/** Ledger sort keys: `LEDGER#<ISO time>#<task or grant id>#<kind>`. */
+const LEDGER_SORT_KEY = /^LEDGER#\d{4}-\d{2}-\d{2}T[\d:.]+Z#[\x21-\x7e]{1,300}#(grant|debit|refund)$/;
+
+/** The sort key in a ledger cursor, or undefined when it is not one. */
+export function decodeLedgerCursor(cursor: string): string | undefined {
+  return decodeCursor(cursor, LEDGER_SORT_KEY);
+}
+
+/**
+ * One page of a user's ledger, newest first (one consistent Query). Entries are ordered by their key
+ * time: a refund sits at the time of the task it gives back (see `ledgerEntryItem`).
+ */
+export async function listLedgerPage(
+  ctx: RetryingStoreContext,
+  userId: string,
+  options: { limit: number; afterSortKey?: string },
+): Promise<Page<LedgerEntry>> {
+  const prefix = keys.ledgerPrefix(userId);
+  return queryPage(
+    ctx,
+    {
+      partitionKeyName: TABLE.partitionKey,
+      sortKeyName: TABLE.sortKey,
+      partitionKey: prefix.PK,
+      sortKeyPrefix: prefix.SK,
+    },
+    { limit: options.limit, consistent: true, ...(options.afterSortKey ? { afterSortKey: options.afterSortKey } : {}) },
+    toLedgerEntry,
+  );
+}
 
 /** A user's whole ledger, oldest first (a Query on the `LEDGER#` prefix, all pages, consistent). */
 export async function listLedger(ctx: RetryingStoreContext, userId: string): Promise<LedgerEntry[]> {
@@ -35,17 +80,7 @@ export async function listLedger(ctx: RetryingStoreContext, userId: string): Pro
         ),
       ctx.retry,
     );
-    for (const item of out.Items ?? []) {
-      const { userId: owner, kind, delta, at, taskId, grantId } = item;
-      entries.push({
-        userId: String(owner),
-        kind,
-        delta: Number(delta),
-        at: String(at),
-        ...(taskId === undefined ? {} : { taskId: String(taskId) }),
-        ...(grantId === undefined ? {} : { grantId: String(grantId) }),
-      });
-    }
+    for (const item of out.Items ?? []) entries.push(toLedgerEntry(item));
     startKey = out.LastEvaluatedKey;
   } while (startKey);
   return entries;

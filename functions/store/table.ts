@@ -9,6 +9,26 @@ export const TABLE = {
   sortKey: 'SK',
   /** Sparse index of pending tasks only: the lifecycle removes GSI1PK/GSI1SK when a task ends. */
   pendingIndex: { name: 'GSI1', partitionKey: 'GSI1PK', sortKey: 'GSI1SK' },
+  /**
+   * Every task of a user by creation time (`GSI2PK` = `USER#<id>`, `GSI2SK` = `<createdAt>#<taskId>`), for
+   * listing newest first in one Query per page. It projects the summary a listing shows, not the request.
+   */
+  taskIndex: {
+    name: 'GSI2',
+    partitionKey: 'GSI2PK',
+    sortKey: 'GSI2SK',
+    projected: [
+      'taskId',
+      'type',
+      'status',
+      'model',
+      'creditsUsed',
+      'creditsRefunded',
+      'createdAt',
+      'updatedAt',
+      'errorCode',
+    ],
+  },
   /** Epoch seconds; DynamoDB deletes expired disposable items (idempotency records). */
   ttlAttribute: 'ttl',
   /** Pending tasks are spread over this many index partitions (`PENDING#0..15`). */
@@ -27,6 +47,7 @@ export const DEFAULT_TABLE_NAME = 'generation-service';
 /** CreateTable input for DynamoDB Local and LocalStack-free tests; the CDK stack mirrors it. */
 export function createTableInput(tableName: string): CreateTableCommandInput {
   const gsi = TABLE.pendingIndex;
+  const taskIndex = TABLE.taskIndex;
   return {
     TableName: tableName,
     BillingMode: 'PAY_PER_REQUEST',
@@ -35,6 +56,8 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
       { AttributeName: TABLE.sortKey, AttributeType: 'S' },
       { AttributeName: gsi.partitionKey, AttributeType: 'S' },
       { AttributeName: gsi.sortKey, AttributeType: 'S' },
+      { AttributeName: taskIndex.partitionKey, AttributeType: 'S' },
+      { AttributeName: taskIndex.sortKey, AttributeType: 'S' },
     ],
     KeySchema: [
       { AttributeName: TABLE.partitionKey, KeyType: 'HASH' },
@@ -51,6 +74,20 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
         // itself before acting, so a slim projection keeps index writes cheap.
         Projection: { ProjectionType: 'KEYS_ONLY' },
       },
+      taskIndexDefinition(),
     ],
+  };
+}
+
+/** The task-listing index as CreateTable / UpdateTable take it (ensure-table adds it to older tables). */
+export function taskIndexDefinition() {
+  const index = TABLE.taskIndex;
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+      { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+    ],
+    Projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...index.projected] },
   };
 }

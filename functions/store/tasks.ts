@@ -56,6 +56,8 @@ const TASK_KEY_ATTRIBUTES = [
   TABLE.sortKey,
   TABLE.pendingIndex.partitionKey,
   TABLE.pendingIndex.sortKey,
+  TABLE.taskIndex.partitionKey,
+  TABLE.taskIndex.sortKey,
 ] as const;
 
 /** The stored item without its table keys. Items are only ever written by this module. */
@@ -112,7 +114,12 @@ export async function acceptTask(
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...keys.task(task.userId, task.taskId), ...keys.pendingIndex(task.taskId, createdAt), ...record },
+        Item: {
+          ...keys.task(task.userId, task.taskId),
+          ...keys.pendingIndex(task.taskId, createdAt),
+          ...keys.taskListing(task.userId, task.taskId, createdAt),
+          ...record,
+        },
         ...conditionParams(conditions.itemIsNew()),
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },

@@ -245,6 +245,10 @@ describe('least privilege', () => {
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
+      // The listings read the caller's own partition only.
+      'list-tasks': ['USER#*'],
+      'get-credits': ['USER#*'],
+      'list-models': ['USER#*'],
     };
 
     expect(Object.keys(expected)).toHaveLength(ROUTES.length + 2 - 1); // sign-in touches no table
@@ -260,13 +264,14 @@ describe('least privilege', () => {
     }
   });
 
-  test('the table grant covers the table and its pending index only', () => {
+  test('the table grant covers the table and its two indexes only', () => {
     // Act
     const table = statementsOf(SWEEPER.name).find((statement) => actionsOf([statement]).includes('dynamodb:Query'));
 
     // Assert
     expect(JSON.stringify(table?.Resource)).toContain(`"/index/${TABLE.pendingIndex.name}"`);
-    expect(table?.Resource).toHaveLength(2);
+    expect(JSON.stringify(table?.Resource)).toContain(`"/index/${TABLE.taskIndex.name}"`);
+    expect(table?.Resource).toHaveLength(3);
   });
 });
 
@@ -460,6 +465,14 @@ describe('data', () => {
               { AttributeName: TABLE.pendingIndex.sortKey, KeyType: 'RANGE' },
             ],
             Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+          {
+            IndexName: TABLE.taskIndex.name,
+            KeySchema: [
+              { AttributeName: TABLE.taskIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: TABLE.taskIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...TABLE.taskIndex.projected] },
           },
         ],
       },
