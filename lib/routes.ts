@@ -119,6 +119,15 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/list-models/handler.ts',
     needs: ownReadNeeds,
   },
+  {
+    // The OpenAPI document, public (a client generator needs it before it has a key).
+    name: 'openapi',
+    method: 'GET',
+    path: '/api/openapi.json',
+    entry: 'functions/openapi/handler.ts',
+    needs: { table: { access: 'none', keys: [] }, provider: false, media: 'none' },
+    auth: 'none',
+  },
   // Accounts: sign-in, sessions and key management (session only, see each handler).
   {
     name: 'auth-sign-in',

@@ -13,6 +13,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import fc from 'fast-check';
 import { createApi, IMAGE_PATH, REFERENCE_IMAGE, VIDEO_PATH } from './support/api';
+import { checkAgainstContract } from './support/contract';
 import { loadTarget } from './support/target';
 
 jest.setTimeout(240_000);
@@ -169,6 +170,7 @@ async function sendAndCheck(req: RawRequest): Promise<RawAnswer> {
   statusesSeen.set(answer.status, (statusesSeen.get(answer.status) ?? 0) + 1);
   const where = `${describeRequest(req)}\n-> ${answer.status} ${answer.text.slice(0, 300)}`;
   if (answer.status >= 500) throw new Error(`5xx answer to ${where}`);
+  checkAgainstContract(req.method, req.path, answer.status, answer.headers['content-type'] ?? '', answer.body);
 
   if (answer.status === 202) {
     // Only a submit with a valid body and key is accepted; it carries the submission response.

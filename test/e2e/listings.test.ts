@@ -2,6 +2,8 @@
  * The endpoints around a task through the gateway: the caller's tasks, credits and the catalog; never
  * another user's data.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createApi, IMAGE_PATH } from './support/api';
 import { loadTarget } from './support/target';
 
@@ -91,6 +93,21 @@ describe('listings', () => {
         error: 'Invalid request',
         details: { fieldErrors: { limit: [expect.any(String)] }, formErrors: [] },
       });
+    },
+    QUICK_TIMEOUT_MS,
+  );
+
+  test(
+    'GET /api/openapi.json serves the committed document without a key',
+    async () => {
+      // Act
+      const answer = await api.request('/api/openapi.json');
+
+      // Assert
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual(
+        JSON.parse(readFileSync(join(__dirname, '..', '..', 'docs', 'openapi.json'), 'utf8')),
+      );
     },
     QUICK_TIMEOUT_MS,
   );

@@ -58,6 +58,8 @@ function parseJson(text: string): unknown {
   }
 }
 
+import { checkAgainstContract } from './contract';
+
 export function createApi(target: Target) {
   async function request(path: string, options: RequestOptions = {}): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...options.headers };
@@ -73,7 +75,10 @@ export function createApi(target: Target) {
       body,
     });
     const text = await response.text();
-    return { status: response.status, headers: response.headers, body: parseJson(text), text };
+    const method = options.method ?? (body === undefined ? 'GET' : 'POST');
+    const parsed = parseJson(text);
+    checkAgainstContract(method, path, response.status, response.headers.get('content-type') ?? '', parsed);
+    return { status: response.status, headers: response.headers, body: parsed, text };
   }
 
   /** Submits a task and checks the acceptance answer (202, Location, submission body). */

@@ -1,0 +1,413 @@
+/**
+ * The OpenAPI 3.1 document of the service, generated from the code that enforces the contract: the
+ * request schemas are the valibot schemas validation runs (converted by `@valibot/to-json-schema`), the
+ * paths are the route table, the per-model rules come from the catalog. `npm run openapi` writes it to
+ * `docs/openapi.json`; a unit test keeps that file equal to this function's output, and the service
+ * serves the committed file at `GET /api/openapi.json`.
+ */
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type { GenericSchema } from 'valibot';
+import { IMAGE_MODELS, VIDEO_MODELS } from '../functions/core/catalog';
+import { ERROR_CODES } from '../functions/core/task';
+import { ImageRequestSchema, VideoRequestSchema } from '../functions/core/validation';
+import packageJson from '../package.json';
+import { ROUTES } from './routes';
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json, description: string): Json => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** Field descriptions the JSON Schema keywords cannot carry (units, defaults, the per-model rules). */
+const FIELD_NOTES: Readonly<Record<string, string>> = {
+  prompt: "What to generate. At most the model's prompt cap (see GET /api/ai/models), counted in Unicode code points.",
+  model: "The model id; GET /api/ai/models lists each model's modes, limits and prices.",
+  negativePrompt: 'What to avoid.',
+  width: 'Output width in pixels. With `height`, decides the price tier of tiered models.',
+  height: 'Output height in pixels.',
+  aspectRatio: "One of the model's aspect ratios (GET /api/ai/models).",
+  numOutputs: 'Number of images (default 1); the price is per image.',
+  seed: 'Seed for reproducible results.',
+  guidanceScale: 'How closely to follow the prompt.',
+  numInferenceSteps: 'Number of denoising steps.',
+  inputImageUrls:
+    "Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap.",
+  providerInput:
+    'Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty.',
+  inputMode: 'text_to_video or image_to_video; each model takes one or both (GET /api/ai/models).',
+  duration: "Video length in seconds: one of the model's durations (default: its shortest).",
+  fps: 'Frames per second.',
+  motionStrength: 'Strength of motion.',
+  cameraMotion: 'Camera motion hint.',
+};
+
+/** A request schema in JSON Schema 2020-12 (OpenAPI 3.1's dialect), with the notes added. */
+function requestSchema(schema: GenericSchema, description: string): Json {
+  const converted = toJsonSchema(schema, {
+    target: 'draft-2020-12',
+    errorMode: 'ignore',
+    // JSON Schema string lengths count code points, exactly what minCodePoints/maxCodePoints count.
+    overrideAction: ({ valibotAction, jsonSchema }) => {
+      const action = valibotAction as { type: string; requirement?: unknown };
+      if (action.type === 'min_code_points') return { ...jsonSchema, minLength: action.requirement as number };
+      if (action.type === 'max_code_points') return { ...jsonSchema, maxLength: action.requirement as number };
+      return undefined;
+    },
+  }) as Json;
+  delete converted.$schema;
+  const properties = (converted.properties ?? {}) as Record<string, Json>;
+  for (const [name, property] of Object.entries(properties)) {
+    const note = FIELD_NOTES[name];
+    if (note) property.description = note;
+  }
+  const providerInput = properties.providerInput;
+  if (providerInput) Object.assign(providerInput, { type: 'object' });
+  return { ...converted, description };
+}
+
+const ERROR: Json = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'string', description: 'A short, stable message.' } },
+};
+
+function schemas(): Json {
+  const taskBase = {
+    taskId: { type: 'string' },
+    type: { enum: ['image', 'video'] },
+    model: { type: 'string' },
+    prompt: { type: 'string' },
+    creditsUsed: { type: 'integer', minimum: 0 },
+    creditsRefunded: { type: 'boolean' },
+    createdAt: { type: 'string', format: 'date-time' },
+    updatedAt: { type: 'string', format: 'date-time' },
+  };
+  const taskRequired = Object.keys(taskBase);
+  return {
+    ImageRequest: requestSchema(
+      ImageRequestSchema,
+      `Body of POST /api/ai/image/generate. Models: ${IMAGE_MODELS.map((m) => m.id).join(', ')}.`,
+    ),
+    VideoRequest: requestSchema(
+      VideoRequestSchema,
+      `Body of POST /api/ai/video/generate. Models: ${VIDEO_MODELS.map((m) => m.id).join(', ')}.`,
+    ),
+    Submission: {
+      type: 'object',
+      required: ['taskId', 'status', 'creditsUsed'],
+      properties: {
+        taskId: { type: 'string' },
+        status: {
+          enum: [0, 1, 2],
+          description:
+            '0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task\'s current status, which may be 1.',
+        },
+        creditsUsed: { type: 'integer', minimum: 0, description: 'Credits debited for this task.' },
+      },
+    },
+    Task: {
+      description:
+        'A task. status 0: pending (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded.',
+      oneOf: [
+        {
+          title: 'Pending',
+          type: 'object',
+          required: [...taskRequired, 'status'],
+          properties: { ...taskBase, status: { const: 0 } },
+        },
+        {
+          title: 'Completed',
+          type: 'object',
+          required: [...taskRequired, 'status'],
+          properties: {
+            ...taskBase,
+            status: { const: 1 },
+            imageUrls: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Image tasks.' },
+            videoUrl: { type: 'string', format: 'uri', description: 'Video tasks.' },
+          },
+        },
+        {
+          title: 'Failed',
+          type: 'object',
+          required: [...taskRequired, 'status', 'errorCode', 'errorMessage'],
+          properties: {
+            ...taskBase,
+            status: { const: 2 },
+            errorCode: { enum: [...ERROR_CODES] },
+            errorMessage: { type: 'string' },
+          },
+        },
+      ],
+    },
+    TaskSummary: {
+      type: 'object',
+      required: ['taskId', 'type', 'status', 'model', 'creditsUsed', 'creditsRefunded', 'createdAt', 'updatedAt'],
+      properties: {
+        taskId: { type: 'string' },
+        type: { enum: ['image', 'video'] },
+        status: { enum: [0, 1, 2] },
+        model: { type: 'string' },
+        creditsUsed: { type: 'integer' },
+        creditsRefunded: { type: 'boolean' },
+        createdAt: { type: 'string', format: 'date-time' },
+        updatedAt: { type: 'string', format: 'date-time' },
+        errorCode: { enum: [...ERROR_CODES] },
+      },
+    },
+    TaskList: {
+      type: 'object',
+      required: ['tasks', 'next'],
+      properties: {
+        tasks: { type: 'array', items: ref('TaskSummary') },
+        next: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' },
+      },
+    },
+    Credits: {
+      type: 'object',
+      required: ['balance', 'entries', 'next'],
+      properties: {
+        balance: { type: 'integer', minimum: 0, description: 'Equals the sum of every ledger entry.' },
+        entries: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['kind', 'delta', 'at'],
+            properties: {
+              kind: { enum: ['grant', 'debit', 'refund'] },
+              delta: { type: 'integer' },
+              at: { type: 'string', format: 'date-time' },
+              taskId: { type: 'string', description: 'Debits and refunds: the task.' },
+              grantId: { type: 'string', description: 'Grants: the grant.' },
+            },
+          },
+        },
+        next: { type: ['string', 'null'] },
+      },
+    },
+    Models: {
+      type: 'object',
+      required: ['models'],
+      properties: { models: { type: 'array', items: { type: 'object', required: ['id', 'type', 'prices'] } } },
+    },
+    Error: ERROR,
+    ValidationError: {
+      type: 'object',
+      required: ['error', 'details'],
+      properties: {
+        error: { const: 'Invalid request' },
+        details: {
+          type: 'object',
+          required: ['fieldErrors', 'formErrors'],
+          properties: {
+            fieldErrors: {
+              type: 'object',
+              additionalProperties: { type: 'array', items: { type: 'string' } },
+              description: 'Messages by dotted field path, e.g. `inputImageUrls.3` or `providerInput.num_images`.',
+            },
+            formErrors: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+    },
+    InsufficientCredits: {
+      type: 'object',
+      required: ['error', 'required', 'balance'],
+      properties: {
+        error: { const: 'Insufficient credits' },
+        required: { type: 'integer' },
+        balance: { type: 'integer' },
+      },
+    },
+    InternalError: {
+      type: 'object',
+      required: ['error'],
+      properties: { error: { const: 'Internal error' }, requestId: { type: 'string' } },
+    },
+  };
+}
+
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+
+/** The error answers every route with credentials can give. */
+function commonErrors(): Json {
+  return {
+    '401': json(ref('Error'), 'Missing, unknown, revoked or expired credentials.'),
+    '403': json(
+      ref('Error'),
+      "Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check.",
+    ),
+    '429': { ...json(ref('Error'), 'Too many requests.'), headers: RETRY_AFTER },
+    '500': json(ref('InternalError'), 'Unexpected; report the requestId.'),
+  };
+}
+
+function submitOperation(kind: 'image' | 'video'): Json {
+  return {
+    summary: `Submit a${kind === 'image' ? 'n image' : ' video'} task`,
+    parameters: [
+      {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description:
+          'Makes retries safe for 24 h: the same key and body return the original task, never a second debit.',
+        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+      },
+    ],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref(kind === 'image' ? 'ImageRequest' : 'VideoRequest') } },
+    },
+    responses: {
+      '202': {
+        ...json(ref('Submission'), 'Accepted: poll the task at `Location`.'),
+        headers: {
+          Location: { description: 'The task to poll.', schema: { type: 'string' } },
+          'Idempotent-Replayed': {
+            description: '`true` when this answers an earlier submission.',
+            schema: { type: 'string' },
+          },
+        },
+      },
+      '400': json(ref('ValidationError'), 'The body failed validation or is not JSON.'),
+      '402': json(ref('InsufficientCredits'), 'Not enough credits.'),
+      '409': json(ref('Error'), 'Idempotency-Key reused with a different body.'),
+      '413': json(ref('Error'), 'Body over 10 MB.'),
+      '415': json(ref('Error'), 'Content-Type is not JSON.'),
+      '503': {
+        ...json(
+          ref('Error'),
+          'Too much contention on the account right now; nothing was debited. Retry with the same Idempotency-Key.',
+        ),
+        headers: RETRY_AFTER,
+      },
+      ...commonErrors(),
+    },
+  };
+}
+
+const PAGE_PARAMETERS = [
+  { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
+  {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    description: 'The `next` of the previous page.',
+    schema: { type: 'string' },
+  },
+];
+
+/** Operations by `METHOD path`; routes without one here are documented generically (account routes). */
+function operations(): Record<string, Json> {
+  return {
+    'POST /api/ai/image/generate': submitOperation('image'),
+    'POST /api/ai/video/generate': submitOperation('video'),
+    'GET /api/ai/tasks/{id}': {
+      summary: 'Read a task (only its creator sees it)',
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': json(ref('Task'), 'The task.'),
+        '404': json(ref('Error'), "No such task of the caller's."),
+        ...commonErrors(),
+      },
+    },
+    'GET /api/ai/tasks': {
+      summary: "The caller's tasks, newest first",
+      parameters: [
+        ...PAGE_PARAMETERS,
+        { name: 'status', in: 'query', required: false, schema: { enum: ['0', '1', '2'] } },
+        { name: 'type', in: 'query', required: false, schema: { enum: ['image', 'video'] } },
+      ],
+      responses: {
+        '200': json(ref('TaskList'), 'A page of tasks.'),
+        '400': json(ref('ValidationError'), 'A bad parameter.'),
+        ...commonErrors(),
+      },
+    },
+    'GET /api/ai/credits': {
+      summary: "The caller's balance and ledger, newest first",
+      parameters: PAGE_PARAMETERS,
+      responses: {
+        '200': json(ref('Credits'), 'The balance and a page of the ledger.'),
+        '400': json(ref('ValidationError'), 'A bad parameter.'),
+        ...commonErrors(),
+      },
+    },
+    'GET /api/ai/models': {
+      summary: 'The models with their modes, limits and prices',
+      responses: { '200': json(ref('Models'), 'The catalog.'), ...commonErrors() },
+    },
+    'GET /api/openapi.json': {
+      summary: 'This document',
+      security: [],
+      responses: { '200': json({ type: 'object' }, 'The OpenAPI document.') },
+    },
+  };
+}
+
+/** A route without a detailed operation: account and key management (documented in the README). */
+function genericOperation(method: string, path: string, sessionOnly: boolean): Json {
+  return {
+    summary: `${method} ${path}`,
+    ...(sessionOnly ? { security: [{ session: [] }] } : {}),
+    responses: {
+      '200': json({ type: 'object' }, 'Success.'),
+      default: json(ref('Error'), 'An error: `{ error, ... }`.'),
+    },
+  };
+}
+
+/** The whole document. */
+export function openApiDocument(version: string): Json {
+  const ops = operations();
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of ROUTES) {
+    const key = `${route.method} ${route.path}`;
+    const operation =
+      ops[key] ??
+      genericOperation(
+        route.method,
+        route.path,
+        route.path.startsWith('/api/keys') || route.path.startsWith('/api/audit'),
+      );
+    const pathItem = paths[route.path] ?? {};
+    pathItem[route.method.toLowerCase()] = {
+      operationId: route.name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()),
+      ...operation,
+      ...(route.auth === 'none' ? { security: [] } : {}),
+    };
+    paths[route.path] = pathItem;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Generation service',
+      version,
+      description:
+        'Asynchronous image and video generation tasks paid in credits: submit a task, get its id at once, poll it until it completes or fails. Credits are debited on acceptance and refunded when the provider fails the task. Errors are `{ error, ... }`.',
+    },
+    servers: [{ url: '/', description: "The API's base URL (the stage URL or your custom domain)." }],
+    security: [{ bearerKey: [] }, { session: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer gsk_live_...`.' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: '__Host-session',
+          description: "The dashboard's session cookie.",
+        },
+      },
+      schemas: schemas(),
+    },
+  };
+}
+
+/** The document as committed: pretty JSON with a final newline, versioned as the package. */
+export function openApiDocumentText(): string {
+  return `${JSON.stringify(openApiDocument(packageJson.version), null, 2)}\n`;
+}
