@@ -103,7 +103,7 @@ function schemas(): Json {
         status: {
           enum: [0, 1, 2],
           description:
-            '0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task\'s current status, which may be 1.',
+            "0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1.",
         },
         creditsUsed: { type: 'integer', minimum: 0, description: 'Credits debited for this task.' },
       },

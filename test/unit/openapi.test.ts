@@ -1,6 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { openApiDocument, openApiDocumentText } from '../../lib/openapi-document';
 import { ROUTES } from '../../lib/routes';
 

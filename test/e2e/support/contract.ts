@@ -49,7 +49,7 @@ function validatorFor(pointer: string): ValidateFunction {
   return validate;
 }
 
-const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
+const escapePointer = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** The parts of the API the document describes; sign-in redirects, pages and media are not JSON APIs. */
 const DOCUMENTED = /^\/api\/(ai\/|openapi\.json$|session$|keys|audit)/;
@@ -93,7 +93,7 @@ export function checkAgainstContract(
   if (!schema) return;
   if (!isJson)
     throw new Error(`${method} ${template} answered ${status} with ${contentType || 'no type'}, documented as JSON`);
-  const pointer = `/paths/${escape(template)}/${method.toLowerCase()}/responses/${code}/content/application~1json/schema`;
+  const pointer = `/paths/${escapePointer(template)}/${method.toLowerCase()}/responses/${code}/content/application~1json/schema`;
   const validate = validatorFor(pointer);
   if (!validate(body)) {
     throw new Error(
