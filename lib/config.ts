@@ -6,6 +6,7 @@
  */
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
+import { MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../functions/aws/signer';
 
 /** The context keys the stack reads, with their meaning. */
 export interface ServiceConfig {
@@ -34,8 +35,18 @@ export interface ServiceConfig {
   authorizerCacheTtlSeconds: number;
   /** `maxPendingSeconds`: age at which a pending task fails with `TIMEOUT` and is refunded. */
   maxPendingSeconds: number;
-  /** `mediaUrlTtlSeconds`: lifetime of the signed result URLs returned by the API (max 7 days). */
+  /**
+   * `mediaUrlTtlSeconds`: lifetime of the signed result URLs returned by the API, 60 to 3600. The
+   * functions sign with their role's temporary credentials, and such a URL dies with the role session
+   * whatever its own expiry says, so longer lifetimes would be promises the URL may not keep.
+   */
   mediaUrlTtlSeconds: number;
+  /**
+   * `mediaSourceHosts`: comma-separated host names the provider's result URLs may point at
+   * (`cdn.provider.example`, or `*.provider.example` for any subdomain). Empty (the default): any
+   * public host. Either way only https to public addresses is fetched (see README, Security notes).
+   */
+  mediaSourceHosts: string;
   /** `logRetentionDays`: retention of the Lambda and API access log groups (a CloudWatch value). */
   logRetentionDays: RetentionDays;
   /** `resultRetentionDays`: result files in the media bucket expire after this many days. */
@@ -76,6 +87,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   authorizerCacheTtlSeconds: 0,
   maxPendingSeconds: 1800,
   mediaUrlTtlSeconds: 3600,
+  mediaSourceHosts: '',
   logRetentionDays: RetentionDays.ONE_MONTH,
   resultRetentionDays: 30,
   retainData: true,
@@ -144,8 +156,9 @@ export function readConfig(node: Node): ServiceConfig {
       'mediaUrlTtlSeconds',
       DEFAULT_CONFIG.mediaUrlTtlSeconds,
       60,
-      604800,
+      MAX_TEMPORARY_CREDENTIALS_URL_SECONDS,
     ),
+    mediaSourceHosts: hostList(str(raw('mediaSourceHosts'), 'mediaSourceHosts', DEFAULT_CONFIG.mediaSourceHosts, true)),
     logRetentionDays,
     resultRetentionDays: int(
       raw('resultRetentionDays'),
@@ -199,6 +212,22 @@ export function readConfig(node: Node): ServiceConfig {
     throw new ConfigError('alarmEmail must be an e-mail address or empty');
   }
   return config;
+}
+
+const HOST_RULE = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A comma-separated list of host rules, normalised (lowercase, no spaces); refuses anything else. */
+function hostList(value: string): string {
+  const hosts = value
+    .split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter((host) => host.length > 0);
+  for (const host of hosts) {
+    if (!HOST_RULE.test(host)) {
+      throw new ConfigError(`mediaSourceHosts: "${host}" is not a host name or *.domain`);
+    }
+  }
+  return hosts.join(',');
 }
 
 function isLogLevel(value: string): value is ServiceConfig['logLevel'] {

@@ -271,7 +271,12 @@ export class GenerationServiceStack extends Stack {
       fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
       fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
     }
-    if (needs.media === 'write') fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds));
+    if (needs.media === 'write') {
+      fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds));
+      // The bucket's lifecycle rule, so tasks can say until when their results exist.
+      fn.addEnvironment('RESULT_RETENTION_DAYS', String(config.resultRetentionDays));
+      if (config.mediaSourceHosts !== '') fn.addEnvironment('MEDIA_SOURCE_HOSTS', config.mediaSourceHosts);
+    }
     return fn;
   }
 

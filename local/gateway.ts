@@ -33,7 +33,7 @@ export interface GatewayOptions {
   /** Authorizer result cache TTL, as `authorizerCacheTtlSeconds` in the stack; 0 disables it. */
   authorizerCacheTtlSeconds: number;
   /** Serves GET /media/<key> from here (stands in for the bucket's signed URLs). */
-  media?: { resolve(urlPath: string): string | undefined; contentType(path: string): string };
+  media?: { resolve(urlPath: string): string | undefined; headers(path: string): Record<string, string> };
   /** One line per request. */
   log?: (line: string) => void;
   /** Identity sources of the authorizer (default: the stack's); a missing one is a 401 without a call. */
@@ -285,7 +285,7 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     if (!file || !options.media) return false;
     const info = await stat(file).catch(() => undefined);
     if (!info?.isFile()) return false;
-    res.writeHead(200, { 'Content-Type': options.media.contentType(file), 'Content-Length': String(info.size) });
+    res.writeHead(200, { ...options.media.headers(file), 'Content-Length': String(info.size) });
     createReadStream(file).pipe(res);
     return true;
   }

@@ -7,7 +7,10 @@
  * - `mockOutcome`: `success` (default) | `fail` (state `fail`, `failCode`/`failMsg`; override them
  *   with `mockFailCode`/`mockFailMsg`) | `reject` (createTask answers HTTP 422) | `broken_result`
  *   (success whose result URL answers 404) | `hang_result` (success whose result URL never answers)
- *   | `unknown_state` (recordInfo reports a state outside the protocol).
+ *   | `unknown_state` (recordInfo reports a state outside the protocol) | `redirect_result` (the result
+ *   URL answers 302 to `mockRedirectTo`, default the cloud metadata address) | `svg_result` (an SVG
+ *   served as `image/svg+xml`) | `disguised_result` (the same SVG served as `image/png`).
+ * - `mockExtraResults`: this many result URLs beyond what was asked for (a provider that over-delivers).
  * - `mockDelayMs`: time from creation to the outcome (default 1500); the task reports `waiting` for the
  *   first third of it, then `generating`.
  * - `mockKind`: `image` | `video`, to force the kind of result; otherwise a model name containing
@@ -23,7 +26,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { deflateSync } from 'node:zlib';
+import * as zlib from 'node:zlib';
 
 /** A fault applied to every matching call while set. */
 export type MockFault =
@@ -53,7 +56,16 @@ export interface MockFaults {
   getFaultTimes?: number | null;
 }
 
-export type MockOutcome = 'success' | 'fail' | 'reject' | 'broken_result' | 'hang_result' | 'unknown_state';
+export type MockOutcome =
+  | 'success'
+  | 'fail'
+  | 'reject'
+  | 'broken_result'
+  | 'hang_result'
+  | 'unknown_state'
+  | 'redirect_result'
+  | 'svg_result'
+  | 'disguised_result';
 
 export interface MockProviderStats {
   /** Calls to createTask since the last reset (every call that reached the route). */
@@ -104,9 +116,26 @@ interface MockTask {
   createdAt: number;
   failCode: string;
   failMsg: string;
+  redirectTo: string;
+  extra: number;
 }
 
-const OUTCOMES: readonly MockOutcome[] = ['success', 'fail', 'reject', 'broken_result', 'hang_result', 'unknown_state'];
+const OUTCOMES: readonly MockOutcome[] = [
+  'success',
+  'fail',
+  'reject',
+  'broken_result',
+  'hang_result',
+  'unknown_state',
+  'redirect_result',
+  'svg_result',
+  'disguised_result',
+];
+/** An SVG that would run script if a browser rendered it from the service's origin. */
+const HOSTILE_SVG = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.cookie)</script></svg>',
+);
+const METADATA_URL = 'http://169.254.169.254/latest/meta-data/';
 const FAULTS: readonly MockFault[] = [
   'http_500',
   'http_429',
@@ -275,6 +304,11 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       createdAt: Date.now(),
       failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',
       failMsg: typeof input.mockFailMsg === 'string' ? input.mockFailMsg : 'Generation failed (mockOutcome fail)',
+      redirectTo: typeof input.mockRedirectTo === 'string' ? input.mockRedirectTo : METADATA_URL,
+      extra:
+        typeof input.mockExtraResults === 'number' && Number.isInteger(input.mockExtraResults)
+          ? Math.min(Math.max(input.mockExtraResults, 0), 20)
+          : 0,
     };
     tasks.set(task.taskId, task);
     sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
@@ -312,8 +346,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     const base = `${baseUrl}/files/${task.taskId}`;
     if (task.outcome === 'broken_result') return [`${base}/missing.${task.kind === 'video' ? 'mp4' : 'png'}`];
     if (task.outcome === 'hang_result') return [`${base}/hang.${task.kind === 'video' ? 'mp4' : 'png'}`];
-    if (task.kind === 'video') return [`${base}/0.mp4`];
-    return Array.from({ length: task.count }, (_, index) => `${base}/${index}.png`);
+    if (task.outcome === 'redirect_result') return [`${base}/redirect.png`];
+    if (task.outcome === 'svg_result' || task.outcome === 'disguised_result') return [`${base}/0.svg`];
+    const count = (task.kind === 'video' ? 1 : task.count) + task.extra;
+    return Array.from({ length: count }, (_, index) =>
+      task.kind === 'video' ? `${base}/${index}.mp4` : `${base}/${index}.png`,
+    );
   }
 
   function serveFile(rest: string, res: ServerResponse): void {
@@ -324,12 +362,31 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       return;
     }
     if (/^hang\./.test(name) && task.outcome === 'hang_result') return; // never answered
-    if (task.outcome === 'success' && task.kind === 'video' && name === '0.mp4') {
+    if (name === 'redirect.png' && task.outcome === 'redirect_result') {
+      res.writeHead(302, { location: task.redirectTo, 'content-length': '0' }).end();
+      return;
+    }
+    if (name === '0.svg' && (task.outcome === 'svg_result' || task.outcome === 'disguised_result')) {
+      sendBytes(res, task.outcome === 'svg_result' ? 'image/svg+xml' : 'image/png', HOSTILE_SVG);
+      return;
+    }
+    const videoIndex = /^(\d+)\.mp4$/.exec(name)?.[1];
+    if (
+      task.outcome === 'success' &&
+      task.kind === 'video' &&
+      videoIndex !== undefined &&
+      Number(videoIndex) <= task.extra
+    ) {
       sendBytes(res, 'video/mp4', video);
       return;
     }
     const index = /^(\d+)\.png$/.exec(name)?.[1];
-    if (task.outcome === 'success' && task.kind === 'image' && index !== undefined && Number(index) < task.count) {
+    if (
+      task.outcome === 'success' &&
+      task.kind === 'image' &&
+      index !== undefined &&
+      Number(index) < task.count + task.extra
+    ) {
       sendBytes(res, 'image/png', generatePng(IMAGE_SIZE, IMAGE_SIZE, `${taskId}/${index}`));
       return;
     }
@@ -397,7 +454,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
 
 /**
  * A real RGB PNG (8 bits per channel), a diagonal gradient whose colour is derived from `seed`, so that
- * different results are different files. Built with node:zlib (deflate) and a hand-rolled CRC-32.
+ * different results are different files. Built with node:zlib (deflate and, from Node 22.2, its CRC-32).
  */
 export function generatePng(width: number, height: number, seed: string): Buffer {
   const hue = crc32(Buffer.from(seed));
@@ -425,7 +482,7 @@ export function generatePng(width: number, height: number, seed: string): Buffer
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     pngChunk('IHDR', header),
-    pngChunk('IDAT', deflateSync(raw)),
+    pngChunk('IDAT', zlib.deflateSync(raw)),
     pngChunk('IEND', Buffer.alloc(0)),
   ]);
 }
@@ -439,14 +496,23 @@ function pngChunk(type: string, data: Buffer): Buffer {
   return Buffer.concat([length, typeAndData, crc]);
 }
 
+/**
+ * CRC-32 (ISO-HDLC), as PNG chunks use it: `zlib.crc32` where Node has it (22.2 and later). The table
+ * version below is only for Node 20, which this machine still runs; delete it once every Node the
+ * project runs on is 22.2 or newer.
+ */
+export const crc32: (data: Uint8Array) => number =
+  typeof (zlib as { crc32?: unknown }).crc32 === 'function'
+    ? (data) => (zlib as unknown as { crc32(data: Uint8Array): number }).crc32(data)
+    : tableCrc32;
+
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
   return c >>> 0;
 });
 
-/** CRC-32 (ISO-HDLC), as PNG chunks use it. */
-export function crc32(data: Uint8Array): number {
+function tableCrc32(data: Uint8Array): number {
   let crc = 0xffffffff;
   for (const byte of data) crc = (CRC_TABLE[(crc ^ byte) & 0xff] ?? 0) ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;

@@ -10,7 +10,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { contentTypeForKey, resolveMediaPath } from '../functions/media/fs-media-store';
+import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../functions/store/api-keys';
@@ -160,6 +160,8 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       AWS_SECRET_ACCESS_KEY: 'local',
       PROVIDER_BASE_URL: mockProvider.url,
       PROVIDER_API_KEY: PROVIDER_KEY,
+      // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
+      MEDIA_SOURCE_INSECURE_ORIGINS: mockProvider.url,
       MEDIA_DIR: mediaDir,
       MEDIA_BASE_URL: url,
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
@@ -190,7 +192,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
         staticDir: resolve(ROOT, settings.staticDir),
         media: {
           resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
-          contentType: contentTypeForKey,
+          headers: mediaResponseHeaders,
         },
         log,
       }),

@@ -1,8 +1,8 @@
 /**
  * Secrets Manager without its SDK client (which would put the Lambda bundles far past their budget):
- * one signed `GetSecretValue` call. The provider key and the OpenID client secret are read with it.
+ * one `GetSecretValue` call signed by the SDK's own SigV4 signer (`./signer`). The provider key and the OpenID client secret are read with it.
  */
-import { credentialsFromEnv, signRequest } from './sigv4';
+import { credentialsFromEnv, signRequest } from './signer';
 
 const SECRETS_MANAGER_TIMEOUT_MS = 5_000;
 
@@ -22,7 +22,7 @@ export async function getSecretString(
     env.AWS_ENDPOINT_URL_SECRETS_MANAGER ?? env.AWS_ENDPOINT_URL ?? `https://secretsmanager.${region}.amazonaws.com/`;
   const url = new URL('/', endpoint);
   const body = JSON.stringify({ SecretId: secretId });
-  const headers = signRequest({
+  const headers = await signRequest({
     method: 'POST',
     url,
     headers: {

@@ -4,7 +4,15 @@
  */
 import { createHash } from 'node:crypto';
 import { ValidationError } from './errors';
-import { type ErrorCode, type TaskRecord, type TaskResource, TaskStatus } from './task';
+import {
+  boundProviderText,
+  ERROR_MESSAGES,
+  type ErrorCode,
+  MAX_PROVIDER_MESSAGE_LENGTH,
+  type TaskRecord,
+  type TaskResource,
+  TaskStatus,
+} from './task';
 
 export interface LifecycleConfig {
   /** Minimum time between two provider queries (or send retries) for one task. */
@@ -13,6 +21,11 @@ export interface LifecycleConfig {
   maxPendingMs: number;
   /** Claims of a task that never reached the provider before it fails with PROVIDER_UNAVAILABLE. */
   maxSendAttempts: number;
+  /**
+   * Days after which the result storage deletes results (the bucket's lifecycle rule); undefined when
+   * results are kept (the local stack).
+   */
+  resultRetentionDays?: number;
 }
 
 export const DEFAULT_LIFECYCLE_CONFIG: LifecycleConfig = {
@@ -21,11 +34,14 @@ export const DEFAULT_LIFECYCLE_CONFIG: LifecycleConfig = {
   maxSendAttempts: 5,
 };
 
-/** What a refresh does with a pending task. */
+/**
+ * What a refresh does with a pending task. A `query` with `final` is the last one a task too old to
+ * wait gets: whatever the provider says then is the outcome, and "still running" means TIMEOUT.
+ */
 export type RefreshStep =
   | { kind: 'fail'; errorCode: ErrorCode; errorMessage: string }
   | { kind: 'send' }
-  | { kind: 'query'; providerTaskId: string };
+  | { kind: 'query'; providerTaskId: string; final: boolean };
 
 /**
  * Whether a pending task may be refreshed now, judged from a stored copy. The claim's condition is
@@ -36,32 +52,45 @@ export function isRefreshDue(task: TaskRecord, now: Date, config: LifecycleConfi
   return task.lastCheckedAt === undefined || now.getTime() - task.lastCheckedAt >= config.refreshIntervalMs;
 }
 
-/** Decides the step for a pending task. Too old beats everything: a task must end. */
+/**
+ * Decides the step for a pending task. Too old means it must end now, but a task the provider has
+ * first gets one last query, so a result that arrived just before the deadline is not thrown away
+ * (and paid back) unseen.
+ */
 export function nextRefreshStep(task: TaskRecord, now: Date, config: LifecycleConfig): RefreshStep {
   const ageMs = now.getTime() - Date.parse(task.createdAt);
-  if (ageMs >= config.maxPendingMs) {
-    return {
-      kind: 'fail',
-      errorCode: 'TIMEOUT',
-      errorMessage: `The task did not finish within ${Math.round(config.maxPendingMs / 1000)} seconds`,
-    };
-  }
-  if (task.providerTaskId) return { kind: 'query', providerTaskId: task.providerTaskId };
+  const tooOld = ageMs >= config.maxPendingMs;
+  if (task.providerTaskId) return { kind: 'query', providerTaskId: task.providerTaskId, final: tooOld };
+  if (tooOld) return { kind: 'fail', errorCode: 'TIMEOUT', errorMessage: ERROR_MESSAGES.TIMEOUT };
   if (task.attempts > config.maxSendAttempts) {
-    return {
-      kind: 'fail',
-      errorCode: 'PROVIDER_UNAVAILABLE',
-      errorMessage: 'The generation provider could not be reached',
-    };
+    return { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE', errorMessage: ERROR_MESSAGES.PROVIDER_UNAVAILABLE };
   }
   return { kind: 'send' };
 }
 
+const DAY_MS = 86_400_000;
+
 /**
- * The Task resource of the spec. Result URLs only when COMPLETED, error fields only when FAILED.
- * @param resultUrls URLs made from `task.resultKeys` (signed on S3)
+ * Until when a completed task's results are kept, or undefined when storage keeps them for good.
+ * S3 expires an object at the first midnight UTC at least `days` days after its creation; the objects
+ * are written just before the task completes, so midnight UTC at the start of the day `days` days
+ * after completion is never later than the deletion (a conservative bound, by up to a day).
  */
-export function toTaskResource(task: TaskRecord, resultUrls: string[] = []): TaskResource {
+export function resultsExpireAt(task: TaskRecord, retentionDays: number | undefined): Date | undefined {
+  if (task.status !== TaskStatus.COMPLETED || retentionDays === undefined) return undefined;
+  const completed = Date.parse(task.updatedAt);
+  if (!Number.isFinite(completed)) return undefined;
+  const at = completed + retentionDays * DAY_MS;
+  return new Date(at - (at % DAY_MS));
+}
+
+/**
+ * The Task resource of the spec. Result URLs only when COMPLETED (with `resultsExpireAt` when storage
+ * expires them), error fields only when FAILED (with `providerErrorCode` when the provider gave one).
+ * @param resultUrls URLs made from `task.resultKeys` (signed on S3); empty once the results expired
+ * @param expiresAt from `resultsExpireAt`
+ */
+export function toTaskResource(task: TaskRecord, resultUrls: string[] = [], expiresAt?: Date): TaskResource {
   const resource: TaskResource = {
     taskId: task.taskId,
     type: task.type,
@@ -76,12 +105,25 @@ export function toTaskResource(task: TaskRecord, resultUrls: string[] = []): Tas
   if (task.status === TaskStatus.COMPLETED) {
     if (task.type === 'image') resource.imageUrls = resultUrls;
     else if (resultUrls[0]) resource.videoUrl = resultUrls[0];
+    if (expiresAt) resource.resultsExpireAt = expiresAt.toISOString();
   }
   if (task.status === TaskStatus.FAILED) {
     resource.errorCode = task.errorCode ?? 'PROVIDER_ERROR';
-    resource.errorMessage = task.errorMessage ?? 'The task failed';
+    resource.errorMessage = shownErrorMessage(resource.errorCode, task.errorMessage);
+    if (task.providerErrorCode) resource.providerErrorCode = task.providerErrorCode;
   }
   return resource;
+}
+
+/**
+ * Only the provider's codes carry a message of their own; the others always read their stable text,
+ * which also cleans records stored before messages were bounded (they held URLs and object keys).
+ */
+function shownErrorMessage(code: ErrorCode, stored: string | undefined): string {
+  if (code !== 'PROVIDER_ERROR' && code !== 'PROVIDER_REJECTED') return ERROR_MESSAGES[code];
+  return (
+    boundProviderText(stored, MAX_PROVIDER_MESSAGE_LENGTH + ERROR_MESSAGES[code].length + 2) ?? ERROR_MESSAGES[code]
+  );
 }
 
 /** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */

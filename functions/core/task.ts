@@ -29,6 +29,53 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
+ * The stable message clients read for each code. Details (URLs, object keys, SDK codes, timings) go
+ * to the logs only; the provider's own message may be appended, bounded (see `clientErrorMessage`).
+ */
+export const ERROR_MESSAGES: Readonly<Record<ErrorCode, string>> = {
+  PROVIDER_ERROR: 'The provider could not generate the result',
+  PROVIDER_REJECTED: 'The provider refused the request',
+  PROVIDER_UNAVAILABLE: 'The generation provider could not be reached',
+  TIMEOUT: 'The task did not finish in time',
+  STORAGE_ERROR: 'The result could not be stored',
+};
+
+/** Longest provider message kept, in code points (it is shown to clients and stored on the task). */
+export const MAX_PROVIDER_MESSAGE_LENGTH = 200;
+/** Longest provider failure code kept, in code points. */
+export const MAX_PROVIDER_CODE_LENGTH = 64;
+
+/**
+ * Provider-supplied text made safe to store and show: control characters and runs of white space
+ * become one space, URLs become `[url]` (a provider message may echo result or internal URLs, with
+ * their tokens), and the result is cut to `max` code points (with an ellipsis). Empty -> undefined.
+ * The bound is what keeps a provider message of any size from growing the refund transaction.
+ */
+export function boundProviderText(text: string | undefined, max: number): string | undefined {
+  if (text === undefined) return undefined;
+  // Only a bounded prefix is looked at, so a huge message costs no more than a short one.
+  const cleaned = text
+    .slice(0, max * 8)
+    .replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]')
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\s]+/gu, ' ')
+    .trim();
+  if (cleaned.length === 0) return undefined;
+  const points = Array.from(cleaned);
+  return points.length > max
+    ? `${points
+        .slice(0, max - 1)
+        .join('')
+        .trimEnd()}…`
+    : cleaned;
+}
+
+/** The message a failed task shows: the code's stable message, plus the provider's own when given. */
+export function clientErrorMessage(code: ErrorCode, providerMessage?: string): string {
+  const own = boundProviderText(providerMessage, MAX_PROVIDER_MESSAGE_LENGTH);
+  return own ? `${ERROR_MESSAGES[code]}: ${own}` : ERROR_MESSAGES[code];
+}
+
+/**
  * The stored task: the spec's Task resource plus the internals the lifecycle needs.
  * Result locations are media keys; URLs are made from them on read (signed URLs expire).
  */
@@ -57,8 +104,21 @@ export interface TaskRecord {
   resultKeys?: string[];
   errorCode?: ErrorCode;
   errorMessage?: string;
+  /** The provider's own failure code (bounded), when it failed or refused the task with one. */
+  providerErrorCode?: string;
   /** API key that created the task (for audit; never the key itself). */
   keyId?: string;
+}
+
+/**
+ * How many results the task paid for: one for a video, `numOutputs` for images (recorded at
+ * acceptance as `request.outputs`; older records give it through the provider input they were sent).
+ */
+export function paidOutputs(task: TaskRecord): number {
+  if (task.type === 'video') return 1;
+  const providerRequest = task.request.providerRequest as { input?: Record<string, unknown> } | undefined;
+  const recorded = task.request.outputs ?? providerRequest?.input?.num_outputs;
+  return typeof recorded === 'number' && Number.isInteger(recorded) && recorded >= 1 ? recorded : 1;
 }
 
 /** The Task resource of the spec, as GET /api/ai/tasks/{id} returns it. */
@@ -70,8 +130,15 @@ export interface TaskResource {
   prompt: string;
   imageUrls?: string[];
   videoUrl?: string;
+  /**
+   * When COMPLETED and the results live in storage that expires them (the deployed bucket): the time
+   * (ISO 8601) until which they are kept. From then on no URLs are handed out.
+   */
+  resultsExpireAt?: string;
   errorCode?: ErrorCode;
   errorMessage?: string;
+  /** When FAILED by the provider with a code of its own (PROVIDER_ERROR, PROVIDER_REJECTED): that code. */
+  providerErrorCode?: string;
   creditsUsed: number;
   creditsRefunded: boolean;
   createdAt: string;

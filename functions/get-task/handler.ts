@@ -2,8 +2,8 @@
  * GET /api/ai/tasks/{id}
  */
 import { TaskNotFoundError } from '../core/errors';
-import { toTaskResource } from '../core/lifecycle';
 import { apiHandler } from '../http/api-handler';
+import { presentTask } from '../lifecycle/present-task';
 import { refreshTask } from '../lifecycle/refresh-task';
 import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
 import { getTask } from '../store/tasks';
@@ -15,6 +15,5 @@ export const handler = apiHandler({ jsonBody: false }, async (req) => {
   const stored = taskId ? await getTask(lc.store, req.caller.userId, taskId) : undefined;
   if (!stored) throw new TaskNotFoundError();
   const task = await refreshTask(lc, stored, req.log);
-  const urls = await Promise.all((task.status === 1 ? (task.resultKeys ?? []) : []).map((key) => lc.media.urlFor(key)));
-  return { statusCode: 200, body: toTaskResource(task, urls) };
+  return { statusCode: 200, body: await presentTask(lc, task) };
 });

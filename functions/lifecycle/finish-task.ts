@@ -2,30 +2,50 @@
  * The two ways a pending task ends. Both are conditional on the task still being pending, so racing
  * pollers and sweepers finish a task exactly once; metrics are counted only by the winner.
  */
-import type { ErrorCode, TaskRecord } from '../core/task';
+import {
+  boundProviderText,
+  clientErrorMessage,
+  type ErrorCode,
+  MAX_PROVIDER_CODE_LENGTH,
+  type TaskRecord,
+} from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
 import type { Lifecycle } from './lifecycle';
 
+/** Why a task fails: what clients read comes from the code and the provider's own words only. */
+export interface TaskFailure {
+  errorCode: ErrorCode;
+  /** The provider's message, shown bounded after the code's stable message. */
+  providerMessage?: string;
+  /** The provider's failure code, kept bounded as `providerErrorCode`. */
+  providerCode?: string;
+  /** What happened in our terms (URLs, keys, SDK errors): logged, never shown or stored. */
+  detail?: unknown;
+}
+
 /**
- * Fails the task and refunds its credits in one transaction.
+ * Fails the task and refunds its credits in one transaction. The stored message and code are bounded
+ * (a few hundred bytes), so no provider answer can push the transaction past DynamoDB's item limit.
  * @returns the task after the attempt: failed, or unchanged when the refund could not be written
  *   (it stays pending, so a later refresh or the sweeper refunds it: no credit is lost either way).
  */
 export async function failTask(
   lc: Lifecycle,
   task: TaskRecord,
-  errorCode: ErrorCode,
-  errorMessage: string,
+  failure: TaskFailure,
   log: Logger,
 ): Promise<TaskRecord> {
+  const { errorCode } = failure;
+  const providerErrorCode = boundProviderText(failure.providerCode, MAX_PROVIDER_CODE_LENGTH);
   try {
     const result = await failAndRefund(lc.store, {
       userId: task.userId,
       taskId: task.taskId,
       errorCode,
-      errorMessage,
+      errorMessage: clientErrorMessage(errorCode, failure.providerMessage),
+      ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
       task,
       now: lc.now(),
     });
@@ -33,7 +53,13 @@ export async function failTask(
     if (result.refunded) {
       metrics.taskFailed(errorCode);
       metrics.taskRefunded();
-      log.info('Task failed and refunded', { taskId: task.taskId, errorCode, credits: task.creditsUsed });
+      log.info('Task failed and refunded', {
+        taskId: task.taskId,
+        errorCode,
+        credits: task.creditsUsed,
+        ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
+        ...(failure.detail === undefined ? {} : { detail: failure.detail }),
+      });
     }
     return result.task;
   } catch (error) {

@@ -3,7 +3,7 @@
  * the sweeper). Terminal tasks are returned as they are.
  */
 import { isRefreshDue, nextRefreshStep } from '../core/lifecycle';
-import { type TaskRecord, TaskStatus } from '../core/task';
+import { paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import { MediaCopyError, mediaKey } from '../media/port';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
@@ -32,44 +32,67 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
   const step = nextRefreshStep(claimed, now, lc.config);
   switch (step.kind) {
     case 'fail':
-      return failTask(lc, claimed, step.errorCode, step.errorMessage, taskLog);
+      return failTask(lc, claimed, { errorCode: step.errorCode }, taskLog);
     case 'send':
       return sendToProvider(lc, claimed, taskLog);
     case 'query':
-      return queryProvider(lc, claimed, step.providerTaskId, taskLog);
+      return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
   }
 }
 
+/**
+ * Asks the provider and acts on the answer. On the `final` query (the task reached its maximum age),
+ * anything but success or failure, an unreachable provider included, ends the task with TIMEOUT.
+ */
 async function queryProvider(
   lc: Lifecycle,
   task: TaskRecord,
   providerTaskId: string,
+  final: boolean,
   log: Logger,
 ): Promise<TaskRecord> {
   let status: ProviderTaskStatus;
   try {
     status = await timedProviderCall('getTask', () => lc.provider.getTask(providerTaskId), log);
   } catch (error) {
+    if (!(error instanceof ProviderUnavailableError)) throw error;
     // Unreachable or unintelligible: the task stays pending and the next interval asks again.
-    if (error instanceof ProviderUnavailableError) return task;
-    throw error;
+    if (!final) return task;
+    return failTask(lc, task, { errorCode: 'TIMEOUT', detail: error }, log);
   }
   if (status.state === 'fail') {
-    const code = status.failCode ? ` (provider code ${status.failCode})` : '';
-    return failTask(lc, task, 'PROVIDER_ERROR', `${status.failMessage ?? 'The provider failed the task'}${code}`, log);
+    return failTask(
+      lc,
+      task,
+      {
+        errorCode: 'PROVIDER_ERROR',
+        ...(status.failMessage === undefined ? {} : { providerMessage: status.failMessage }),
+        ...(status.failCode === undefined ? {} : { providerCode: status.failCode }),
+      },
+      log,
+    );
   }
-  if (status.state !== 'success') return task;
+  if (status.state !== 'success') {
+    return final ? failTask(lc, task, { errorCode: 'TIMEOUT', detail: `provider state ${status.state}` }, log) : task;
+  }
   if (status.resultUrls.length === 0) {
-    return failTask(lc, task, 'PROVIDER_ERROR', 'The provider reported success without results', log);
+    return failTask(lc, task, { errorCode: 'PROVIDER_ERROR', detail: 'success without results' }, log);
   }
   return storeResults(lc, task, status.resultUrls, log);
 }
 
-/** Copies every result into media storage; one failed copy fails the task with STORAGE_ERROR. */
+/**
+ * Copies the paid-for results into media storage: at most the task's output count (one for a video).
+ * More URLs than that are ignored (and logged): a provider answer never delivers more than was paid.
+ * One failed copy fails the task with STORAGE_ERROR.
+ */
 async function storeResults(lc: Lifecycle, task: TaskRecord, urls: string[], log: Logger): Promise<TaskRecord> {
+  const paid = paidOutputs(task);
+  if (urls.length > paid)
+    log.warn('Provider returned more results than were paid for', { returned: urls.length, paid });
   try {
     const stored = await Promise.all(
-      urls.map(async (url, index) => {
+      urls.slice(0, paid).map(async (url, index) => {
         const result = await lc.media.copyFromUrl(url, mediaKey(task.userId, task.taskId, index), task.type);
         return result.key;
       }),
@@ -78,6 +101,6 @@ async function storeResults(lc: Lifecycle, task: TaskRecord, urls: string[], log
   } catch (error) {
     if (!(error instanceof MediaCopyError)) throw error;
     log.warn('Result copy failed', { error });
-    return failTask(lc, task, 'STORAGE_ERROR', `The result could not be stored: ${error.message}`, log);
+    return failTask(lc, task, { errorCode: 'STORAGE_ERROR', detail: error }, log);
   }
 }

@@ -48,7 +48,16 @@ export async function sendToProvider(lc: Lifecycle, task: TaskRecord, log: Logge
     return recorded ?? task;
   } catch (error) {
     if (error instanceof ProviderRejectedError) {
-      return failTask(lc, task, 'PROVIDER_REJECTED', `The provider refused the request: ${error.message}`, log);
+      return failTask(
+        lc,
+        task,
+        {
+          errorCode: 'PROVIDER_REJECTED',
+          providerMessage: error.message,
+          ...(error.providerCode === undefined ? {} : { providerCode: error.providerCode }),
+        },
+        log,
+      );
     }
     if (error instanceof ProviderUnavailableError) return task;
     throw error;

@@ -26,6 +26,13 @@ export interface SubmitResult {
   replayed: boolean;
 }
 
+function paidOutputCount(input: SubmitInput): number {
+  const requested = input.request.numOutputs;
+  return input.type === 'image' && typeof requested === 'number' && Number.isInteger(requested) && requested >= 1
+    ? requested
+    : 1;
+}
+
 /**
  * Accepts the task (debit, task, ledger entry, idempotency record: one transaction) and sends it to
  * the provider. The response carries the task's status after the send: 0 normally, 2 when the provider
@@ -41,8 +48,12 @@ export async function submitTask(lc: Lifecycle, input: SubmitInput, log: Logger)
       prompt: input.request.prompt,
       // Only what a resend needs, and the prompt once: it is on the task already, so the stored provider
       // request leaves it out when it is the same text (a 20,000-character prompt stored twice doubled
-      // the write units of every accept). sendToProvider puts it back.
-      request: { providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt) },
+      // the write units of every accept). sendToProvider puts it back. `outputs`: the number of results
+      // paid for, so no provider answer stores more.
+      request: {
+        providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt),
+        outputs: paidOutputCount(input),
+      },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
       now: lc.now(),

@@ -18,10 +18,12 @@ import {
   keyWithExtension,
   type OpenedSource,
   openSource,
+  type ResolveHost,
 } from './source';
+import { type SourcePolicy, STRICT_SOURCE_POLICY } from './source-policy';
 
-/** The content type of a stored key, from its extension: what the local gateway serves it as. */
-export { contentTypeForKey } from './source';
+/** What the local gateway serves a stored key with: its type, as a download, never sniffed. */
+export { contentTypeForKey, mediaResponseHeaders } from './source';
 
 /** The URL path prefix under which the local gateway serves stored media. */
 export const MEDIA_URL_PREFIX = '/media/';
@@ -35,6 +37,10 @@ export interface FsMediaStoreOptions {
   maxBytes?: number;
   /** Deadline for one copy; default 120 s. */
   timeoutMs?: number;
+  /** Which result URLs may be fetched; default https to public addresses only. */
+  sourcePolicy?: SourcePolicy;
+  /** Host name resolution, injected by tests; default the system resolver. */
+  resolve?: ResolveHost;
 }
 
 /** Creates the filesystem store. */
@@ -42,6 +48,10 @@ export function createFsMediaStore(options: FsMediaStoreOptions): MediaStore {
   const root = resolve(options.dir);
   const base = options.publicBaseUrl.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? DEFAULT_COPY_TIMEOUT_MS;
+  const sourceOptions = {
+    policy: options.sourcePolicy ?? STRICT_SOURCE_POLICY,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  };
 
   return {
     async copyFromUrl(sourceUrl: string, keyBase: string, kind: TaskType): Promise<StoredMedia> {
@@ -53,8 +63,8 @@ export function createFsMediaStore(options: FsMediaStoreOptions): MediaStore {
       const temp = join(dirname(base), `.${basename(base)}.${randomUUID()}.part`);
       let source: OpenedSource | undefined;
       try {
-        source = await openSource(sourceUrl, kind, maxBytes, signal);
-        // The extension follows what the source sent, so the file is served with its real type.
+        source = await openSource(sourceUrl, kind, maxBytes, signal, sourceOptions);
+        // The extension follows the checked type, so the file is served with its real type.
         const key = keyWithExtension(keyBase, source.contentType);
         const target = keyPath(root, key);
         if (!target) throw new MediaCopyError(`Invalid media key "${key}"`);

@@ -14,12 +14,16 @@ export interface MediaStore {
   /**
    * Streams the file at `sourceUrl` into storage under `keyBase` plus the extension of the type the
    * source sent (`.png`, `.mp4`, ...); the returned `key` is the stored one.
-   * @throws MediaCopyError when the source is unreachable, answers non-2xx, has a content type that
-   *   does not match `kind`, or is larger than the limit.
+   * @throws MediaCopyError when the source URL is not allowed (scheme, host, address: see
+   *   `source-policy.ts`), is unreachable, answers non-2xx, is not an allowed media type of `kind`
+   *   (declared and by its first bytes), or is larger than the limit.
    */
   copyFromUrl(sourceUrl: string, keyBase: string, kind: TaskType): Promise<StoredMedia>;
-  /** A URL the API consumer can GET (signed and expiring on S3). */
-  urlFor(key: string): Promise<string>;
+  /**
+   * A URL the API consumer can GET (signed and expiring on S3).
+   * @param notAfter when the object will be gone: a signed URL is not made to outlive it
+   */
+  urlFor(key: string, notAfter?: Date): Promise<string>;
 }
 
 /** A result could not be copied; the lifecycle fails the task with STORAGE_ERROR and refunds it. */

@@ -2,11 +2,12 @@
  * The S3 media store: results are streamed from the provider into the bucket with a presigned PUT,
  * and handed out as presigned GET URLs.
  *
- * It speaks S3 with `fetch` and `../aws/sigv4` rather than `@aws-sdk/client-s3`: the Lambda bundles
- * are measured against a DynamoDB-client-only floor, and two signed requests do not justify the SDK.
+ * It speaks S3 with `fetch` and the SDK's SigV4 signer (`../aws/signer`) rather than
+ * `@aws-sdk/client-s3`: the Lambda bundles are measured against a DynamoDB-client-only floor, and two
+ * signed requests do not justify the S3 client.
  */
 
-import { type AwsCredentials, credentialsFromEnv, presignUrl, uriEncode } from '../aws/sigv4';
+import { type AwsCredentials, credentialsFromEnv, presignUrl, uriEncode } from '../aws/signer';
 import type { TaskType } from '../core/task';
 import { MediaCopyError, type MediaStore, type StoredMedia } from './port';
 import {
@@ -14,9 +15,12 @@ import {
   DEFAULT_COPY_TIMEOUT_MS,
   DEFAULT_MAX_BYTES,
   keyWithExtension,
+  mediaResponseHeaders,
   type OpenedSource,
   openSource,
+  type ResolveHost,
 } from './source';
+import { type SourcePolicy, STRICT_SOURCE_POLICY } from './source-policy';
 
 export interface S3MediaStoreOptions {
   bucket: string;
@@ -35,11 +39,21 @@ export interface S3MediaStoreOptions {
   timeoutMs?: number;
   /** Signing clock, injected for tests. */
   now?: () => Date;
+  /** Which result URLs may be fetched; default https to public addresses only. */
+  sourcePolicy?: SourcePolicy;
+  /** Host name resolution, injected by tests; default the system resolver. */
+  resolve?: ResolveHost;
+  /**
+   * Largest source without `Content-Length` that is accepted (it has to be held in memory to give
+   * the PUT its length); default 16 MB. Sources that declare their length are streamed whatever size.
+   */
+  maxUndeclaredBytes?: number;
 }
 
 /** Lifetime of the presigned PUT: it only has to outlive the start of the upload. */
 const PUT_URL_TTL_SECONDS = 900;
 const DEFAULT_URL_TTL_SECONDS = 3600;
+const DEFAULT_MAX_UNDECLARED_BYTES = 16 * 1024 * 1024;
 
 /** Creates the S3 store. Nothing is fetched until the first call. */
 export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
@@ -49,10 +63,20 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
   const timeoutMs = options.timeoutMs ?? DEFAULT_COPY_TIMEOUT_MS;
   const objectUrl = objectUrlBuilder(options);
 
-  function presign(method: 'GET' | 'PUT', key: string, ttl: number, signedHeaders?: Record<string, string>): string {
+  const sourceOptions = {
+    policy: options.sourcePolicy ?? STRICT_SOURCE_POLICY,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  };
+
+  function presign(
+    method: 'GET' | 'PUT',
+    url: URL,
+    ttl: number,
+    signedHeaders?: Record<string, string>,
+  ): Promise<string> {
     return presignUrl({
       method,
-      url: objectUrl(key),
+      url,
       service: 's3',
       region: options.region,
       credentials: credentials(),
@@ -68,7 +92,7 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
       const signal = AbortSignal.timeout(timeoutMs);
       let source: OpenedSource | undefined;
       try {
-        source = await openSource(sourceUrl, kind, maxBytes, signal);
+        source = await openSource(sourceUrl, kind, maxBytes, signal, sourceOptions);
         const key = keyWithExtension(keyBase, source.contentType);
         let body: ReadableStream<Uint8Array> | Uint8Array;
         let length: number;
@@ -79,14 +103,20 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
           // A single PUT needs Content-Length up front (S3 refuses a chunked body without it, and the
           // streaming aws-chunked signature also needs the decoded length). Multipart upload would
           // avoid buffering but costs three or more requests and 5 MB parts; providers send the length
-          // in practice, so the rare source without it is buffered, capped at maxBytes.
-          body = await readCapped(source.body);
+          // in practice, so the rare source without it is buffered, capped well below a video's
+          // limit so that memory stays bounded.
+          body = await readCapped(
+            source.body,
+            Math.min(maxBytes, options.maxUndeclaredBytes ?? DEFAULT_MAX_UNDECLARED_BYTES),
+          );
           length = body.byteLength;
         }
-        const putUrl = presign('PUT', key, PUT_URL_TTL_SECONDS, { 'content-type': source.contentType });
+        // Type and disposition are signed, so the object can only be stored with these headers.
+        const stored = storedHeaders(key);
+        const putUrl = await presign('PUT', objectUrl(key), PUT_URL_TTL_SECONDS, stored);
         const init: RequestInit & { duplex: 'half' } = {
           method: 'PUT',
-          headers: { 'content-type': source.contentType, 'content-length': String(length) },
+          headers: { ...stored, 'content-length': String(length) },
           body,
           signal,
           // Required by fetch for a stream body; the request is sent while the source is still arriving.
@@ -106,8 +136,17 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
       }
     },
 
-    async urlFor(key: string): Promise<string> {
-      return presign('GET', key, urlTtlSeconds);
+    async urlFor(key: string, notAfter?: Date): Promise<string> {
+      // The response overrides repeat the stored metadata, so objects stored before it was set are
+      // served the same way. S3 has no override for X-Content-Type-Options (see README, Security notes).
+      const url = objectUrl(key);
+      url.searchParams.set('response-content-disposition', 'attachment');
+      url.searchParams.set(
+        'response-content-type',
+        mediaResponseHeaders(key)['Content-Type'] ?? 'application/octet-stream',
+      );
+      const left = notAfter ? Math.floor((notAfter.getTime() - now().getTime()) / 1000) : urlTtlSeconds;
+      return presign('GET', url, Math.max(1, Math.min(urlTtlSeconds, left)));
     },
   };
 }
@@ -130,9 +169,26 @@ function objectUrlBuilder(options: S3MediaStoreOptions): (key: string) => URL {
   };
 }
 
-async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  // The limit is enforced by the stream itself (openSource); this only collects what it lets through.
+/** The object metadata S3 stores and serves back: canonical type, download rather than display. */
+function storedHeaders(key: string): Record<string, string> {
+  const headers = mediaResponseHeaders(key);
+  return {
+    'content-type': headers['Content-Type'] ?? 'application/octet-stream',
+    'content-disposition': headers['Content-Disposition'] ?? 'attachment',
+  };
+}
+
+async function readCapped(stream: ReadableStream<Uint8Array>, cap: number): Promise<Uint8Array> {
+  // openSource's stream enforces the kind's limit; this enforces the smaller in-memory one.
   const chunks: Uint8Array[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
+  let length = 0;
+  for await (const chunk of stream) {
+    length += chunk.byteLength;
+    if (length > cap) {
+      // Leaving the loop by throwing cancels the stream, which releases the source.
+      throw new MediaCopyError(`Source without Content-Length sent more than the ${cap}-byte in-memory limit`);
+    }
+    chunks.push(chunk);
+  }
   return Buffer.concat(chunks);
 }

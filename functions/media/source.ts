@@ -1,9 +1,27 @@
 /**
- * Fetching a result file from the provider, with the checks both media adapters share: a deadline,
- * a 2xx status, a content type of the task's kind, and a size limit (declared and actual).
+ * Fetching a result file from the provider, with the checks both media adapters share. The URL comes
+ * from the provider's answer and is treated as hostile input:
+ *
+ * - where: `source-policy.ts` decides which URLs and addresses are allowed. Host names are resolved
+ *   here and the connection is made to the checked address itself (a custom `lookup` on the request),
+ *   so a DNS answer that changes between the check and the connect (rebinding) cannot slip through.
+ *   Redirects are followed by hand, at most `MAX_REDIRECTS`, each hop checked like the first.
+ * - what: only the media types of `MEDIA_TYPES` for the task's kind, and the first bytes must carry
+ *   that format's signature, so a body that lies about its type (an SVG or HTML page sent as
+ *   `image/png`) is refused before anything is stored.
+ * - how much: a deadline, and a size limit enforced on the declared length and again while streaming.
+ *
+ * Node's `http`/`https` are used instead of `fetch` because `fetch` (undici) takes no per-request
+ * `lookup`, and undici's own dispatcher API is not importable from Node's built-in copy.
  */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
 import type { TaskType } from '../core/task';
 import { MediaCopyError } from './port';
+import { bareHost, isPublicAddress, isTrustedOrigin, refuseUrl, type SourcePolicy } from './source-policy';
 
 /** Default size limits per kind; a generated image is a few MB, a short clip tens of MB. */
 export const DEFAULT_MAX_BYTES: Readonly<Record<TaskType, number>> = {
@@ -14,8 +32,26 @@ export const DEFAULT_MAX_BYTES: Readonly<Record<TaskType, number>> = {
 /** Default deadline for one copy (source download and upload together). */
 export const DEFAULT_COPY_TIMEOUT_MS = 120_000;
 
+/** Redirect hops followed per source; each is checked like the first request. */
+export const MAX_REDIRECTS = 3;
+
+/** The media types a result may have, per kind, with the extension it is stored under. */
+export const MEDIA_TYPES: Readonly<Record<TaskType, Readonly<Record<string, string>>>> = {
+  image: { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' },
+  video: { 'video/mp4': 'mp4', 'video/webm': 'webm', 'video/quicktime': 'mov' },
+};
+
+/** Spellings some servers use, mapped to the canonical type. */
+const TYPE_ALIASES: Readonly<Record<string, string>> = { 'image/jpg': 'image/jpeg', 'image/pjpeg': 'image/jpeg' };
+
+/** Types that say nothing about the format; the signature then decides. */
+const GENERIC_TYPES = new Set(['', 'application/octet-stream', 'binary/octet-stream']);
+
+/** Bytes read before deciding the format (the longest signature checked is 12 bytes). */
+const SNIFF_BYTES = 12;
+
 export interface OpenedSource {
-  /** The media type without parameters, lowercased (`image/png`). */
+  /** The canonical media type (`image/png`), from the allowlist, confirmed by the file's signature. */
   contentType: string;
   /** The declared `Content-Length`, when the source sent a valid one. */
   declaredBytes: number | undefined;
@@ -25,44 +61,73 @@ export interface OpenedSource {
   bytesRead(): number;
 }
 
+/** Resolves a host name to all of its addresses (injected by tests to simulate DNS answers). */
+export type ResolveHost = (hostname: string) => Promise<{ address: string; family: number }[]>;
+
+export interface OpenSourceOptions {
+  policy: SourcePolicy;
+  /** Default: the system resolver (`dns.lookup` with `all`). */
+  resolve?: ResolveHost;
+}
+
 /**
- * Requests `sourceUrl` and checks status, type and declared size before any byte is stored.
- * @throws MediaCopyError on any failure; the response body is released.
+ * Requests `sourceUrl` and checks where it leads, its status, type, signature and declared size before
+ * any byte is stored.
+ * @throws MediaCopyError on any failure; the response body is released. Its message is for the logs
+ *   (it names the source's origin and path, never its query, which may carry a token).
  */
 export async function openSource(
   sourceUrl: string,
   kind: TaskType,
   maxBytes: number,
   signal: AbortSignal,
+  options: OpenSourceOptions,
 ): Promise<OpenedSource> {
-  const where = describeUrl(sourceUrl);
-  let response: Response;
-  try {
-    // identity: a compressed transfer would make Content-Length describe other bytes than the body.
-    response = await fetch(sourceUrl, { signal, redirect: 'follow', headers: { 'accept-encoding': 'identity' } });
-  } catch (error) {
+  const response = await fetchChecked(sourceUrl, signal, options);
+  const where = response.where;
+  const release = () => response.message.destroy();
+
+  const status = response.message.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    release();
+    throw new MediaCopyError(`Source ${where} answered HTTP ${status}`);
+  }
+  const declaredType = normaliseType(response.message.headers['content-type']);
+  const allowed = MEDIA_TYPES[kind];
+  if (!(declaredType in allowed) && !GENERIC_TYPES.has(declaredType)) {
+    release();
     throw new MediaCopyError(
-      signal.aborted ? `Source ${where} did not answer in time` : `Source ${where} unreachable`,
+      `Source ${where} has content type "${declaredType.slice(0, 100)}", not an allowed ${kind} type`,
+    );
+  }
+  const declaredBytes = parseLength(response.message.headers['content-length']);
+  if (declaredBytes !== undefined && declaredBytes > maxBytes) {
+    release();
+    throw new MediaCopyError(`Source ${where} declares ${declaredBytes} bytes, over the ${maxBytes}-byte limit`);
+  }
+
+  const reader = (Readable.toWeb(response.message) as unknown as ReadableStream<Uint8Array>).getReader();
+  let prefix: Uint8Array;
+  try {
+    prefix = await readPrefix(reader, SNIFF_BYTES);
+  } catch (error) {
+    release();
+    throw new MediaCopyError(
+      signal.aborted
+        ? `Source ${where} timed out before its first bytes`
+        : `Source ${where} failed before its first bytes`,
       { cause: error },
     );
   }
-  const release = () => response.body?.cancel().catch(() => undefined);
-
-  if (!response.ok) {
-    await release();
-    throw new MediaCopyError(`Source ${where} answered HTTP ${response.status}`);
+  const sniffed = sniffType(prefix, kind);
+  const contentType = GENERIC_TYPES.has(declaredType) ? sniffed : declaredType;
+  if (!contentType || sniffed !== contentType) {
+    await reader.cancel().catch(() => undefined);
+    release();
+    throw new MediaCopyError(
+      `Source ${where} sent ${sniffed ? `${sniffed} bytes` : 'bytes of no allowed format'} labelled "${declaredType}"`,
+    );
   }
-  const contentType = (response.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (!contentType.startsWith(`${kind}/`)) {
-    await release();
-    throw new MediaCopyError(`Source ${where} has content type "${contentType}", expected ${kind}/*`);
-  }
-  const declaredBytes = parseLength(response.headers.get('content-length'));
-  if (declaredBytes !== undefined && declaredBytes > maxBytes) {
-    await release();
-    throw new MediaCopyError(`Source ${where} declares ${declaredBytes} bytes, over the ${maxBytes}-byte limit`);
-  }
-  if (!response.body) throw new MediaCopyError(`Source ${where} has no body`);
 
   let read = 0;
   const limit = declaredBytes ?? maxBytes;
@@ -90,9 +155,170 @@ export async function openSource(
   return {
     contentType,
     declaredBytes,
-    body: response.body.pipeThrough(counter),
+    body: prepend(prefix, reader).pipeThrough(counter),
     bytesRead: () => read,
   };
+}
+
+interface CheckedResponse {
+  message: IncomingMessage;
+  /** Origin and path of the URL that answered, for messages. */
+  where: string;
+}
+
+/** GETs the URL, following redirects by hand; every hop's URL and address are checked first. */
+async function fetchChecked(
+  sourceUrl: string,
+  signal: AbortSignal,
+  options: OpenSourceOptions,
+): Promise<CheckedResponse> {
+  let url: URL;
+  try {
+    url = new URL(sourceUrl);
+  } catch {
+    throw new MediaCopyError('Source URL is not a URL');
+  }
+  for (let hop = 0; ; hop++) {
+    const where = describeUrl(url);
+    const refused = refuseUrl(url, options.policy);
+    if (refused) throw new MediaCopyError(`Source ${where} refused: ${refused}`);
+    const pinned = isTrustedOrigin(url, options.policy) ? undefined : await checkedAddress(url, options, where);
+    let message: IncomingMessage;
+    try {
+      message = await get(url, pinned, signal);
+    } catch (error) {
+      throw new MediaCopyError(
+        signal.aborted ? `Source ${where} did not answer in time` : `Source ${where} unreachable`,
+        { cause: error },
+      );
+    }
+    const status = message.statusCode ?? 0;
+    const location = message.headers.location;
+    if (status < 300 || status > 399 || status === 304 || location === undefined) return { message, where };
+    message.destroy();
+    if (hop >= MAX_REDIRECTS) throw new MediaCopyError(`Source ${where} redirected more than ${MAX_REDIRECTS} times`);
+    try {
+      url = new URL(location, url);
+    } catch {
+      throw new MediaCopyError(`Source ${where} redirected to an invalid URL`);
+    }
+  }
+}
+
+/**
+ * Resolves the URL's host and returns the address to connect to: every address it resolves to must
+ * be public (one private answer among public ones refuses the host: a rebinding setup often mixes).
+ */
+async function checkedAddress(url: URL, options: OpenSourceOptions, where: string): Promise<PinnedAddress> {
+  const host = bareHost(url);
+  let addresses: { address: string; family: number }[];
+  if (isIP(host)) {
+    addresses = [{ address: host, family: isIP(host) }];
+  } else {
+    try {
+      addresses = await (options.resolve ?? systemResolve)(host);
+    } catch (error) {
+      throw new MediaCopyError(`Source ${where} unreachable: its host does not resolve`, { cause: error });
+    }
+  }
+  const first = addresses[0];
+  if (!first) throw new MediaCopyError(`Source ${where} unreachable: its host has no address`);
+  if (!addresses.every(({ address }) => isPublicAddress(address))) {
+    throw new MediaCopyError(`Source ${where} refused: it resolves to a non-public address`);
+  }
+  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+}
+
+interface PinnedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+const systemResolve: ResolveHost = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+/** One GET; with `pinned`, the socket connects to that address whatever DNS says by then. */
+function get(url: URL, pinned: PinnedAddress | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+  const requestOptions: RequestOptions = {
+    method: 'GET',
+    protocol: url.protocol,
+    // The host name stays the TLS server name and the Host header; only the address is pinned.
+    hostname: bareHost(url),
+    port: url.port || undefined,
+    path: `${url.pathname}${url.search}`,
+    // identity: a compressed transfer would make Content-Length describe other bytes than the body.
+    headers: { 'accept-encoding': 'identity', accept: 'image/*, video/*' },
+    signal,
+  };
+  if (pinned) requestOptions.lookup = pinnedLookup(pinned);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(requestOptions, resolve);
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/** A `lookup` that answers with the already-checked address, in either callback form Node asks for. */
+function pinnedLookup(pinned: PinnedAddress): LookupFunction {
+  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
+    else callback(null, pinned.address, pinned.family);
+  }) as unknown as LookupFunction;
+}
+
+/** Reads until at least `count` bytes (or the end) have arrived. */
+async function readPrefix(reader: ReadableStreamDefaultReader<Uint8Array>, count: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  while (length < count) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    length += value.byteLength;
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The stream of `prefix` followed by the rest of `reader`. */
+function prepend(prefix: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
+  let sentPrefix = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sentPrefix) {
+        sentPrefix = true;
+        if (prefix.byteLength > 0) {
+          controller.enqueue(prefix);
+          return;
+        }
+      }
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/**
+ * The allowed type of `kind` whose signature the first bytes carry, if any. MP4 and QuickTime share
+ * the ISO base media box layout; the `ftyp` brand `qt  ` tells QuickTime apart.
+ */
+export function sniffType(bytes: Uint8Array, kind: TaskType): string | undefined {
+  const ascii = (from: number, to: number) => Buffer.from(bytes.subarray(from, to)).toString('latin1');
+  const startsWith = (signature: number[]) => signature.every((byte, index) => bytes[index] === byte);
+  if (kind === 'image') {
+    if (startsWith([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png';
+    if (startsWith([0xff, 0xd8, 0xff])) return 'image/jpeg';
+    if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'image/webp';
+    return undefined;
+  }
+  if (startsWith([0x1a, 0x45, 0xdf, 0xa3])) return 'video/webm';
+  const box = ascii(4, 8);
+  if (box === 'ftyp') return ascii(8, 12) === 'qt  ' ? 'video/quicktime' : 'video/mp4';
+  if (['moov', 'mdat', 'wide', 'free', 'skip', 'pnot'].includes(box)) return 'video/quicktime';
+  return undefined;
 }
 
 /** Normalises any failure of a copy into a `MediaCopyError`, keeping the first meaningful cause. */
@@ -113,12 +339,13 @@ function findCopyError(error: unknown): MediaCopyError | undefined {
   return undefined;
 }
 
-/** The extension a stored result gets for a content type (`png`, `mp4`, ...). */
+/** The extension a stored result gets for an allowed content type (`png`, `mp4`, ...). */
 export function extensionForContentType(contentType: string): string | undefined {
-  return EXTENSIONS[contentType.toLowerCase()];
+  const type = contentType.toLowerCase();
+  return MEDIA_TYPES.image[type] ?? MEDIA_TYPES.video[type];
 }
 
-/** The stored key for a result: the base key plus the extension of what the source actually sent. */
+/** The stored key for a result: the base key plus the extension of its (checked) type. */
 export function keyWithExtension(keyBase: string, contentType: string): string {
   return `${keyBase}.${extensionForContentType(contentType) ?? 'bin'}`;
 }
@@ -126,32 +353,37 @@ export function keyWithExtension(keyBase: string, contentType: string): string {
 /** The content type of a stored key, from its extension (what the local gateway serves it as). */
 export function contentTypeForKey(key: string): string {
   const extension = /\.([a-z0-9]+)$/i.exec(key)?.[1]?.toLowerCase();
-  for (const [type, ext] of Object.entries(EXTENSIONS)) if (ext === extension) return type;
+  for (const types of Object.values(MEDIA_TYPES)) {
+    for (const [type, ext] of Object.entries(types)) if (ext === extension) return type;
+  }
   return 'application/octet-stream';
 }
 
-const EXTENSIONS: Readonly<Record<string, string>> = {
-  'image/png': 'png',
-  'image/jpeg': 'jpg',
-  'image/webp': 'webp',
-  'image/gif': 'gif',
-  'video/mp4': 'mp4',
-  'video/webm': 'webm',
-  'video/quicktime': 'mov',
-};
+/**
+ * Headers every stored result is served with (S3 object metadata and the signed GET's overrides, the
+ * local media server): the canonical type, never rendered inline by the service's origin, never
+ * re-sniffed by a browser.
+ */
+export function mediaResponseHeaders(key: string): Record<string, string> {
+  return {
+    'Content-Type': contentTypeForKey(key),
+    'Content-Disposition': 'attachment',
+    'X-Content-Type-Options': 'nosniff',
+  };
+}
 
-function parseLength(header: string | null): number | undefined {
-  if (header === null || !/^\d+$/.test(header.trim())) return undefined;
+function normaliseType(header: string | undefined): string {
+  const type = (header ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  return TYPE_ALIASES[type] ?? type;
+}
+
+function parseLength(header: string | undefined): number | undefined {
+  if (header === undefined || !/^\d+$/.test(header.trim())) return undefined;
   const value = Number(header.trim());
   return Number.isSafeInteger(value) ? value : undefined;
 }
 
 /** Origin and path only: provider result URLs may carry access tokens in their query. */
-function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
+function describeUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`.slice(0, 300);
 }

@@ -61,6 +61,10 @@ export const PROVIDER_PATHS = {
 } as const;
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+/** Largest provider answer read; a protocol answer is a few KB, and the answer is untrusted input. */
+export const MAX_PROVIDER_ANSWER_BYTES = 1024 * 1024;
+/** Result URLs looked at per answer; the lifecycle keeps only what was paid for (at most 10). */
+const MAX_RESULT_URLS = 100;
 const STATES: readonly ProviderState[] = ['waiting', 'queuing', 'generating', 'success', 'fail'];
 const REJECT_CODES = new Set([400, 422]);
 
@@ -84,7 +88,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
     const signal = AbortSignal.timeout(timeoutMs);
     try {
       const response = await doFetch(url, { ...init, signal, redirect: 'error' });
-      const text = await response.text();
+      const text = await readBounded(response, MAX_PROVIDER_ANSWER_BYTES);
       return { status: response.status, text };
     } catch (error) {
       const timedOut = signal.aborted;
@@ -231,8 +235,9 @@ function parseResultUrls(resultJson: unknown): string[] {
       throw new ProviderUnavailableError('getTask: resultJson is not JSON');
     }
   }
-  const urls = isRecord(result) ? result.resultUrls : undefined;
-  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+  const all = isRecord(result) ? result.resultUrls : undefined;
+  const urls = Array.isArray(all) ? all.slice(0, MAX_RESULT_URLS) : undefined;
+  if (!urls || urls.length === 0 || !urls.every(isHttpUrl)) {
     throw new ProviderUnavailableError('getTask: success without usable resultUrls');
   }
   return urls as string[];
@@ -246,6 +251,20 @@ function isHttpUrl(value: unknown): boolean {
   } catch {
     return false;
   }
+}
+
+/** The body as text, or an error once it passes `max` bytes (the rest is not read). */
+async function readBounded(response: Response, max: number): Promise<string> {
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of response.body) {
+    length += chunk.byteLength;
+    // Throwing out of the loop cancels the body.
+    if (length > max) throw new Error(`answer larger than ${max} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function parseEnvelope(text: string): Record<string, unknown> | undefined {

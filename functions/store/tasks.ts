@@ -316,7 +316,10 @@ export interface FailAndRefundInput {
   userId: string;
   taskId: string;
   errorCode: ErrorCode;
+  /** The client-facing message; the caller bounds it (see `clientErrorMessage`), so the item stays small. */
   errorMessage: string;
+  /** The provider's own failure code, bounded by the caller, when the provider gave one. */
+  providerErrorCode?: string;
   now: Date;
   /**
    * The pending record the caller already holds (e.g. from `claimRefresh` or `getTask`). Given, the
@@ -367,6 +370,7 @@ export async function failAndRefund(
               creditsRefunded: true,
               errorCode: input.errorCode,
               errorMessage: input.errorMessage,
+              ...(input.providerErrorCode === undefined ? {} : { providerErrorCode: input.providerErrorCode }),
               updatedAt,
             },
             remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
@@ -415,6 +419,7 @@ export async function failAndRefund(
       creditsRefunded: true,
       errorCode: input.errorCode,
       errorMessage: input.errorMessage,
+      ...(input.providerErrorCode === undefined ? {} : { providerErrorCode: input.providerErrorCode }),
       updatedAt,
     },
     refunded: true,

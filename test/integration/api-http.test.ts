@@ -164,8 +164,14 @@ describe('the API handlers answer every case of the HTTP table', () => {
 
       // Assert
       expect(answer.body.status).toBe(2);
-      expect(Object.keys(answer.body).sort()).toEqual([...TASK_BASE_FIELDS, 'errorCode', 'errorMessage'].sort());
-      expect(answer.body).toMatchObject({ errorCode: 'PROVIDER_ERROR', creditsRefunded: true });
+      expect(Object.keys(answer.body).sort()).toEqual(
+        [...TASK_BASE_FIELDS, 'errorCode', 'errorMessage', 'providerErrorCode'].sort(),
+      );
+      expect(answer.body).toMatchObject({
+        errorCode: 'PROVIDER_ERROR',
+        providerErrorCode: 'MOCK_FAILURE',
+        creditsRefunded: true,
+      });
       expect(answer.body.errorMessage).toEqual(expect.any(String));
       for (const internal of TASK_INTERNALS) expect(answer.body).not.toHaveProperty(internal);
       await expectLedger(user, 10);

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signRequest } from '../../functions/aws/sigv4';
+import { signRequest } from '../../functions/aws/signer';
 import { providerApiKeyFromEnv } from '../../functions/provider/api-key-source';
 import { createHttpProvider } from '../../functions/provider/http-provider';
 import {
@@ -384,7 +384,7 @@ describe('providerApiKeyFromEnv', () => {
       // What arrived (host included) must be what was signed: recompute from the received request.
       const amzDate = String(request?.headers['x-amz-date']);
       const date = new Date(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
-      const expected = signRequest({
+      const expected = await signRequest({
         method: 'POST',
         url: `http://${request?.headers.host}/`,
         headers: {

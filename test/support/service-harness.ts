@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
-import { contentTypeForKey, resolveMediaPath } from '../../functions/media/fs-media-store';
+import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
@@ -121,7 +121,7 @@ function mediaServer(dir: string): Server {
           notFound();
           return;
         }
-        res.writeHead(200, { 'content-type': contentTypeForKey(file), 'content-length': String(info.size) });
+        res.writeHead(200, { ...mediaResponseHeaders(file), 'content-length': String(info.size) });
         createReadStream(file).pipe(res);
       },
       () => notFound(),
@@ -146,6 +146,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     AWS_SECRET_ACCESS_KEY: 'local',
     PROVIDER_BASE_URL: provider.url,
     PROVIDER_API_KEY: providerKey,
+    MEDIA_SOURCE_INSECURE_ORIGINS: provider.url,
     MEDIA_DIR: mediaDir,
     MEDIA_BASE_URL: mediaBaseUrl,
     PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),

@@ -1,0 +1,173 @@
+/**
+ * AWS Signature Version 4 through the SDK's own signer (`@smithy/signature-v4`, with the SHA-256 of
+ * `@smithy/core/checksum`): the DynamoDB client already bundles both, so the S3 presigned URLs and the
+ * Secrets Manager call cost no extra bytes and no hand-written cryptography. This module only adapts
+ * plain URLs and header records to the signer's request shape.
+ */
+import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
+
+/** AWS credentials; `sessionToken` is present for temporary (role) credentials, as in Lambda. */
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+/** SigV4 query authentication refuses anything longer than seven days. */
+export const MAX_PRESIGNED_URL_SECONDS = 604_800;
+
+/**
+ * The longest URL lifetime the service signs with temporary credentials (a Lambda role's). A URL
+ * signed with a session token dies with that session, and Lambda does not promise how long its role
+ * session lasts (it does not follow the role's maximum session duration), so anything longer would be
+ * a lifetime the URL may not have. One hour is what the SDKs' own presigners default to; clients get
+ * fresh URLs on every read anyway.
+ */
+export const MAX_TEMPORARY_CREDENTIALS_URL_SECONDS = 3600;
+
+/** The payload hash S3 accepts when the body is not part of the signature (presigned URLs). */
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+const CONTENT_SHA256 = 'x-amz-content-sha256';
+
+/** What both signing forms share. */
+export interface SigningScope {
+  /** Signing service name: `s3`, `secretsmanager`, ... */
+  service: string;
+  region: string;
+  credentials: AwsCredentials;
+  /** Signing time; defaults to now. */
+  date?: Date;
+}
+
+export interface SignRequestInput extends SigningScope {
+  method: string;
+  url: URL | string;
+  /** Headers to send and sign; `host`, `x-amz-date` (and the session token) are added. */
+  headers?: Record<string, string>;
+  /** The body, hashed into the signature. */
+  body?: string;
+}
+
+export interface PresignUrlInput extends SigningScope {
+  method: string;
+  /** The object URL, its path already encoded as S3 expects (see `uriEncode`). */
+  url: URL | string;
+  /** Lifetime in seconds (1 to 604800). */
+  expiresInSeconds: number;
+  /** Headers the eventual request must carry with these exact values (e.g. `content-type`). */
+  signedHeaders?: Record<string, string>;
+}
+
+/**
+ * Signs a request in the `Authorization` header (not S3: the path is escaped as every other service
+ * expects, and no `x-amz-content-sha256` header is added).
+ * @returns the headers to send: the given ones plus `host`, `x-amz-date`, `x-amz-security-token`
+ *   (with temporary credentials) and `authorization`, all lowercase
+ */
+export async function signRequest(input: SignRequestInput): Promise<Record<string, string>> {
+  const url = toUrl(input.url);
+  const signer = new SignatureV4({
+    service: input.service,
+    region: input.region,
+    credentials: input.credentials,
+    sha256: Sha256,
+    applyChecksum: false,
+  });
+  const headers: Record<string, string> = { host: url.host };
+  for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
+  const signed = await signer.sign(
+    {
+      method: input.method.toUpperCase(),
+      protocol: url.protocol,
+      hostname: url.hostname,
+      path: url.pathname || '/',
+      query: queryRecord(url.searchParams),
+      headers,
+      ...(input.body === undefined ? {} : { body: input.body }),
+    },
+    { signingDate: input.date ?? new Date() },
+  );
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(signed.headers)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/**
+ * A presigned S3 URL (query-string authentication, unsigned payload). The session token of temporary
+ * credentials goes into the signed query, so the URL stops working when that session ends, whatever
+ * `expiresInSeconds` says.
+ */
+export async function presignUrl(input: PresignUrlInput): Promise<string> {
+  const url = toUrl(input.url);
+  if (
+    !Number.isInteger(input.expiresInSeconds) ||
+    input.expiresInSeconds < 1 ||
+    input.expiresInSeconds > MAX_PRESIGNED_URL_SECONDS
+  ) {
+    throw new RangeError(`expiresInSeconds must be an integer from 1 to ${MAX_PRESIGNED_URL_SECONDS}`);
+  }
+  // S3 signs the path as sent (no second escaping); the caller builds it with `uriEncode`.
+  const signer = new SignatureV4({
+    service: input.service,
+    region: input.region,
+    credentials: input.credentials,
+    sha256: Sha256,
+    uriEscapePath: false,
+  });
+  // The payload hash is read from this header; kept out of the query and out of the signed headers, as
+  // S3's own presigner does, so the URL carries only the standard X-Amz-* parameters.
+  const headers: Record<string, string> = { host: url.host, [CONTENT_SHA256]: UNSIGNED_PAYLOAD };
+  for (const [name, value] of Object.entries(input.signedHeaders ?? {})) headers[name.toLowerCase()] = value;
+  const presigned = await signer.presign(
+    {
+      method: input.method.toUpperCase(),
+      protocol: url.protocol,
+      hostname: url.hostname,
+      path: url.pathname || '/',
+      query: queryRecord(url.searchParams),
+      headers,
+    },
+    {
+      signingDate: input.date ?? new Date(),
+      expiresIn: input.expiresInSeconds,
+      unhoistableHeaders: new Set([CONTENT_SHA256]),
+      unsignableHeaders: new Set([CONTENT_SHA256]),
+    },
+  );
+  const query = Object.entries(presigned.query ?? {})
+    .flatMap(([name, value]) => (Array.isArray(value) ? value : [value ?? '']).map((v) => [name, v] as const))
+    .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
+    .join('&');
+  return `${url.origin}${url.pathname}?${query}`;
+}
+
+/** Credentials of the Lambda execution role (or of the shell, locally), from the standard variables. */
+export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new Error('AWS credentials missing: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set');
+  }
+  const sessionToken = env.AWS_SESSION_TOKEN;
+  return sessionToken ? { accessKeyId, secretAccessKey, sessionToken } : { accessKeyId, secretAccessKey };
+}
+
+/** RFC 3986 encoding as SigV4 defines it: everything but `A-Z a-z 0-9 - . _ ~` is percent-encoded. */
+export function uriEncode(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+function queryRecord(params: URLSearchParams): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
+  for (const [name, value] of params) {
+    const existing = query[name];
+    if (existing === undefined) query[name] = value;
+    else query[name] = Array.isArray(existing) ? [...existing, value] : [existing, value];
+  }
+  return query;
+}
+
+function toUrl(url: URL | string): URL {
+  return typeof url === 'string' ? new URL(url) : url;
+}
