@@ -5,7 +5,8 @@
  *
  * Per-task controls, read from the task `input` (the API's `providerInput` is merged into it):
  * - `mockOutcome`: `success` (default) | `fail` (state `fail`, `failCode`/`failMsg`; override them
- *   with `mockFailCode`/`mockFailMsg`) | `reject` (createTask answers HTTP 422) | `broken_result`
+ *   with `mockFailCode`/`mockFailMsg`, and `mockFailMsgRepeat` to send the message that many times, up to
+ *   512 KB: an oversized provider answer) | `reject` (createTask answers HTTP 422) | `broken_result`
  *   (success whose result URL answers 404) | `hang_result` (success whose result URL never answers)
  *   | `unknown_state` (recordInfo reports a state outside the protocol) | `redirect_result` (the result
  *   URL answers 302 to `mockRedirectTo`, default the cloud metadata address) | `svg_result` (an SVG
@@ -303,7 +304,10 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
       createdAt: Date.now(),
       failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',
-      failMsg: typeof input.mockFailMsg === 'string' ? input.mockFailMsg : 'Generation failed (mockOutcome fail)',
+      failMsg: repeated(
+        typeof input.mockFailMsg === 'string' ? input.mockFailMsg : 'Generation failed (mockOutcome fail)',
+        input.mockFailMsgRepeat,
+      ),
       redirectTo: typeof input.mockRedirectTo === 'string' ? input.mockRedirectTo : METADATA_URL,
       extra:
         typeof input.mockExtraResults === 'number' && Number.isInteger(input.mockExtraResults)
@@ -516,6 +520,11 @@ function tableCrc32(data: Uint8Array): number {
   let crc = 0xffffffff;
   for (const byte of data) crc = (CRC_TABLE[(crc ^ byte) & 0xff] ?? 0) ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
+}
+
+function repeated(text: string, times: unknown): string {
+  if (typeof times !== 'number' || !Number.isInteger(times) || times < 2 || text.length === 0) return text;
+  return text.repeat(Math.min(times, Math.floor((512 * 1024) / text.length)));
 }
 
 function finalState(task: MockTask): string {

@@ -41,6 +41,14 @@ test('values given with -c arrive as strings and are parsed', () => {
   });
 });
 
+test('mediaSourceHosts is a normalised list of host names or *.domain rules', () => {
+  // Act
+  const config = configFrom({ mediaSourceHosts: ' CDN.Provider.example , *.media.provider.example ' });
+
+  // Assert
+  expect(config.mediaSourceHosts).toBe('cdn.provider.example,*.media.provider.example');
+});
+
 test('LocalStack mode never retains data', () => {
   // Act
   const config = configFrom({ localstack: 'true', retainData: true });
@@ -58,6 +66,12 @@ test.each([
   [{ alarmEmail: 'not-an-address' }],
   [{ maxPendingSeconds: 60, providerRefreshIntervalSeconds: 60 }],
   [{ logLevel: 'TRACE' }],
+  // Signed with the functions' role session, a URL cannot be promised to live longer than an hour.
+  [{ mediaUrlTtlSeconds: 3601 }],
+  [{ mediaUrlTtlSeconds: 604800 }],
+  [{ mediaSourceHosts: 'https://cdn.example' }],
+  [{ mediaSourceHosts: 'cdn.example,10.0.0.0/8' }],
+  [{ mediaSourceHosts: '*' }],
 ])('rejects %j', (context) => {
   // Act
   const read = () => configFrom(context);

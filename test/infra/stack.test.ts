@@ -117,11 +117,15 @@ describe('functions', () => {
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
         MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
         MEDIA_URL_TTL_SECONDS: '3600',
+        RESULT_RETENTION_DAYS: '30',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
         MAX_PENDING_SECONDS: '1800',
         LOG_LEVEL: 'INFO',
       });
       expect(env).not.toHaveProperty('INLINE_AUTHORIZER');
+      // No allowlist configured: any public https host; the variable is then absent.
+      expect(env).not.toHaveProperty('MEDIA_SOURCE_HOSTS');
+      expect(env).not.toHaveProperty('MEDIA_SOURCE_INSECURE_ORIGINS');
     }
   });
 

@@ -2,7 +2,10 @@
  * Every errorCode end to end through the API handlers, with the refund and the ledger invariant after
  * each; faults of the provider that must lose nothing; and completed results that really download.
  */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { presentTask } from '../../functions/lifecycle/present-task';
 import { refreshTask } from '../../functions/lifecycle/refresh-task';
 import { logger } from '../../functions/observability/logger';
 import { auditUser, listLedger } from '../../functions/store/ledger';
@@ -71,6 +74,12 @@ describe('the task lifecycle through the API handlers', () => {
 
   const poll = (user: TestUser, taskId: string, maxPolls = 10) =>
     pollUntilTerminal(getTaskHandler, user, taskId, { intervalMs: NEXT_INTERVAL_MS, maxPolls });
+
+  /** The stored result files of a task, by name. */
+  async function filesOf(user: TestUser, taskId: string): Promise<string[]> {
+    const dir = join(h.mediaDir, 'results', encodeURIComponent(user.userId), taskId);
+    return (await readdir(dir).catch(() => [])).sort();
+  }
 
   async function download(url: string): Promise<{ status: number; type: string | null; bytes: Buffer }> {
     const response = await fetch(url);
@@ -175,7 +184,8 @@ describe('the task lifecycle through the API handlers', () => {
 
       // Assert
       expect(answer.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_ERROR', creditsRefunded: true });
-      expect(answer.body.errorMessage).toEqual(expect.stringContaining('Prompt flagged'));
+      expect(answer.body.errorMessage).toBe('The provider could not generate the result: Prompt flagged');
+      expect(answer.body.providerErrorCode).toBe('NSFW');
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);
       await expectLedger(user, 30);
     });
@@ -190,6 +200,8 @@ describe('the task lifecycle through the API handlers', () => {
 
       // Assert
       expect(answer.body).toMatchObject({ status: 2, errorCode: 'STORAGE_ERROR', creditsRefunded: true });
+      // No internal URL, object key or status of ours reaches the client.
+      expect(answer.body.errorMessage).toBe('The result could not be stored');
       expect(answer.body).not.toHaveProperty('imageUrls');
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);
       await expectLedger(user, 10);
@@ -213,8 +225,31 @@ describe('the task lifecycle through the API handlers', () => {
 
       // Assert
       expect(answer.body).toMatchObject({ status: 2, errorCode: 'TIMEOUT', creditsRefunded: true });
+      expect(answer.body.errorMessage).toBe('The task did not finish in time');
+      // The last query was made: the provider was asked once more before the task was given up.
+      expect(h.provider.stats.getTaskCalls(String(stored.providerTaskId))).toBe(1);
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);
       await expectLedger(user, 10);
+    });
+
+    it('TIMEOUT is not declared when the last query finds the result: the task completes and is kept', async () => {
+      // Prepare: the provider finished; nobody asked before the maximum age.
+      const user = await h.createUser(10);
+      const { taskId } = await submit('image', user, imageRequest({ mockDelayMs: 0 }));
+      const stored = await getTask(h.store, user.userId, taskId);
+      if (!stored) throw new Error('the accepted task is not in the store');
+      const tooOld = new Date(Date.parse(stored.createdAt) + MAX_PENDING_SECONDS * 1000 + 60_000);
+
+      // Act
+      const after = await refreshTask(
+        h.lifecycle(() => tooOld),
+        stored,
+        logger,
+      );
+
+      // Assert
+      expect(after).toMatchObject({ status: 1, creditsRefunded: false });
+      await expectLedger(user, 10 - IMAGE_COST);
     });
 
     it('TIMEOUT: a task just under the maximum age stays pending', async () => {
@@ -256,6 +291,125 @@ describe('the task lifecycle through the API handlers', () => {
       expect(h.provider.stats.createTaskCalls - createCalls).toBe(1 + MAX_SEND_ATTEMPTS);
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);
       await expectLedger(user, 10);
+    });
+  });
+
+  describe('provider answers are untrusted', () => {
+    it.each([
+      ['a redirect to the cloud metadata address', { mockOutcome: 'redirect_result' }],
+      ['a redirect to loopback', { mockOutcome: 'redirect_result', mockRedirectTo: 'https://127.0.0.1:1/x.png' }],
+      ['an SVG', { mockOutcome: 'svg_result' }],
+      ['an SVG sent as image/png', { mockOutcome: 'disguised_result' }],
+    ])('%s: STORAGE_ERROR, refunded, nothing stored, a clean message', async (_case, input) => {
+      // Prepare
+      const user = await h.createUser(10);
+      const { taskId } = await submit('image', user, imageRequest(input));
+
+      // Act
+      const answer = await poll(user, taskId);
+
+      // Assert
+      expect(answer.body).toMatchObject({
+        status: 2,
+        errorCode: 'STORAGE_ERROR',
+        errorMessage: 'The result could not be stored',
+        creditsRefunded: true,
+      });
+      expect(await filesOf(user, taskId)).toEqual([]);
+      await expectLedger(user, 10);
+    });
+
+    it('stores no more results than were paid for: extra image URLs are ignored', async () => {
+      // Prepare: two images paid for, the provider returns five.
+      const user = await h.createUser(30);
+      const { taskId } = await submit('image', user, imageRequest({ mockExtraResults: 3 }, { numOutputs: 2 }));
+
+      // Act
+      const answer = await poll(user, taskId);
+
+      // Assert
+      expect(answer.body.status).toBe(1);
+      expect(answer.body.imageUrls).toHaveLength(2);
+      expect(await filesOf(user, taskId)).toEqual(['0.png', '1.png']);
+    });
+
+    it('stores one video when the provider returns several', async () => {
+      // Prepare
+      const user = await h.createUser(30);
+      const { taskId } = await submit('video', user, videoRequest({ mockExtraResults: 2 }));
+
+      // Act
+      const answer = await poll(user, taskId);
+
+      // Assert
+      expect(answer.body.status).toBe(1);
+      expect(answer.body.videoUrl).toEqual(expect.any(String));
+      expect(await filesOf(user, taskId)).toEqual(['0.mp4']);
+    });
+
+    it('a provider failure message of any size is bounded, and the refund still goes through', async () => {
+      // Prepare: about 400 KB of message (more than a DynamoDB item may hold), with URLs in it.
+      const user = await h.createUser(10);
+      const { taskId } = await submit(
+        'image',
+        user,
+        imageRequest({
+          mockOutcome: 'fail',
+          mockFailMsg: 'see https://internal.provider/x?token=abc yyy ',
+          mockFailMsgRepeat: 9000,
+        }),
+      );
+
+      // Act
+      const answer = await poll(user, taskId);
+
+      // Assert
+      expect(answer.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_ERROR', creditsRefunded: true });
+      const message = String(answer.body.errorMessage);
+      expect(message.startsWith('The provider could not generate the result: see [url] yyy')).toBe(true);
+      expect(message.length).toBeLessThanOrEqual(300);
+      await expectLedger(user, 10);
+    });
+
+    it('completed results say until when they exist, and no URL is handed out after that', async () => {
+      // Prepare: storage that deletes results after 30 days (the bucket's rule when deployed).
+      const user = await h.createUser(10);
+      const { taskId } = await submit('image', user, imageRequest());
+      const completed = await poll(user, taskId);
+      const lc = {
+        ...h.lifecycle(() => new Date()),
+        config: { ...h.lifecycle(() => new Date()).config, resultRetentionDays: 30 },
+      };
+      const task = await getTask(h.store, user.userId, taskId);
+      if (!task) throw new Error('the task is not in the store');
+      const expiresAt = Date.parse(task.updatedAt) + 30 * 86_400_000;
+
+      // Act
+      const fresh = await presentTask({ ...lc, now: () => new Date(expiresAt - 2 * 86_400_000) }, task);
+      const expired = await presentTask({ ...lc, now: () => new Date(expiresAt) }, task);
+
+      // Assert
+      expect(completed.body).not.toHaveProperty('resultsExpireAt');
+      expect(fresh.imageUrls).toHaveLength(1);
+      expect(fresh.resultsExpireAt).toBe(new Date(expiresAt - (expiresAt % 86_400_000)).toISOString());
+      expect(expired.imageUrls).toEqual([]);
+      expect(expired.resultsExpireAt).toBe(fresh.resultsExpireAt);
+    });
+
+    it('serves results as downloads that browsers do not sniff', async () => {
+      // Prepare
+      const user = await h.createUser(10);
+      const { taskId } = await submit('image', user, imageRequest());
+      const answer = await poll(user, taskId);
+
+      // Act
+      const response = await fetch(String((answer.body.imageUrls as string[])[0]));
+
+      // Assert
+      expect(response.headers.get('content-type')).toBe('image/png');
+      expect(response.headers.get('content-disposition')).toBe('attachment');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      await response.arrayBuffer();
     });
   });
 

@@ -1,5 +1,11 @@
-import { DEFAULT_LIFECYCLE_CONFIG, isRefreshDue, nextRefreshStep } from '../../functions/core/lifecycle';
-import type { TaskRecord } from '../../functions/core/task';
+import {
+  DEFAULT_LIFECYCLE_CONFIG,
+  isRefreshDue,
+  nextRefreshStep,
+  resultsExpireAt,
+  toTaskResource,
+} from '../../functions/core/lifecycle';
+import { paidOutputs, type TaskRecord } from '../../functions/core/task';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
@@ -47,12 +53,20 @@ describe('isRefreshDue', () => {
 });
 
 describe('nextRefreshStep', () => {
-  test('a task at the maximum age fails with TIMEOUT, even with a provider id', () => {
+  test('a task at the maximum age that the provider has gets one last, final query', () => {
     // Act
     const step = nextRefreshStep(pending({ providerTaskId: 'p-1' }), at(config.maxPendingMs), config);
 
     // Assert
-    expect(step).toMatchObject({ kind: 'fail', errorCode: 'TIMEOUT' });
+    expect(step).toEqual({ kind: 'query', providerTaskId: 'p-1', final: true });
+  });
+
+  test('a task at the maximum age that never reached the provider fails with TIMEOUT', () => {
+    // Act
+    const step = nextRefreshStep(pending(), at(config.maxPendingMs), config);
+
+    // Assert
+    expect(step).toEqual({ kind: 'fail', errorCode: 'TIMEOUT', errorMessage: 'The task did not finish in time' });
   });
 
   test('a task with a provider id is queried', () => {
@@ -60,7 +74,7 @@ describe('nextRefreshStep', () => {
     const step = nextRefreshStep(pending({ providerTaskId: 'p-1' }), at(60_000), config);
 
     // Assert
-    expect(step).toEqual({ kind: 'query', providerTaskId: 'p-1' });
+    expect(step).toEqual({ kind: 'query', providerTaskId: 'p-1', final: false });
   });
 
   test.each([
@@ -81,5 +95,93 @@ describe('nextRefreshStep', () => {
       maxPendingMs: 1_800_000,
       maxSendAttempts: 5,
     });
+  });
+});
+
+describe('resultsExpireAt', () => {
+  const completedAt = (iso: string) => pending({ status: 1, updatedAt: iso, resultKeys: ['k.png'] });
+
+  test.each([
+    // S3 deletes at the first midnight UTC at least N days after creation; the bound is never later.
+    ['2026-03-01T10:15:00.000Z', 30, '2026-03-31T00:00:00.000Z'],
+    ['2026-03-01T23:59:59.000Z', 1, '2026-03-02T00:00:00.000Z'],
+    ['2026-03-01T00:00:00.000Z', 7, '2026-03-08T00:00:00.000Z'],
+  ])('completed at %s with %i days of retention: %s', (completed, days, expected) => {
+    // Act
+    const expires = resultsExpireAt(completedAt(completed), days);
+
+    // Assert
+    expect(expires?.toISOString()).toBe(expected);
+  });
+
+  test('no retention (local storage) or a task not completed: no expiry', () => {
+    // Act
+    const kept = resultsExpireAt(completedAt('2026-03-01T10:15:00.000Z'), undefined);
+    const notDone = resultsExpireAt(pending(), 30);
+
+    // Assert
+    expect(kept).toBeUndefined();
+    expect(notDone).toBeUndefined();
+  });
+});
+
+describe('toTaskResource', () => {
+  test('a completed task says until when its results exist', () => {
+    // Prepare
+    const task = pending({ status: 1, resultKeys: ['a.png'] });
+    const expires = new Date('2026-02-01T00:00:00.000Z');
+
+    // Act
+    const resource = toTaskResource(task, ['https://m/a.png'], expires);
+
+    // Assert
+    expect(resource).toMatchObject({ imageUrls: ['https://m/a.png'], resultsExpireAt: '2026-02-01T00:00:00.000Z' });
+  });
+
+  test('a failed task shows the provider code, and only stable text for codes the provider did not word', () => {
+    // Prepare: records stored before messages were cleaned carried URLs and object keys.
+    const byProvider = pending({
+      status: 2,
+      errorCode: 'PROVIDER_ERROR',
+      errorMessage: 'The provider could not generate the result: Prompt flagged',
+      providerErrorCode: 'NSFW',
+    });
+    const legacy = pending({
+      status: 2,
+      errorCode: 'STORAGE_ERROR',
+      errorMessage: 'The result could not be stored: Source http://127.0.0.1:3001/files/x answered HTTP 404',
+    });
+
+    // Act
+    const shown = toTaskResource(byProvider);
+    const cleaned = toTaskResource(legacy);
+
+    // Assert
+    expect(shown).toMatchObject({
+      errorCode: 'PROVIDER_ERROR',
+      errorMessage: 'The provider could not generate the result: Prompt flagged',
+      providerErrorCode: 'NSFW',
+    });
+    expect(cleaned.errorMessage).toBe('The result could not be stored');
+    expect(cleaned).not.toHaveProperty('providerErrorCode');
+  });
+});
+
+describe('paidOutputs', () => {
+  test.each([
+    ['an image task with outputs recorded', pending({ request: { outputs: 4 } }), 4],
+    [
+      'an older image task (from its provider input)',
+      pending({ request: { providerRequest: { input: { num_outputs: 2 } } } }),
+      2,
+    ],
+    ['a video task', pending({ type: 'video', request: { outputs: 3 } }), 1],
+    ['a record with nonsense', pending({ request: { outputs: 'many' } }), 1],
+  ])('%s', (_case, task, expected) => {
+    // Act
+    const paid = paidOutputs(task);
+
+    // Assert
+    expect(paid).toBe(expected);
   });
 });
