@@ -127,6 +127,12 @@ function schemas(): Json {
             status: { const: 1 },
             imageUrls: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Image tasks.' },
             videoUrl: { type: 'string', format: 'uri', description: 'Video tasks.' },
+            resultsExpireAt: {
+              type: 'string',
+              format: 'date-time',
+              description:
+                'When the stored results are deleted (deployed storage only). From then on `imageUrls` is empty and `videoUrl` absent.',
+            },
           },
         },
         {
@@ -137,7 +143,16 @@ function schemas(): Json {
             ...taskBase,
             status: { const: 2 },
             errorCode: { enum: [...ERROR_CODES] },
-            errorMessage: { type: 'string' },
+            errorMessage: {
+              type: 'string',
+              description:
+                "A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters).",
+            },
+            providerErrorCode: {
+              type: 'string',
+              maxLength: 64,
+              description: "The provider's own failure code, when it gave one (PROVIDER_ERROR, PROVIDER_REJECTED).",
+            },
           },
         },
       ],
