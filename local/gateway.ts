@@ -41,6 +41,12 @@ export interface GatewayOptions {
   /** Serves GET requests outside /api/ and /media/ from this folder (the dashboard's built files). */
   staticDir?: string;
   stage?: string;
+  /**
+   * Serve the API under `/<stage>/...`, as API Gateway's own `execute-api` URL does (requests without
+   * the prefix are 404s). Without it the API is served at the root, as behind a custom domain; the
+   * event's `requestContext.path` follows the same rule, so handlers see what they would in AWS.
+   */
+  stageInPath?: boolean;
 }
 
 /** API Gateway's payload limit for REST APIs. */
@@ -329,15 +335,20 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const method = req.method ?? 'GET';
     const url = parseTarget(req.url);
     // An unparseable target matches no route (and no media path).
-    const path = url?.pathname ?? '';
+    const requestPath = url?.pathname ?? '';
+    const stagePrefix = options.stageInPath ? `/${stage}` : '';
+    // Under a stage prefix, a path outside it matches nothing (an empty path is no route).
+    const path = requestPath.startsWith(`${stagePrefix}/`) ? requestPath.slice(stagePrefix.length) : '';
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
-    if (method === 'GET' && path.startsWith('/media/') && (await serveMedia(path, res))) return 200;
+    // Media (the bucket's stand-in) and the dashboard's files are served at the root in either mode.
+    if (method === 'GET' && requestPath.startsWith('/media/') && (await serveMedia(requestPath, res))) return 200;
     if (
       method === 'GET' &&
       !path.startsWith('/api/') &&
-      !path.startsWith('/media/') &&
-      (await serveStatic(path, res))
+      !requestPath.startsWith('/media/') &&
+      !(options.stageInPath && requestPath.startsWith(`${stagePrefix}/`)) &&
+      (await serveStatic(requestPath, res))
     ) {
       return 200;
     }
@@ -379,7 +390,8 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       resourceId: route.route.name,
       resourcePath: route.route.path,
       httpMethod: method,
-      path: `/${stage}${path}`,
+      // API Gateway's requestContext.path: the path as the client sent it (stage included on execute-api URLs).
+      path: `${stagePrefix}${path}`,
       stage,
       requestId,
       requestTimeEpoch: Date.now(),

@@ -27,6 +27,8 @@ export interface LocalSettings {
   dynamodbEndpoint?: string;
   /** How often the sweeper runs locally (EventBridge runs it every minute in AWS). */
   sweeperIntervalSeconds: number;
+  /** Serve the API under `/<stage>/`, as an execute-api stage URL does; unset: at the root (a custom domain). */
+  apiStage?: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -65,6 +67,13 @@ function optionalSeconds(env: NodeJS.ProcessEnv, name: string): number | undefin
   return env[name] ? int(env, name, 0) : undefined;
 }
 
+function apiStage(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(raw))
+    throw new Error(`API_STAGE must be a stage name (letters, digits, - and _), got "${raw}"`);
+  return raw;
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   return {
     host: '127.0.0.1',
@@ -83,5 +92,6 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    apiStage: apiStage(env.API_STAGE),
   };
 }

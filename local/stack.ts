@@ -29,7 +29,10 @@ import type { LocalSettings } from './settings';
 export class LocalStackError extends Error {}
 
 export interface LocalStack {
+  /** The origin: the dashboard, media and (without API_STAGE) the API. */
   url: string;
+  /** Where the API's paths start: the origin, or `<origin>/<stage>` with API_STAGE. */
+  apiUrl: string;
   dynamodbEndpoint: string;
   mockProvider: MockProvider;
   /** The demo key, when this start created the demo user (first start, or always with `:memory:`). */
@@ -139,6 +142,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     cleanups.push(() => mockProvider.stop());
 
     const url = `http://${settings.host}:${settings.port}`;
+    const apiUrl = settings.apiStage ? `${url}/${settings.apiStage}` : url;
     // The same sign-in code as deployed; only the issuer and the client credentials differ.
     const oidcClientSecret = randomBytes(32).toString('base64url');
     const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
@@ -147,7 +151,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       port: settings.oidcProviderPort,
       clientId: OIDC_CLIENT_ID,
       clientSecret: oidcClientSecret,
-      redirectUri: `${url}/api/auth/callback`,
+      redirectUri: `${apiUrl}/api/auth/callback`,
       accounts: [demoSignIn, ...settings.idpAccounts],
     });
     cleanups.push(() => oidc.stop());
@@ -190,6 +194,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
         authorizer,
         authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
         staticDir: resolve(ROOT, settings.staticDir),
+        ...(settings.apiStage ? { stage: settings.apiStage, stageInPath: true } : {}),
         media: {
           resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
           headers: mediaResponseHeaders,
@@ -226,6 +231,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     const demoApiKey = await ensureDemoUser();
     return {
       url,
+      apiUrl,
       dynamodbEndpoint: dynamodb.endpoint,
       mockProvider,
       demoApiKey,

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   );
   log(`Mock provider at ${stack.mockProvider.url}`);
   log(`OpenID provider at ${stack.oidcIssuer} (stands in for Cognito)`);
-  log(`Dashboard at ${stack.url}/ ; sign in at ${stack.url}/api/auth/sign-in`);
+  log(`Dashboard at ${stack.url}/ ; sign in at ${stack.apiUrl}/api/auth/sign-in`);
   log(`  as ${stack.demoSignIn.email} with password ${stack.demoSignIn.password} (new every start)`);
   if (stack.demoApiKey) {
     const auth = `-H "Authorization: Bearer ${stack.demoApiKey}"`;
@@ -40,15 +40,15 @@ async function main(): Promise<void> {
     log(`  ${stack.demoApiKey}`);
     log('Submit a task, then poll it with the taskId from the answer:');
     log(
-      `  curl -s -X POST ${stack.url}/api/ai/image/generate ${auth} -H "Content-Type: application/json" -d '{"model":"image-model-1","prompt":"a lighthouse at dusk"}'`,
+      `  curl -s -X POST ${stack.apiUrl}/api/ai/image/generate ${auth} -H "Content-Type: application/json" -d '{"model":"image-model-1","prompt":"a lighthouse at dusk"}'`,
     );
-    log(`  curl -s ${stack.url}/api/ai/tasks/<taskId> ${auth}`);
+    log(`  curl -s ${stack.apiUrl}/api/ai/tasks/<taskId> ${auth}`);
   } else {
     log(
       `Demo user "${DEMO_USER}" already exists. New key: npm run --silent admin -- keys create --user ${DEMO_USER} --name laptop`,
     );
   }
-  log(`API ready at ${stack.url}`);
+  log(`API ready at ${stack.apiUrl}`);
 }
 
 main().catch((error: unknown) => {

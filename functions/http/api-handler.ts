@@ -31,6 +31,11 @@ export interface ApiRequest {
   sessionId: string | undefined;
   /** Query string parameters (single values). */
   query: Record<string, string | undefined>;
+  /**
+   * What stands before the API's own paths in the URL the client called: `/prod` on an execute-api
+   * stage URL, a base path behind a custom domain, or nothing. Links the service hands out start with it.
+   */
+  pathPrefix: string;
 }
 
 export interface ApiResult {
@@ -55,6 +60,18 @@ function findHeader(event: APIGatewayProxyEvent, name: string): string | undefin
     if (key.toLowerCase() === wanted && value !== undefined) return value;
   }
   return undefined;
+}
+
+/**
+ * API Gateway's `requestContext.path` is the path the client sent (with the stage on execute-api URLs,
+ * with the base path behind a custom domain); `event.path` is the API's own. The difference is the prefix.
+ */
+export function pathPrefixOf(event: Pick<APIGatewayProxyEvent, 'path' | 'requestContext'>): string {
+  const full = event.requestContext?.path;
+  if (!full || !event.path || !full.endsWith(event.path)) return '';
+  const prefix = full.slice(0, full.length - event.path.length);
+  // Only a plain path prefix is used in a header: nothing a client could smuggle in.
+  return /^(\/[A-Za-z0-9._~-]+)*$/.test(prefix) ? prefix : '';
 }
 
 /** Authentication comes before body parsing so that a bad key is a 401 whatever the body. */
@@ -162,6 +179,7 @@ export function apiHandler(options: { jsonBody: boolean; credentials?: Credentia
       sourceIp: event.requestContext?.identity?.sourceIp,
       sessionId: event.sessionId,
       query: event.queryStringParameters ?? {},
+      pathPrefix: pathPrefixOf(event),
     });
     const response = jsonResponse(result.statusCode, result.body, { 'X-Request-Id': requestId, ...result.headers });
     return result.cookies?.length ? { ...response, multiValueHeaders: { 'Set-Cookie': result.cookies } } : response;

@@ -40,7 +40,8 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
       statusCode: 202,
       body: response,
       headers: {
-        Location: `/api/ai/tasks/${encodeURIComponent(response.taskId)}`,
+        // Behind a stage URL (`.../prod/api/...`) or a base path, the task lives under the same prefix.
+        Location: `${req.pathPrefix}/api/ai/tasks/${encodeURIComponent(response.taskId)}`,
         ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}),
       },
     };

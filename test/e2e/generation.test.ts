@@ -12,10 +12,15 @@ const TEST_TIMEOUT_MS = target.pollTimeoutMs + 10_000;
 /** The mock provider finishes a bit sooner than its default 1.5 s: the suite has many loops to run. */
 const QUICK_PROVIDER = { mockDelayMs: 300 };
 
+/** `Location` resolved against the submit URL: where a client following it lands (any stage prefix included). */
+function resolvedLocation(response: { headers: Headers }): string {
+  return new URL(response.headers.get('location') ?? '', `${target.baseUrl}${IMAGE_PATH}`).href;
+}
+
 /** Submits, checks the acceptance answer, polls to the end; returns the final task. */
 async function runTask(path: typeof IMAGE_PATH | typeof VIDEO_PATH, body: Record<string, unknown>) {
   const submitted = await api.submit(path, { ...body, providerInput: QUICK_PROVIDER });
-  expect(submitted.response.headers.get('location')).toBe(taskPath(submitted.taskId));
+  expect(resolvedLocation(submitted.response)).toBe(`${target.baseUrl}${taskPath(submitted.taskId)}`);
   expect(submitted.status).toBe(0);
   expect(submitted.creditsUsed).toBeGreaterThan(0);
   const task = await api.pollUntilDone(submitted.taskId);
@@ -51,7 +56,7 @@ describe('acceptance', () => {
       const submitted = await api.submit(IMAGE_PATH, body);
       const task = await api.getTask(submitted.taskId);
 
-      expect(submitted.response.headers.get('location')).toBe(taskPath(submitted.taskId));
+      expect(resolvedLocation(submitted.response)).toBe(`${target.baseUrl}${taskPath(submitted.taskId)}`);
       expect(submitted.response.body).toEqual({ taskId: submitted.taskId, status: 0, creditsUsed: 3 });
       expect(task).toMatchObject({ taskId: submitted.taskId, type: 'image', ...body, creditsUsed: 3 });
       expect([0, 1, 2]).toContain(task.status);

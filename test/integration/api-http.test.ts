@@ -62,7 +62,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       expect(answer.statusCode).toBe(202);
       expect(answer.body).toEqual({ taskId: expect.any(String), status: 0, creditsUsed: IMAGE_COST });
       const taskId = String(answer.body.taskId);
-      expect(answer.headers.Location).toBe(`/api/ai/tasks/${encodeURIComponent(taskId)}`);
+      // The harness's events are those of an execute-api stage URL (`/prod/...`): the task is under it too.
+      expect(answer.headers.Location).toBe(`/prod/api/ai/tasks/${encodeURIComponent(taskId)}`);
       expect(answer.headers['Content-Type']).toBe('application/json');
       expect(answer.headers['X-Request-Id']).toBe(event.requestContext.requestId);
       expect(answer.headers['Idempotent-Replayed']).toBeUndefined();
@@ -82,7 +83,7 @@ describe('the API handlers answer every case of the HTTP table', () => {
       // Assert
       expect(answer.statusCode).toBe(202);
       expect(answer.body).toEqual({ taskId: expect.any(String), status: 0, creditsUsed: VIDEO_COST });
-      expect(answer.headers.Location).toBe(`/api/ai/tasks/${encodeURIComponent(String(answer.body.taskId))}`);
+      expect(answer.headers.Location).toBe(`/prod/api/ai/tasks/${encodeURIComponent(String(answer.body.taskId))}`);
       const stored = await getTask(h.store, user.userId, String(answer.body.taskId));
       expect(stored).toMatchObject({ status: 0, type: 'video', creditsUsed: VIDEO_COST });
       await expectLedger(user, 50 - VIDEO_COST);

@@ -163,7 +163,7 @@ describe('the task lifecycle through the API handlers', () => {
 
       // Assert
       expect(answer.body).toEqual({ taskId, status: 2, creditsUsed: IMAGE_COST });
-      expect(answer.headers.Location).toBe(`/api/ai/tasks/${taskId}`);
+      expect(answer.headers.Location).toBe(`/prod/api/ai/tasks/${taskId}`);
       expect(read.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED', creditsRefunded: true });
       expect(read.body.errorMessage).toEqual(expect.stringContaining('refused'));
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);

@@ -8,6 +8,11 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { createDocumentClient } from '../../functions/store/client';
+import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { freePorts, spawnLocalStack } from '../../local/spawn-local-stack';
 
 const ROOT = join(__dirname, '..', '..');
@@ -99,5 +104,36 @@ describe('npm start', () => {
         probe.listen(apiPort, '127.0.0.1', () => probe.close(() => ready()));
       }),
     ).resolves.toBeUndefined();
+  });
+
+  test('behind a stage prefix (API_STAGE, as an execute-api URL), Location points under the same prefix', async () => {
+    // Prepare
+    const stack = await spawnLocalStack({ env: { API_STAGE: 'prod', DATA_DIR: ':memory:' } });
+    const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
+    try {
+      const store = { doc, tableName: DEFAULT_TABLE_NAME };
+      await grantCredits(store, { userId: 'stage-user', amount: 10 });
+      const { apiKey } = await putApiKey(store, { userId: 'stage-user', name: 'stage' });
+      const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+      const body = JSON.stringify({ model: 'image-model-1', prompt: 'a staged lighthouse' });
+
+      // Act
+      const submitted = await fetch(`${stack.baseUrl}/api/ai/image/generate`, { method: 'POST', headers, body });
+      const location = submitted.headers.get('location') ?? '';
+      const followed = await fetch(new URL(location, `${stack.baseUrl}/api/ai/image/generate`), { headers });
+      const outsideStage = await fetch(`${new URL(stack.baseUrl).origin}/api/ai/tasks/x`, { headers });
+
+      // Assert
+      expect(stack.baseUrl).toMatch(/\/prod$/);
+      expect(submitted.status).toBe(202);
+      const { taskId } = (await submitted.json()) as { taskId: string };
+      expect(location).toBe(`/prod/api/ai/tasks/${taskId}`);
+      expect(followed.status).toBe(200);
+      expect(((await followed.json()) as { taskId: string }).taskId).toBe(taskId);
+      expect(outsideStage.status).toBe(404);
+    } finally {
+      doc.destroy();
+      await stack.stop();
+    }
   });
 });
