@@ -5,7 +5,7 @@
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
-import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
+import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { apiHandler } from './api-handler';
 
 export interface SubmitRules<TRequest extends { model: string; prompt: string }> {
@@ -21,7 +21,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
   return apiHandler({ jsonBody: true }, async (req) => {
     const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
     const request = rules.validate(req.body);
-    const lc = lifecycleFromEnv();
+    const lc = providerLifecycleFromEnv();
     const { response, replayed } = await submitTask(
       lc,
       {

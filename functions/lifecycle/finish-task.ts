@@ -12,7 +12,7 @@ import {
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
-import type { Lifecycle } from './lifecycle';
+import type { ProviderLifecycle } from './lifecycle';
 
 /** Why a task fails: what clients read comes from the code and the provider's own words only. */
 export interface TaskFailure {
@@ -32,7 +32,7 @@ export interface TaskFailure {
  *   (it stays pending, so a later refresh or the sweeper refunds it: no credit is lost either way).
  */
 export async function failTask(
-  lc: Lifecycle,
+  lc: ProviderLifecycle,
   task: TaskRecord,
   failure: TaskFailure,
   log: Logger,
@@ -71,7 +71,7 @@ export async function failTask(
 
 /** Marks the task completed with its stored results; a task that already ended is re-read as it is. */
 export async function completeWithResults(
-  lc: Lifecycle,
+  lc: ProviderLifecycle,
   task: TaskRecord,
   resultKeys: string[],
   log: Logger,

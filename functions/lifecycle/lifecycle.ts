@@ -9,13 +9,18 @@ import { metrics } from '../observability/metrics';
 import type { GenerationProvider } from '../provider/port';
 import type { StoreContext } from '../store/client';
 
-export interface Lifecycle {
+/** What submitting and failing a task need: no media (so the submit functions do not bundle it). */
+export interface ProviderLifecycle {
   store: StoreContext;
   provider: GenerationProvider;
-  media: MediaStore;
   config: LifecycleConfig;
   /** The clock; tests move it instead of sleeping. */
   now: () => Date;
+}
+
+/** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */
+export interface Lifecycle extends ProviderLifecycle {
+  media: MediaStore;
 }
 
 /** Calls the provider, recording latency and errors as metrics whatever the outcome. */

@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger';
 import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
 import { recordProviderTask } from '../store/tasks';
 import { failTask } from './finish-task';
-import { type Lifecycle, timedProviderCall } from './lifecycle';
+import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
 
 /** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */
 export interface StoredProviderRequest {
@@ -35,7 +35,7 @@ function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
  * pending without a provider id, and the refresh step retries the send.
  * @returns the task after the attempt
  */
-export async function sendToProvider(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
+export async function sendToProvider(lc: ProviderLifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
   const request = storedProviderRequest(task);
   try {
     const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(request), log);

@@ -6,7 +6,7 @@ import type { Caller, SubmissionResponse, TaskType } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { acceptTask } from '../store/tasks';
-import type { Lifecycle } from './lifecycle';
+import type { ProviderLifecycle } from './lifecycle';
 import { type StoredProviderRequest, sendToProvider, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
@@ -38,7 +38,7 @@ function paidOutputCount(input: SubmitInput): number {
  * the provider. The response carries the task's status after the send: 0 normally, 2 when the provider
  * refused the input at once (the credits are already refunded).
  */
-export async function submitTask(lc: Lifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
   const accepted = await acceptTask(lc.store, {
     task: {
       userId: input.caller.userId,

@@ -3,41 +3,14 @@
  * stack process). The deployed stack and `npm start` set the same variables.
  */
 import { MAX_PRESIGNED_URL_SECONDS, MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../aws/signer';
-import { DEFAULT_LIFECYCLE_CONFIG, type LifecycleConfig } from '../core/lifecycle';
 import type { Lifecycle } from '../lifecycle/lifecycle';
 import { createFsMediaStore } from '../media/fs-media-store';
 import type { MediaStore } from '../media/port';
 import { createS3MediaStore } from '../media/s3-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
-import { providerApiKeyFromEnv } from '../provider/api-key-source';
-import { createHttpProvider } from '../provider/http-provider';
-import { storeFromEnv } from '../store/from-env';
+import { providerLifecycleFromEnv, resetProviderLifecycleFromEnv } from './provider-lifecycle-from-env';
 
-function seconds(value: string | undefined, fallbackMs: number): number {
-  const parsed = Number(value);
-  return value !== undefined && Number.isFinite(parsed) && parsed >= 0 ? parsed * 1000 : fallbackMs;
-}
-
-/**
- * Lifecycle timings from PROVIDER_REFRESH_INTERVAL_SECONDS, MAX_PENDING_SECONDS,
- * PROVIDER_MAX_SEND_ATTEMPTS, and RESULT_RETENTION_DAYS (the media bucket's expiry; unset locally,
- * where results are kept).
- * @throws Error when RESULT_RETENTION_DAYS is set but not a positive integer
- */
-export function lifecycleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): LifecycleConfig {
-  const attempts = Number(env.PROVIDER_MAX_SEND_ATTEMPTS);
-  const config: LifecycleConfig = {
-    refreshIntervalMs: seconds(env.PROVIDER_REFRESH_INTERVAL_SECONDS, DEFAULT_LIFECYCLE_CONFIG.refreshIntervalMs),
-    maxPendingMs: seconds(env.MAX_PENDING_SECONDS, DEFAULT_LIFECYCLE_CONFIG.maxPendingMs),
-    maxSendAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : DEFAULT_LIFECYCLE_CONFIG.maxSendAttempts,
-  };
-  if (env.RESULT_RETENTION_DAYS !== undefined && env.RESULT_RETENTION_DAYS !== '') {
-    const days = Number(env.RESULT_RETENTION_DAYS);
-    if (!Number.isInteger(days) || days < 1) throw new Error('RESULT_RETENTION_DAYS must be a positive integer');
-    config.resultRetentionDays = days;
-  }
-  return config;
-}
+export { lifecycleConfigFromEnv } from './provider-lifecycle-from-env';
 
 /**
  * The signed URL lifetime, MEDIA_URL_TTL_SECONDS (default 3600), checked against the credentials that
@@ -84,26 +57,18 @@ function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
 
 let cached: Lifecycle | undefined;
 
-/** The lifecycle for this process, built on first use so a cold start pays only for what it uses. */
+/**
+ * The whole lifecycle for this process (the submit wiring plus media storage), built on first use so a
+ * cold start pays only for what it uses.
+ */
 export function lifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): Lifecycle {
   if (cached) return cached;
-  const baseUrl = env.PROVIDER_BASE_URL;
-  if (!baseUrl) throw new Error('PROVIDER_BASE_URL is not set');
-  cached = {
-    store: storeFromEnv(env),
-    provider: createHttpProvider({
-      baseUrl,
-      apiKey: providerApiKeyFromEnv(env),
-      timeoutMs: Number(env.PROVIDER_TIMEOUT_MS) || 5000,
-    }),
-    media: mediaFromEnv(env),
-    config: lifecycleConfigFromEnv(env),
-    now: () => new Date(),
-  };
+  cached = { ...providerLifecycleFromEnv(env), media: mediaFromEnv(env) };
   return cached;
 }
 
 /** Forgets the wiring (the local stack and tests change the environment between runs). */
 export function resetLifecycleFromEnv(): void {
   cached = undefined;
+  resetProviderLifecycleFromEnv();
 }

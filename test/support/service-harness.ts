@@ -20,6 +20,7 @@ import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
+import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
@@ -181,14 +182,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     },
 
     async withClock(now, fn) {
-      // The handlers call lifecycleFromEnv() per request and get this same cached object.
-      const wiring = lifecycleFromEnv();
-      const previous = wiring.now;
-      wiring.now = now;
+      // The handlers call lifecycleFromEnv() (get, sweeper) or providerLifecycleFromEnv() (submit) per
+      // request and get these same cached objects.
+      const wirings = [lifecycleFromEnv(), providerLifecycleFromEnv()];
+      const previous = wirings.map((wiring) => wiring.now);
+      for (const wiring of wirings) wiring.now = now;
       try {
         return await fn();
       } finally {
-        wiring.now = previous;
+        wirings.forEach((wiring, index) => {
+          wiring.now = previous[index] ?? wiring.now;
+        });
       }
     },
 
