@@ -64,7 +64,7 @@ function requestSchema(schema: GenericSchema, description: string): Json {
     if (note) property.description = note;
   }
   const providerInput = properties.providerInput;
-  if (providerInput) Object.assign(providerInput, { type: 'object' });
+  if (providerInput) Object.assign(providerInput, { type: 'object', additionalProperties: true });
   return { ...converted, description };
 }
 

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { clientTypesText } from '../../bin/openapi';
 import { openApiDocument, openApiDocumentText } from '../../lib/openapi-document';
 import { ROUTES } from '../../lib/routes';
 
@@ -13,6 +14,14 @@ describe('the OpenAPI document', () => {
 
     // Assert
     expect(committed).toBe(openApiDocumentText());
+  });
+
+  test("the typed client's types are what openapi-typescript makes of the committed document", () => {
+    // Act
+    const committed = readFileSync(join(__dirname, '..', '..', 'client', 'src', 'openapi.d.ts'), 'utf8');
+
+    // Assert
+    expect(committed).toBe(clientTypesText());
   });
 
   test('a real OpenAPI 3.1 validator accepts it', () => {
