@@ -1,7 +1,5 @@
 // One config style for every project: ts-jest transpiles TypeScript (type-checking is `npm run build`)
 // and the ESM-only @middy packages, which jest cannot require as they are shipped.
-// Node 20 is supported here; the SDK's notice about its future Node 22 floor would bury test output.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /** @type {import('ts-jest').TsJestTransformerOptions} */
 const tsJest = {

@@ -201,7 +201,7 @@ export async function bundleSizes(): Promise<void> {
   out('## 1. Bundle size per function');
   out();
   out(
-    'esbuild JS API with the construct options: bundle, platform node, target node22, minify, keepNames, ' +
+    'esbuild JS API with the construct options: bundle, platform node, target node24, minify, keepNames, ' +
       'no source map, AWS SDK bundled; ESM with `mainFields: module,main` and the `createRequire` banner. ' +
       'gzip at the default level (what a deployment zip roughly costs).',
   );

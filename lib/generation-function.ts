@@ -29,7 +29,7 @@ export const MEDIA_RESULTS_PREFIX = 'results/';
  * 413 KB and 52 ms with it (ESM output: 413 KB, 61 ms). Names are kept for readable stack traces.
  */
 export const BUNDLE_OPTIONS = {
-  target: 'node22',
+  target: 'node24',
   minify: true,
   keepNames: true,
   mainFields: ['module', 'main'],
@@ -144,7 +144,7 @@ export class GenerationFunction extends NodejsFunction {
       projectRoot: REPO_ROOT,
       depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
       description: props.description,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: Runtime.NODEJS_24_X,
       architecture: props.architecture ?? Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(29),

@@ -67,7 +67,7 @@ describe('functions', () => {
       const fn = service.template.toJSON().Resources[id];
       expect(fn.Type).toBe('AWS::Lambda::Function');
       expect(fn.Properties).toMatchObject({
-        Runtime: 'nodejs22.x',
+        Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
         MemorySize: 512,
         Handler: 'index.handler',
