@@ -97,7 +97,7 @@ export async function loadTimes(): Promise<void> {
     out(
       `${LOAD_RUNS} runs per module after one warm-up pass; "load" is the \`require\`/\`import()\` of the bundle ` +
         'alone, "ready" is the time from process start until the module is loaded (Node bootstrap included). ' +
-        `Node ${process.version} here; Lambda runs Node 22.`,
+        `Node ${process.version} here; Lambda runs Node 24.`,
     );
     out();
     let worst = 0;

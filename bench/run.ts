@@ -23,8 +23,6 @@ const SECTIONS: Record<string, () => Promise<void>> = {
 };
 
 async function main(): Promise<void> {
-  // Node 20 is supported here; the SDK's notice about its future Node 22 floor would only add noise.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const wanted = process.argv.slice(2);
   const unknown = wanted.filter((name) => !(name in SECTIONS));
   if (unknown.length > 0) {
