@@ -117,6 +117,15 @@ export class ConfigError extends Error {
  * Reads and validates the configuration from a construct's context (the app's context in practice).
  * @throws ConfigError when a value has the wrong type or is out of range
  */
+/** The shipped placeholder (a `.invalid` host, RFC 2606): a deployment with it would refund every task. */
+function isPlaceholderUrl(url: string): boolean {
+  try {
+    return new URL(url).hostname.endsWith('.invalid');
+  } catch {
+    return false;
+  }
+}
+
 export function readConfig(node: Node): ServiceConfig {
   const raw = (key: keyof ServiceConfig): unknown => node.tryGetContext(key);
   const localstack = bool(raw('localstack'), 'localstack', DEFAULT_CONFIG.localstack);
@@ -129,6 +138,12 @@ export function readConfig(node: Node): ServiceConfig {
   const providerBaseUrl = str(raw('providerBaseUrl'), 'providerBaseUrl', DEFAULT_CONFIG.providerBaseUrl);
   if (!/^https?:\/\/[^\s/]+/.test(providerBaseUrl)) {
     throw new ConfigError('providerBaseUrl must be an http(s) URL');
+  }
+  if (isPlaceholderUrl(providerBaseUrl)) {
+    throw new ConfigError(
+      `providerBaseUrl is still the placeholder ${providerBaseUrl}: set your provider's API URL, e.g. ` +
+        '`npx cdk deploy -c providerBaseUrl=https://api.provider.example` or "providerBaseUrl" in cdk.json "context"',
+    );
   }
   const config: ServiceConfig = {
     stackName: str(raw('stackName'), 'stackName', DEFAULT_CONFIG.stackName),

@@ -4,10 +4,11 @@
 import { App } from 'aws-cdk-lib';
 import { localstackEnv } from '../../bin/localstack-env';
 import { CONFIG_KEYS, ConfigError, DEFAULT_CONFIG, readConfig } from '../../lib/config';
-import { cdkJsonContext } from './support';
+import { cdkJsonContext, TEST_PROVIDER_URL } from './support';
 
 function configFrom(context: Record<string, unknown>) {
-  return readConfig(new App({ context }).node);
+  // A provider URL unless the case gives one: the shipped placeholder is refused (tested below).
+  return readConfig(new App({ context: { providerBaseUrl: TEST_PROVIDER_URL, ...context } }).node);
 }
 
 test('cdk.json sets exactly the known keys (feature flags aside), to the documented defaults', () => {
@@ -19,8 +20,22 @@ test('cdk.json sets exactly the known keys (feature flags aside), to the documen
 
   // Assert
   expect(keys.sort()).toEqual([...CONFIG_KEYS].sort());
-  expect(configFrom(context)).toEqual(DEFAULT_CONFIG);
+  expect(configFrom({ ...context, providerBaseUrl: TEST_PROVIDER_URL })).toEqual({
+    ...DEFAULT_CONFIG,
+    providerBaseUrl: TEST_PROVIDER_URL,
+  });
   expect(context['cli-telemetry']).toBe(false);
+});
+
+test('synth refuses the placeholder provider URL of cdk.json, naming the setting and how to set it', () => {
+  // Act
+  const refuse = () => configFrom(cdkJsonContext());
+
+  // Assert
+  expect(refuse).toThrow(ConfigError);
+  expect(refuse).toThrow(
+    /^providerBaseUrl is still the placeholder https:\/\/provider\.example\.invalid: .*-c providerBaseUrl=/,
+  );
 });
 
 test('values given with -c arrive as strings and are parsed', () => {

@@ -15,6 +15,7 @@ import {
   type SynthesizedService,
   statementsOfFunction,
   synthesize,
+  TEST_PROVIDER_URL,
 } from './support';
 
 let service: SynthesizedService;
@@ -113,7 +114,7 @@ describe('functions', () => {
     for (const env of lifecycle) {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
-        PROVIDER_BASE_URL: 'https://provider.example.invalid',
+        PROVIDER_BASE_URL: TEST_PROVIDER_URL,
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
         MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
         MEDIA_URL_TTL_SECONDS: '3600',

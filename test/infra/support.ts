@@ -30,11 +30,20 @@ export interface SynthesizedService {
  * Synthesizes the service. `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context),
  * for variants whose assertions do not depend on the bundles.
  */
+/** The provider URL the infra tests deploy with. */
+export const TEST_PROVIDER_URL = 'https://provider.example.com';
+
 export function synthesize(overrides: Record<string, unknown> = {}, options: { bundle: boolean }): SynthesizedService {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'generation-infra-'));
   const app = new App({
     outdir,
-    context: { ...cdkJsonContext(), ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...overrides },
+    context: {
+      ...cdkJsonContext(),
+      // cdk.json ships a placeholder that synth refuses; tests stand in a provider.
+      providerBaseUrl: TEST_PROVIDER_URL,
+      ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
+      ...overrides,
+    },
   });
   const stack = buildServiceApp(app, {});
   return { app, stack, template: Template.fromStack(stack) };
