@@ -6,7 +6,7 @@
  * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
 import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
@@ -15,6 +15,7 @@ import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
 import { cancellationReasons, withRetry } from './errors';
 import { keys } from './keys';
+import { queryAllWithPrefix } from './pages';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
 export interface ApiKeyRecord {
@@ -330,23 +331,9 @@ export async function getApiKeyByHash(ctx: StoreContext, keyHash: string): Promi
 
 /** Every key of a user (active, expired and revoked), oldest first by key id order of the listing. */
 export async function listApiKeys(ctx: StoreContext, userId: string): Promise<ApiKeyListing[]> {
-  const listings: ApiKeyListing[] = [];
-  const prefix = keys.keyListing(userId, '');
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.doc.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
-        ExpressionAttributeNames: { ...names('#pk', '#sk'), ...names(...LISTING_ATTRIBUTES) },
-        ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
-        ProjectionExpression: LISTING_ATTRIBUTES.join(', '),
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) listings.push(toListing(item));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const projection = LISTING_ATTRIBUTES.map((placeholder) => NAMES[placeholder]);
+  const items = await queryAllWithPrefix(ctx, keys.keyListing(userId, ''), projection);
+  const listings = items.map(toListing);
   return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
 }
 

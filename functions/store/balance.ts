@@ -20,7 +20,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { and, attr, conditions, type Expr, keyEndAttribute, update, updateParams } from './conditions';
+import { and, conditions, type Expr, keyEndAttribute, update, updateParams } from './conditions';
 import {
   backoffDelay,
   busy,
@@ -32,6 +32,7 @@ import {
   withRetry,
 } from './errors';
 import { balanceShardOf, keys } from './keys';
+import { queryAllWithPrefix } from './pages';
 import { TABLE } from './table';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -228,35 +229,14 @@ export async function markKeyEnd(
   const prefix = keys.balancePrefix(input.userId);
   const stale = new Map<number, string[]>();
   const nowSeconds = Math.floor(input.now.getTime() / 1000);
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :prefix)`,
-            ExpressionAttributeNames: {
-              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
-              [attr(TABLE.sortKey)]: TABLE.sortKey,
-            },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-            ConsistentRead: true,
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) {
-      const shard = balanceShardOf(String(item[TABLE.sortKey]));
-      const old = Object.entries(item)
-        .filter(([name]) => name.startsWith(keyEndAttribute('')) && name !== keyEndAttribute(input.keyId))
-        .filter(([, value]) => typeof value === 'number' && value < nowSeconds - KEY_END_MARKER_SECONDS)
-        .map(([name]) => name);
-      stale.set(shard, old);
-    }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of await queryAllWithPrefix(ctx, prefix)) {
+    const shard = balanceShardOf(String(item[TABLE.sortKey]));
+    const old = Object.entries(item)
+      .filter(([name]) => name.startsWith(keyEndAttribute('')) && name !== keyEndAttribute(input.keyId))
+      .filter(([, value]) => typeof value === 'number' && value < nowSeconds - KEY_END_MARKER_SECONDS)
+      .map(([name]) => name);
+    stale.set(shard, old);
+  }
 
   for (let shard = 0; shard < TABLE.balanceShards; shard++) {
     const removals = stale.get(shard) ?? [];

@@ -2,13 +2,13 @@
  * Reading the ledger and auditing it: for every user, the balance must equal the sum of the ledger's
  * deltas and never be negative.
  */
-import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { getBalance } from './accounts';
 import { attr } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { keys, userIdFromPk } from './keys';
 import type { LedgerEntry } from './ledger-entry';
-import { decodeCursor, type Page, queryPage } from './pages';
+import { decodeCursor, type Page, queryAllWithPrefix, queryPage } from './pages';
 import { TABLE } from './table';
 
 export type { LedgerEntry } from './ledger-entry';
@@ -59,31 +59,7 @@ export async function listLedgerPage(
 
 /** A user's whole ledger, oldest first (a Query on the `LEDGER#` prefix, all pages, consistent). */
 export async function listLedger(ctx: RetryingStoreContext, userId: string): Promise<LedgerEntry[]> {
-  const prefix = keys.ledgerPrefix(userId);
-  const entries: LedgerEntry[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :prefix)`,
-            ExpressionAttributeNames: {
-              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
-              [attr(TABLE.sortKey)]: TABLE.sortKey,
-            },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-            ConsistentRead: true,
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) entries.push(toLedgerEntry(item));
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
-  return entries;
+  return (await queryAllWithPrefix(ctx, keys.ledgerPrefix(userId))).map(toLedgerEntry);
 }
 
 /** The audit of one user. */

@@ -6,6 +6,8 @@
  */
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type RetryingStoreContext, withRetry } from './errors';
+import type { ItemKey } from './keys';
+import { TABLE } from './table';
 
 /** Sort keys are printable ASCII in this table; a cursor longer than this never came from us. */
 const MAX_CURSOR_CHARS = 700;
@@ -96,4 +98,39 @@ function startKey(listing: Listing, sortKey: string): Record<string, string> {
     [listing.sortKeyName]: sortKey,
   };
   return listing.indexName ? { ...key, ...(listing.tableKeyOf?.(sortKey) ?? {}) } : key;
+}
+
+/**
+ * Every item of one partition whose sort key starts with `prefix.SK`, all pages, in sort-key order,
+ * read consistently: for the few listings that need them all (a user's ledger for the audit, balance
+ * shards, a user's keys). `projection` names the attributes to read, when not all.
+ */
+export async function queryAllWithPrefix(
+  ctx: RetryingStoreContext,
+  prefix: ItemKey,
+  projection?: readonly string[],
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  const projected = Object.fromEntries((projection ?? []).map((name, index) => [`#p${index}`, name]));
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
+            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, ...projected },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+            ...(projection ? { ProjectionExpression: Object.keys(projected).join(', ') } : {}),
+            ConsistentRead: true,
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    items.push(...(out.Items ?? []));
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  return items;
 }
