@@ -204,8 +204,9 @@ export class GenerationServiceStack extends Stack {
     return table;
   }
 
-  private createMediaBucket(config: ServiceConfig, removalPolicy: RemovalPolicy): Bucket {
-    const common = {
+  /** What every bucket of the stack is: private, TLS only, encrypted, owner-enforced, retained or emptied. */
+  private privateBucketProps(config: ServiceConfig, removalPolicy: RemovalPolicy) {
+    return {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       minimumTLSVersion: 1.2,
@@ -214,6 +215,10 @@ export class GenerationServiceStack extends Stack {
       removalPolicy,
       autoDeleteObjects: !config.retainData,
     };
+  }
+
+  private createMediaBucket(config: ServiceConfig, removalPolicy: RemovalPolicy): Bucket {
+    const common = this.privateBucketProps(config, removalPolicy);
     // Server access logs record who downloaded which result through a signed URL.
     const accessLogs = new Bucket(this, 'MediaAccessLogs', {
       ...common,
@@ -408,15 +413,7 @@ export class GenerationServiceStack extends Stack {
       },
     });
 
-    const bucket = new Bucket(this, 'DashboardBucket', {
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      enforceSSL: true,
-      minimumTLSVersion: 1.2,
-      encryption: BucketEncryption.S3_MANAGED,
-      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      removalPolicy,
-      autoDeleteObjects: !config.retainData,
-    });
+    const bucket = new Bucket(this, 'DashboardBucket', this.privateBucketProps(config, removalPolicy));
     const apiDomain = `${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}`;
     const distribution = new Distribution(this, 'Distribution', {
       comment: 'Generation service: dashboard and /api/* on one origin',

@@ -76,18 +76,9 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
   });
   const headers: Record<string, string> = { host: url.host };
   for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
-  const signed = await signer.sign(
-    {
-      method: input.method.toUpperCase(),
-      protocol: url.protocol,
-      hostname: url.hostname,
-      path: url.pathname || '/',
-      query: queryRecord(url.searchParams),
-      headers,
-      ...(input.body === undefined ? {} : { body: input.body }),
-    },
-    { signingDate: input.date ?? new Date() },
-  );
+  const signed = await signer.sign(requestOf(input.method, url, headers, input.body), {
+    signingDate: input.date ?? new Date(),
+  });
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(signed.headers)) out[name.toLowerCase()] = value;
   return out;
@@ -119,22 +110,12 @@ export async function presignUrl(input: PresignUrlInput): Promise<string> {
   // S3's own presigner does, so the URL carries only the standard X-Amz-* parameters.
   const headers: Record<string, string> = { host: url.host, [CONTENT_SHA256]: UNSIGNED_PAYLOAD };
   for (const [name, value] of Object.entries(input.signedHeaders ?? {})) headers[name.toLowerCase()] = value;
-  const presigned = await signer.presign(
-    {
-      method: input.method.toUpperCase(),
-      protocol: url.protocol,
-      hostname: url.hostname,
-      path: url.pathname || '/',
-      query: queryRecord(url.searchParams),
-      headers,
-    },
-    {
-      signingDate: input.date ?? new Date(),
-      expiresIn: input.expiresInSeconds,
-      unhoistableHeaders: new Set([CONTENT_SHA256]),
-      unsignableHeaders: new Set([CONTENT_SHA256]),
-    },
-  );
+  const presigned = await signer.presign(requestOf(input.method, url, headers), {
+    signingDate: input.date ?? new Date(),
+    expiresIn: input.expiresInSeconds,
+    unhoistableHeaders: new Set([CONTENT_SHA256]),
+    unsignableHeaders: new Set([CONTENT_SHA256]),
+  });
   const query = Object.entries(presigned.query ?? {})
     .flatMap(([name, value]) => (Array.isArray(value) ? value : [value ?? '']).map((v) => [name, v] as const))
     .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
@@ -156,6 +137,19 @@ export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): AwsCre
 /** RFC 3986 encoding as SigV4 defines it: everything but `A-Z a-z 0-9 - . _ ~` is percent-encoded. */
 export function uriEncode(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** The request the signer signs: `url` split into its parts, with `headers` (and the body, if any). */
+function requestOf(method: string, url: URL, headers: Record<string, string>, body?: string) {
+  return {
+    method: method.toUpperCase(),
+    protocol: url.protocol,
+    hostname: url.hostname,
+    path: url.pathname || '/',
+    query: queryRecord(url.searchParams),
+    headers,
+    ...(body === undefined ? {} : { body }),
+  };
 }
 
 function queryRecord(params: URLSearchParams): Record<string, string | string[]> {
