@@ -3,11 +3,17 @@
  * object on stdout; errors go to stderr as `{ "error": "..." }` with exit code 2 (usage) or 1 (other).
  * Arguments and settings are validated before the store is touched, so a bad invocation changes nothing.
  */
+
+import { usageEnrollmentFromEnv } from '../functions/auth/rate-limits';
 import { DomainError, UsageError } from '../functions/core/errors';
+import { localSettingsFromEnv } from '../local/settings';
 import { HELP_LINES, parseInvocation } from './admin/args';
 import { cognitoUserCreator } from './admin/cognito';
 import { runCommand } from './admin/commands';
 import { resolveTarget, type Target } from './admin/target';
+
+/** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
+const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset']);
 
 function print(stream: NodeJS.WriteStream, value: unknown): void {
   stream.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -48,7 +54,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     }
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
     target = resolveTarget(aws, env);
-    const result = await runCommand(target.ctx, command, now, { createIdentity });
+    const usage = aws ? usageEnrollmentFromEnv(env) : undefined;
+    if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
+      throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
+    }
+    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...), read like npm start does.
+    const defaultPlan = aws ? undefined : localSettingsFromEnv(env).keyRatePlan;
+    const result = await runCommand(target.ctx, command, now, {
+      createIdentity,
+      ...(usage ? { usage } : {}),
+      ...(defaultPlan ? { defaultPlan } : {}),
+    });
     print(process.stdout, result.output);
     if (!result.ok)
       print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });

@@ -7,6 +7,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import { MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../functions/aws/signer';
+import { DEFAULT_RATE_PLAN, MAX_BURST, MAX_DAILY_QUOTA, MAX_RATE_PER_SECOND } from '../functions/core/rate-plan';
 
 /** The context keys the stack reads, with their meaning. */
 export interface ServiceConfig {
@@ -56,10 +57,25 @@ export interface ServiceConfig {
    * DynamoDB deletion protection. True in production; false for throwaway stacks (and LocalStack).
    */
   retainData: boolean;
-  /** `throttlingRateLimit`: stage-wide steady-state request rate (requests per second). */
+  /**
+   * `throttlingRateLimit`: stage-wide steady-state request rate (requests per second), for everybody
+   * together (authenticated or not). Keep it well above what the busy accounts use together, or one
+   * flood pushes paying callers into 429s (README "Rate limits").
+   */
   throttlingRateLimit: number;
   /** `throttlingBurstLimit`: stage-wide burst capacity (requests). */
   throttlingBurstLimit: number;
+  /** `keyRateLimit`: the default plan's steady rate per API key (whole requests per second). */
+  keyRateLimit: number;
+  /** `keyBurstLimit`: the default plan's burst per API key (requests at once). */
+  keyBurstLimit: number;
+  /** `keyDailyQuota`: the default plan's requests per API key and UTC day; 0 for no quota. */
+  keyDailyQuota: number;
+  /**
+   * `wafRequestsPerIpPerMinute`: the web ACL in front of the stage blocks (429) an address sending more
+   * than this many requests in a minute, before they count against the stage limit; 0 for no web ACL.
+   */
+  wafRequestsPerIpPerMinute: number;
   /** `logLevel`: `LOG_LEVEL` of every function (DEBUG, INFO, WARN, ERROR). */
   logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** `alarmEmail`: when set, alarms notify an SNS topic with this e-mail subscribed. */
@@ -91,8 +107,13 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   logRetentionDays: RetentionDays.ONE_MONTH,
   resultRetentionDays: 30,
   retainData: true,
-  throttlingRateLimit: 100,
-  throttlingBurstLimit: 200,
+  throttlingRateLimit: 1000,
+  throttlingBurstLimit: 2000,
+  keyRateLimit: DEFAULT_RATE_PLAN.ratePerSecond,
+  keyBurstLimit: DEFAULT_RATE_PLAN.burst,
+  keyDailyQuota: 0,
+  // Twice a key's full default rate from one address, so the web ACL never limits a paying caller first.
+  wafRequestsPerIpPerMinute: 12_000,
   logLevel: 'INFO',
   alarmEmail: '',
   timeoutAlarmThreshold: 3,
@@ -198,6 +219,16 @@ export function readConfig(node: Node): ServiceConfig {
       1,
       1_000_000,
     ),
+    keyRateLimit: int(raw('keyRateLimit'), 'keyRateLimit', DEFAULT_CONFIG.keyRateLimit, 1, MAX_RATE_PER_SECOND),
+    keyBurstLimit: int(raw('keyBurstLimit'), 'keyBurstLimit', DEFAULT_CONFIG.keyBurstLimit, 1, MAX_BURST),
+    keyDailyQuota: int(raw('keyDailyQuota'), 'keyDailyQuota', DEFAULT_CONFIG.keyDailyQuota, 0, MAX_DAILY_QUOTA),
+    wafRequestsPerIpPerMinute: int(
+      raw('wafRequestsPerIpPerMinute'),
+      'wafRequestsPerIpPerMinute',
+      DEFAULT_CONFIG.wafRequestsPerIpPerMinute,
+      0,
+      2_000_000_000,
+    ),
     logLevel,
     alarmEmail: str(raw('alarmEmail'), 'alarmEmail', DEFAULT_CONFIG.alarmEmail, true),
     timeoutAlarmThreshold: int(
@@ -222,6 +253,14 @@ export function readConfig(node: Node): ServiceConfig {
   };
   if (config.maxPendingSeconds <= config.providerRefreshIntervalSeconds) {
     throw new ConfigError('maxPendingSeconds must be greater than providerRefreshIntervalSeconds');
+  }
+  if (config.keyRateLimit > config.throttlingRateLimit || config.keyBurstLimit > config.throttlingBurstLimit) {
+    throw new ConfigError(
+      'keyRateLimit and keyBurstLimit must not exceed throttlingRateLimit and throttlingBurstLimit: one key could then fill the whole stage',
+    );
+  }
+  if (config.wafRequestsPerIpPerMinute !== 0 && config.wafRequestsPerIpPerMinute < 10) {
+    throw new ConfigError('wafRequestsPerIpPerMinute must be 0 (no web ACL) or at least 10 (the least AWS WAF allows)');
   }
   if (config.alarmEmail !== '' && !/^[^\s@]+@[^\s@]+$/.test(config.alarmEmail)) {
     throw new ConfigError('alarmEmail must be an e-mail address or empty');

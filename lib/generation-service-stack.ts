@@ -8,14 +8,17 @@ import { CfnOutput, Duration, RemovalPolicy, SecretValue, Stack, type StackProps
 import {
   AccessLogField,
   AccessLogFormat,
+  ApiKeySourceType,
   type Authorizer,
   EndpointType,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
+  Period,
   RequestAuthorizer,
   ResponseType,
   RestApi,
+  type UsagePlan,
 } from 'aws-cdk-lib/aws-apigateway';
 import {
   AllowedMethods,
@@ -50,13 +53,21 @@ import {
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, type CfnBucket, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
+import {
+  QUOTA_EXCEEDED_BODY,
+  QUOTA_RETRY_AFTER_SECONDS,
+  THROTTLED_BODY,
+  THROTTLED_RETRY_AFTER_SECONDS,
+} from '../functions/core/rate-plan';
 // The alarms read the metric names the handlers emit (EMF), from the one module that defines them.
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
@@ -78,6 +89,8 @@ export const GATEWAY_RESPONSES: readonly {
   /** Undefined keeps the status API Gateway chose (DEFAULT_4XX covers several 4xx codes). */
   statusCode?: string;
   body: string;
+  /** Header values beyond Content-Type, as plain strings (quoted for API Gateway when attached). */
+  headers?: Record<string, string>;
 }[] = [
   { type: ResponseType.UNAUTHORIZED, statusCode: '401', body: '{"error":"Unauthorized"}' },
   { type: ResponseType.ACCESS_DENIED, statusCode: '403', body: '{"error":"Forbidden"}' },
@@ -85,7 +98,22 @@ export const GATEWAY_RESPONSES: readonly {
   { type: ResponseType.MISSING_AUTHENTICATION_TOKEN, statusCode: '404', body: '{"error":"Not found"}' },
   { type: ResponseType.RESOURCE_NOT_FOUND, statusCode: '404', body: '{"error":"Not found"}' },
   { type: ResponseType.REQUEST_TOO_LARGE, statusCode: '413', body: '{"error":"Payload too large"}' },
-  { type: ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too many requests"}' },
+  // The stage limit or the account's usage plan: a token is back within a second (whole rates only).
+  {
+    type: ResponseType.THROTTLED,
+    statusCode: '429',
+    body: JSON.stringify(THROTTLED_BODY),
+    headers: { 'Retry-After': String(THROTTLED_RETRY_AFTER_SECONDS) },
+  },
+  // A fixed header cannot say when the UTC day ends; an hour is the documented answer.
+  {
+    type: ResponseType.QUOTA_EXCEEDED,
+    statusCode: '429',
+    body: JSON.stringify(QUOTA_EXCEEDED_BODY),
+    headers: { 'Retry-After': String(QUOTA_RETRY_AFTER_SECONDS) },
+  },
+  // An allowed caller whose account has no API Gateway API key in a plan (not provisioned by the CLI).
+  { type: ResponseType.INVALID_API_KEY, statusCode: '403', body: '{"error":"Forbidden"}' },
   {
     type: ResponseType.AUTHORIZER_FAILURE,
     statusCode: '500',
@@ -130,6 +158,10 @@ export class GenerationServiceStack extends Stack {
   readonly distribution?: Distribution;
   /** The dashboard's static files (served only through the distribution). */
   readonly dashboardBucket?: Bucket;
+  /** The default usage plan every account's API Gateway API key starts in (absent in LocalStack mode). */
+  readonly defaultUsagePlan?: UsagePlan;
+  /** The web ACL in front of the stage (absent in LocalStack mode or with wafRequestsPerIpPerMinute 0). */
+  readonly webAcl?: CfnWebACL;
 
   constructor(scope: Construct, id: string, props: GenerationServiceStackProps) {
     super(scope, id, props);
@@ -152,6 +184,10 @@ export class GenerationServiceStack extends Stack {
 
     this.api = this.createApi(config);
     if (!config.localstack) {
+      this.defaultUsagePlan = this.createDefaultUsagePlan(config);
+      if (config.wafRequestsPerIpPerMinute > 0) this.webAcl = this.createWebAcl(config);
+    }
+    if (!config.localstack) {
       // LocalStack's free edition has neither Cognito nor CloudFront; there only API keys work.
       const accounts = this.createAccounts(config, dataRemoval);
       this.userPool = accounts.userPool;
@@ -167,6 +203,12 @@ export class GenerationServiceStack extends Stack {
     new CfnOutput(this, 'ApiId', { value: this.api.restApiId, description: 'REST API id (LocalStack URLs use it)' });
     new CfnOutput(this, 'StageName', { value: this.api.deploymentStage.stageName });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    if (this.defaultUsagePlan) {
+      new CfnOutput(this, 'DefaultUsagePlanId', {
+        value: this.defaultUsagePlan.usagePlanId,
+        description: 'USAGE_PLAN_ID for the operator CLI with --aws (keys create, accounts invite, limits)',
+      });
+    }
     new CfnOutput(this, 'BucketName', { value: this.mediaBucket.bucketName });
     new CfnOutput(this, 'SecretName', { value: this.providerSecret.secretName });
     new CfnOutput(this, 'SecretArn', {
@@ -296,6 +338,9 @@ export class GenerationServiceStack extends Stack {
       restApiName: `${config.stackName}-api`,
       description: 'Generation service: image and video generation tasks paid in credits',
       endpointTypes: [EndpointType.REGIONAL],
+      // Usage plans identify the caller by the key the authorizer names (usageIdentifierKey), never by a
+      // header a client sends. LocalStack mode has no authorizer, hence no usage plans.
+      ...(config.localstack ? {} : { apiKeySourceType: ApiKeySourceType.AUTHORIZER }),
       cloudWatchRole,
       // Other stacks' APIs in the region rely on the account setting, so it outlives this stack.
       cloudWatchRoleRemovalPolicy: cloudWatchRole ? RemovalPolicy.RETAIN : undefined,
@@ -357,6 +402,8 @@ export class GenerationServiceStack extends Stack {
         .resourceForPath(route.path)
         .addMethod(route.method, new LambdaIntegration(fn, { proxy: true, allowTestInvoke: false }), {
           authorizer: route.auth === 'none' ? undefined : authorizer,
+          // Behind the authorizer, every request counts against its account's usage plan.
+          apiKeyRequired: route.auth !== 'none' && authorizer !== undefined,
         });
     }
 
@@ -364,11 +411,109 @@ export class GenerationServiceStack extends Stack {
       api.addGatewayResponse(`Gateway${pascal(response.type.responseType.toLowerCase().replace(/_/g, '-'))}`, {
         type: response.type,
         statusCode: response.statusCode,
-        responseHeaders: { 'Content-Type': "'application/json'" },
+        responseHeaders: {
+          'Content-Type': "'application/json'",
+          ...Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, value]) => [name, `'${value}'`])),
+        },
         templates: { 'application/json': response.body },
       });
     }
     return api;
+  }
+
+  /**
+   * The default usage plan: the limits every API key gets. Each API key of the service has an API
+   * Gateway API key of its own (value `usageKeyOf`, enrolled when the key is created or rotated; an
+   * account's sessions share one, enrolled at sign-in), so each key has its own bucket; an account given
+   * its own limits (`limits set`) moves to a plan of its own. The keys are not in this stack: they come
+   * and go at run time.
+   *
+   * The enrolling functions find the plan by its name: its id would be a circular reference (plan ->
+   * stage -> deployment -> methods -> functions).
+   */
+  private createDefaultUsagePlan(config: ServiceConfig): UsagePlan {
+    const name = `${config.stackName}-default`;
+    const plan = this.api.addUsagePlan('DefaultUsagePlan', {
+      name,
+      description: 'Default request limits per API key (lib/config.ts: keyRateLimit, keyBurstLimit, keyDailyQuota)',
+      throttle: { rateLimit: config.keyRateLimit, burstLimit: config.keyBurstLimit },
+      ...(config.keyDailyQuota > 0 ? { quota: { limit: config.keyDailyQuota, period: Period.DAY } } : {}),
+      apiStages: [{ api: this.api, stage: this.api.deploymentStage }],
+    });
+    const apiGateway = (path: string) => `arn:${this.partition}:apigateway:${this.region}::${path}`;
+    for (const route of ROUTES) {
+      if (!route.needs.usagePlans) continue;
+      const fn = this.functionFor(route);
+      fn.addEnvironment('USAGE_PLAN_NAME', name);
+      // Create and find API keys, find the default plan, add keys to plans: nothing else of API Gateway.
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['apigateway:GET', 'apigateway:POST'],
+          resources: [apiGateway('/apikeys'), apiGateway('/usageplans'), apiGateway('/usageplans/*/keys')],
+        }),
+      );
+    }
+    return plan;
+  }
+
+  /**
+   * A regional web ACL on the stage, evaluated before API Gateway counts a request against the stage
+   * limit: addresses on Amazon's IP reputation list are blocked, and one address sending more than
+   * `wafRequestsPerIpPerMinute` gets 429s from the web ACL. So a flood, authenticated or not, must come
+   * from many addresses to reach the stage limit that paying callers share (README "Rate limits").
+   */
+  private createWebAcl(config: ServiceConfig): CfnWebACL {
+    const visibility = (metricName: string) => ({
+      cloudWatchMetricsEnabled: true,
+      metricName,
+      sampledRequestsEnabled: true,
+    });
+    const acl = new CfnWebACL(this, 'ApiWebAcl', {
+      scope: 'REGIONAL',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility(`${config.stackName}-api`),
+      customResponseBodies: {
+        tooMany: { contentType: 'APPLICATION_JSON', content: JSON.stringify(THROTTLED_BODY) },
+      },
+      rules: [
+        {
+          name: 'ip-reputation',
+          priority: 0,
+          overrideAction: { none: {} },
+          statement: {
+            managedRuleGroupStatement: { vendorName: 'AWS', name: 'AWSManagedRulesAmazonIpReputationList' },
+          },
+          visibilityConfig: visibility('ip-reputation'),
+        },
+        {
+          name: 'requests-per-address',
+          priority: 1,
+          action: {
+            block: {
+              customResponse: {
+                responseCode: 429,
+                customResponseBodyKey: 'tooMany',
+                // The web ACL counts over a minute; a minute's wait always clears the address.
+                responseHeaders: [{ name: 'Retry-After', value: '60' }],
+              },
+            },
+          },
+          statement: {
+            rateBasedStatement: {
+              limit: config.wafRequestsPerIpPerMinute,
+              evaluationWindowSec: 60,
+              aggregateKeyType: 'IP',
+            },
+          },
+          visibilityConfig: visibility('requests-per-address'),
+        },
+      ],
+    });
+    new CfnWebACLAssociation(this, 'ApiWebAclAssociation', {
+      resourceArn: this.api.deploymentStage.stageArn,
+      webAclArn: acl.attrArn,
+    });
+    return acl;
   }
 
   /**
@@ -602,6 +747,13 @@ export class GenerationServiceStack extends Stack {
           'Result keys are per user and per task, so the grant is the results/ prefix: Put/Get only, no listing, no deletes, nothing outside the prefix',
         );
       }
+      if (definition.needs.usagePlans && !config.localstack) {
+        acknowledge(
+          fn.executionRole,
+          'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/usageplans/*/keys]',
+          "Adding a key to its account's usage plan: the plan ids are made at run time (account plans) or would be a circular reference (the default plan), and GET/POST are the only actions",
+        );
+      }
       if (definition.needs.provider && config.providerSecretName !== '') {
         acknowledge(
           fn.executionRole,
@@ -622,11 +774,15 @@ export class GenerationServiceStack extends Stack {
       'AwsSolutions-APIG2',
       'Every handler validates its input with valibot and answers the DESIGN.md 400 body; an API Gateway validator would duplicate the schema with a different error format',
     );
-    acknowledge(
-      this.api,
-      'AwsSolutions-APIG3',
-      'WAF is an account-level choice (cost, managed rule sets): the API has stage throttling, a per-key IP allowlist in the authorizer, and a web ACL can be attached to the stage without changing this stack',
-    );
+    if (!this.webAcl) {
+      acknowledge(
+        this.api,
+        'AwsSolutions-APIG3',
+        config.localstack
+          ? 'LocalStack mode: its free edition does not emulate WAF'
+          : 'The web ACL was turned off (wafRequestsPerIpPerMinute 0): the stage limit and the per-account usage plans remain',
+      );
+    }
     const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
     if (cloudWatchRole) {
       acknowledge(

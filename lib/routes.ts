@@ -30,6 +30,8 @@ export interface FunctionNeeds {
   media: 'write' | 'none';
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
   oidc?: boolean;
+  /** Enrolls keys (or an account's sessions) in API Gateway usage plans: their per-key rate limits. */
+  usagePlans?: boolean;
 }
 
 export interface LambdaDefinition {
@@ -142,7 +144,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/auth/callback',
     entry: 'functions/auth-callback/handler.ts',
-    needs: { ...writeNeeds, oidc: true },
+    needs: { ...writeNeeds, oidc: true, usagePlans: true },
     auth: 'none',
   },
   {
@@ -166,14 +168,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: writeNeeds,
+    needs: { ...writeNeeds, usagePlans: true },
   },
   {
     name: 'keys-rotate',
     method: 'POST',
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
-    needs: writeNeeds,
+    needs: { ...writeNeeds, usagePlans: true },
   },
   {
     name: 'keys-revoke',

@@ -18,6 +18,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import { AUTHORIZER_IDENTITY_SOURCES, type RouteDefinition } from '../lib/routes';
+import type { UsageLimiter } from './usage-plans';
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
@@ -47,6 +48,12 @@ export interface GatewayOptions {
    * event's `requestContext.path` follows the same rule, so handlers see what they would in AWS.
    */
   stageInPath?: boolean;
+  /**
+   * The usage plans (local/usage-plans.ts): after an Allow, the authorizer's `usageIdentifierKey` must be
+   * in a plan (else 403) with a token left and quota for the day (else 429 with `Retry-After`), as API
+   * Gateway does for methods that require an API key. Unset: no limits (the bench's in-process gateway).
+   */
+  usageLimiter?: UsageLimiter;
 }
 
 /** API Gateway's payload limit for REST APIs. */
@@ -256,7 +263,9 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     sourceIp: string,
     methodArn: string,
     event: APIGatewayRequestAuthorizerEvent,
-  ): Promise<{ ok: true; context: Record<string, string> } | { ok: false; status: number; body: unknown }> {
+  ): Promise<
+    { ok: true; context: Record<string, string>; usageKey?: string } | { ok: false; status: number; body: unknown }
+  > {
     // API Gateway does not call a REQUEST authorizer whose identity source is missing: it answers 401.
     const values = identitySources.map((source) => identityValue(source, headers, sourceIp));
     if (values.some((value) => value === undefined || value === '')) {
@@ -283,7 +292,8 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     for (const [key, value] of Object.entries(decision.result.context ?? {})) {
       if (value !== undefined && value !== null) context[key] = String(value);
     }
-    return { ok: true, context };
+    const usageKey = decision.result.usageIdentifierKey;
+    return usageKey === undefined || usageKey === null ? { ok: true, context } : { ok: true, context, usageKey };
   }
 
   async function serveMedia(path: string, res: ServerResponse): Promise<boolean> {
@@ -420,6 +430,13 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       if (!decision.ok) {
         json(res, decision.status, decision.body);
         return decision.status;
+      }
+      if (options.usageLimiter) {
+        const verdict = await options.usageLimiter(decision.usageKey, decision.context);
+        if (!verdict.ok) {
+          json(res, verdict.status, verdict.body, verdict.headers);
+          return verdict.status;
+        }
       }
       requestContext.authorizer = decision.context;
     }

@@ -2,6 +2,7 @@
  * The local stack's settings (DESIGN.md's table), read from the environment. The operator CLI reads
  * the same ones so that it talks to the stack `npm start` runs.
  */
+import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -29,6 +30,10 @@ export interface LocalSettings {
   sweeperIntervalSeconds: number;
   /** Serve the API under `/<stage>/`, as an execute-api stage URL does; unset: at the root (a custom domain). */
   apiStage?: string;
+  /** The default plan every key gets unless its account has its own (`limits set`), as the stack's usage plan. */
+  keyRatePlan: RatePlan;
+  /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
+  ratePlanCacheSeconds: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -74,6 +79,26 @@ function apiStage(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** The default key plan, with the same names and limits as the stack's context keys. */
+function keyRatePlan(env: NodeJS.ProcessEnv): RatePlan {
+  const dailyQuota = int(env, 'KEY_DAILY_QUOTA', 0);
+  const plan: RatePlan = {
+    ratePerSecond: int(env, 'KEY_RATE_LIMIT', DEFAULT_RATE_PLAN.ratePerSecond),
+    burst: int(env, 'KEY_BURST_LIMIT', DEFAULT_RATE_PLAN.burst),
+    ...(dailyQuota > 0 ? { dailyQuota } : {}),
+  };
+  const problems = ratePlanProblems(plan);
+  const variable = {
+    ratePerSecond: 'KEY_RATE_LIMIT',
+    burst: 'KEY_BURST_LIMIT',
+    dailyQuota: 'KEY_DAILY_QUOTA',
+  } as const;
+  for (const [field, problem] of Object.entries(problems)) {
+    throw new Error(`${variable[field as keyof RatePlan]} ${problem}`);
+  }
+  return plan;
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   return {
     host: '127.0.0.1',
@@ -93,5 +118,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
     apiStage: apiStage(env.API_STAGE),
+    keyRatePlan: keyRatePlan(env),
+    ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
   };
 }

@@ -24,6 +24,7 @@ import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHand
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
+import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export class LocalStackError extends Error {}
@@ -193,6 +194,10 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
         routes,
         authorizer,
         authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
+        // API Gateway's usage plans, with the same semantics (local/usage-plans.ts).
+        usageLimiter: createUsageLimiter(
+          storePlanLookup(storeFromEnv(), settings.keyRatePlan, settings.ratePlanCacheSeconds),
+        ),
         staticDir: resolve(ROOT, settings.staticDir),
         ...(settings.apiStage ? { stage: settings.apiStage, stageInPath: true } : {}),
         media: {

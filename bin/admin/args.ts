@@ -14,6 +14,7 @@ import {
   MAX_ALLOWED_CIDRS,
   MAX_GRACE_SECONDS,
 } from '../../functions/core/key-rules';
+import { type RatePlan, ratePlanProblems } from '../../functions/core/rate-plan';
 import { normalizeEmail } from '../../functions/core/session';
 
 export { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS };
@@ -30,7 +31,10 @@ export type Command =
   | { kind: 'keys rotate'; keyId: string; graceSeconds: number }
   | { kind: 'audit'; userId?: string }
   | { kind: 'accounts invite'; email: string; userId?: string }
-  | { kind: 'accounts revoke-sessions'; userId: string };
+  | { kind: 'accounts revoke-sessions'; userId: string }
+  | { kind: 'limits set'; userId: string; plan: RatePlan }
+  | { kind: 'limits show'; userId: string }
+  | { kind: 'limits reset'; userId: string };
 
 export interface Invocation {
   command: Command;
@@ -47,6 +51,9 @@ const OPTIONS = {
   'key-id': { type: 'string' },
   'grace-seconds': { type: 'string' },
   email: { type: 'string' },
+  rate: { type: 'string' },
+  burst: { type: 'string' },
+  quota: { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -64,6 +71,9 @@ const COMMANDS: Record<Exclude<Command['kind'], 'help'>, { allowed: OptionName[]
   audit: { allowed: ['user'], required: [] },
   'accounts invite': { allowed: ['email', 'user'], required: ['email'] },
   'accounts revoke-sessions': { allowed: ['user'], required: ['user'] },
+  'limits set': { allowed: ['user', 'rate', 'burst', 'quota'], required: ['user', 'rate', 'burst'] },
+  'limits show': { allowed: ['user'], required: ['user'] },
+  'limits reset': { allowed: ['user'], required: ['user'] },
 };
 
 export const HELP_LINES = [
@@ -85,6 +95,11 @@ export const HELP_LINES = [
   '  accounts invite --email E [--user U]   let E sign in (closed beta) as user U (default: a new id); creates the',
   '                                         account; with --aws also the Cognito user (USER_POOL_ID), who gets an e-mail',
   '  accounts revoke-sessions --user U      sign the user out everywhere at once (API keys keep working)',
+  '  limits set --user U --rate R --burst B [--quota Q]',
+  '                                         every key of U gets R requests/s steady, B at once, Q a UTC day (each',
+  '                                         key its own bucket); with --aws USAGE_PLAN_ID, REST_API_ID, STAGE_NAME',
+  "  limits show --user U                   the user's limits: its own, or the default plan (own: false)",
+  '  limits reset --user U                  back to the default plan',
   '',
   'Target: the local stack by default (DynamoDB Local at http://127.0.0.1:$DYNAMODB_PORT, default 8000;',
   "table $TABLE_NAME, default 'generation-service'). --aws: the table named by TABLE_NAME (required)",
@@ -95,6 +110,25 @@ export const HELP_LINES = [
 const USER_ID = /^[\x21-\x7e]{1,128}$/;
 const AMOUNT = /^[1-9][0-9]{0,9}$/;
 const SECONDS = /^(0|[1-9][0-9]{0,7})$/;
+const WHOLE = /^[1-9][0-9]{0,9}$/;
+
+/** A whole number option of `limits set`; the plan's own rules (ranges) are checked by `assertRatePlan`. */
+function whole(name: 'rate' | 'burst' | 'quota', value: string): number {
+  if (!WHOLE.test(value))
+    throw new UsageError(`--${name} must be a whole number of at least 1, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function ratePlan(rate: string, burst: string, quota: string | undefined): RatePlan {
+  const plan: RatePlan = { ratePerSecond: whole('rate', rate), burst: whole('burst', burst) };
+  if (quota !== undefined) plan.dailyQuota = whole('quota', quota);
+  const flag = { ratePerSecond: '--rate', burst: '--burst', dailyQuota: '--quota' } as const;
+  const problems = Object.entries(ratePlanProblems(plan)).map(
+    ([field, problem]) => `${flag[field as keyof RatePlan]} ${problem}`,
+  );
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+  return plan;
+}
 
 function userId(value: string): string {
   if (!USER_ID.test(value)) {
@@ -225,7 +259,12 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
       break;
     }
     case 'accounts revoke-sessions':
+    case 'limits show':
+    case 'limits reset':
       command = { kind, userId: userId(str('user')) };
+      break;
+    case 'limits set':
+      command = { kind, userId: userId(str('user')), plan: ratePlan(v.rate ?? '', v.burst ?? '', v.quota) };
       break;
     default:
       command = v.user === undefined ? { kind: 'audit' } : { kind: 'audit', userId: userId(v.user) };

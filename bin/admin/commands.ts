@@ -2,6 +2,13 @@
  * What each operator command does and prints. Times are shown as ISO 8601 (`null` = never / not).
  */
 
+import {
+  enrollUsageKey,
+  resetAccountLimits,
+  setAccountLimits,
+  type UsageEnrollment,
+} from '../../functions/auth/rate-limits';
+import type { RatePlan } from '../../functions/core/rate-plan';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import {
   describeIssuedKey,
@@ -15,6 +22,7 @@ import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, inviteAccount } from '../../functions/store/invites';
 import { auditAll, auditUser } from '../../functions/store/ledger';
+import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';
 import type { Command } from './args';
 
@@ -37,12 +45,26 @@ const OPERATOR: AuditInput['actor'] = { type: 'operator' };
  */
 const REVOCATION_NOTE =
   'Submits with this key are refused from now on, checked inside the accept itself; every other request from its next authorization (the authorizer keeps no cache).';
+const LIMITS_NOTE =
+  'Each key of the account has these limits in a bucket of its own. The local stack applies a change within RATE_PLAN_CACHE_SECONDS; API Gateway applies usage plan changes after a short delay.';
+/** Deployed, the default plan lives in the stack (context keys), not in the table. */
+const DEPLOYED_DEFAULT = { plan: 'the stack default (context keyRateLimit, keyBurstLimit, keyDailyQuota)' };
 const ROTATION_NOTE =
   'The previous key works until its end (expiresAt, or revokedAt when the grace is 0) and not a second longer: submits are checked inside the accept itself.';
 
-/** What the CLI does besides the table: with `--aws`, creating the invited person's Cognito user. */
+/**
+ * What the CLI does besides the table, with `--aws`: creating the invited person's Cognito user, and
+ * enrolling keys in the stack's usage plans (their rate limits). `defaultPlan` is what `limits show`
+ * reports for an account without its own.
+ */
 export interface CommandOptions {
   createIdentity?: (email: string) => Promise<'created' | 'exists'>;
+  usage?: UsageEnrollment;
+  defaultPlan?: RatePlan;
+}
+
+function describePlan(plan: RatePlan) {
+  return { ratePerSecond: plan.ratePerSecond, burst: plan.burst, dailyQuota: plan.dailyQuota ?? null };
 }
 
 export async function runCommand(
@@ -67,6 +89,7 @@ export async function runCommand(
         now,
         audit: { action: 'key.create', actor: OPERATOR },
       });
+      await enrollUsageKey(ctx, options.usage, issued.userId, { credential: 'key', keyId: issued.keyId });
       return {
         output: describeIssuedKey(issued),
         ok: true,
@@ -100,6 +123,7 @@ export async function runCommand(
         now,
         audit: { action: 'key.rotate', actor: OPERATOR },
       });
+      await enrollUsageKey(ctx, options.usage, issued.userId, { credential: 'key', keyId: issued.keyId });
       return {
         output: {
           ...describeIssuedKey(issued),
@@ -126,6 +150,38 @@ export async function runCommand(
         audit: { action: 'session.revoke-all', actor: OPERATOR },
       });
       return { output: { userId: command.userId, sessionsRevoked: sessions }, ok: true };
+    }
+    case 'limits set': {
+      const plan = await setAccountLimits(ctx, options.usage, {
+        userId: command.userId,
+        plan: command.plan,
+        actor: OPERATOR,
+        now,
+      });
+      return {
+        output: { userId: command.userId, own: true, ...describePlan(plan), note: LIMITS_NOTE },
+        ok: true,
+      };
+    }
+    case 'limits show': {
+      const own = await getRatePlan(ctx, command.userId);
+      const plan = own ?? options.defaultPlan;
+      return {
+        output: { userId: command.userId, own: own !== undefined, ...(plan ? describePlan(plan) : DEPLOYED_DEFAULT) },
+        ok: true,
+      };
+    }
+    case 'limits reset': {
+      const { hadOwnPlan } = await resetAccountLimits(ctx, options.usage, {
+        userId: command.userId,
+        actor: OPERATOR,
+        now,
+      });
+      const plan = options.defaultPlan;
+      return {
+        output: { userId: command.userId, own: false, hadOwnPlan, ...(plan ? describePlan(plan) : DEPLOYED_DEFAULT) },
+        ok: true,
+      };
     }
     case 'audit': {
       if (command.userId !== undefined) {

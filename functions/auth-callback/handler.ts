@@ -5,6 +5,7 @@
  */
 
 import { completeSignIn, type SignedInIdentity } from '../auth/oidc-client';
+import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { cookieValues } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
 import { isOpaqueIdFormat, SIGN_IN_COOKIE, signInSecrets } from '../core/session';
@@ -15,6 +16,9 @@ import { logger } from '../observability/logger';
 import { storeFromEnv } from '../store/from-env';
 import { bindInvite, getInvite } from '../store/invites';
 import { createSession } from '../store/sessions';
+
+/** Deployed: the stack's usage plans; the account's sessions share one bucket in its plan. */
+const enrollment = usageEnrollmentFromEnv();
 
 const START_AGAIN = { href: '/api/auth/sign-in', text: 'Sign in again' };
 
@@ -68,6 +72,8 @@ export const handler = publicHandler(async (event) => {
     return notInvited();
   }
 
+  // Idempotent, so every sign-in makes sure the account's sessions can pass API Gateway's usage plan.
+  await enrollUsageKey(store, enrollment, invite.userId, { credential: 'session', userId: invite.userId });
   const settings = sessionSettingsFromEnv();
   const { sessionId } = await createSession(store, {
     userId: invite.userId,

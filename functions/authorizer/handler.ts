@@ -10,7 +10,9 @@
  * request is therefore decided on the store's current state, so revoking a key or a session takes
  * effect on the very next request.
  *
- * - Allow: a policy for the whole API; principalId = userId; context `{ credential: 'key', userId,
+ * - Allow: a policy for the whole API; principalId = userId; `usageIdentifierKey` = the API Gateway API
+ *   key of this API key (or of the account's sessions), whose usage plan limits it (`usageKeyOf`);
+ *   context `{ credential: 'key', userId,
  *   keyId, expiresAt? }` or `{ credential: 'session', userId, sessionHash, expiresAt }` (epoch seconds;
  *   handlers re-check it). Which routes take which credential is the handlers' rule (functions/http).
  * - Missing, malformed, unknown, revoked or expired credential: `throw new Error('Unauthorized')` (401).
@@ -24,6 +26,7 @@ import { decideRequest, principalOf, type RequestPrincipal } from '../auth/autho
 import { sessionIdFromHeaders } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
 import { epochSeconds } from '../core/api-key';
+import { usageKeyOf, usageSubjectOf } from '../core/rate-plan';
 import { touchDue } from '../core/session';
 import { createLogger, type Logger } from '../observability/logger';
 import { keyUseDue, recordKeyUse } from '../store/api-keys';
@@ -128,7 +131,12 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
         if (result.credential === 'key' && result.decision.outcome === 'allow') {
           await recordUseIfDue(getStore(), result.decision.principal, result.decision.use, at, log);
         }
-        return { ...policy(principal.userId, 'Allow', resource), context: { ...authorizerContext(principal) } };
+        return {
+          ...policy(principal.userId, 'Allow', resource),
+          context: { ...authorizerContext(principal) },
+          // Each API key (and the account's sessions together) has its own bucket in the account's usage plan.
+          usageIdentifierKey: usageKeyOf(getStore().tableName, usageSubjectOf(principal)),
+        };
       }
       const { decision } = result;
       if (decision.outcome === 'forbidden') {

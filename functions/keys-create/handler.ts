@@ -2,20 +2,28 @@
  * POST /api/keys `{ name, allowedCidrs?, expiresAt? }`: issues a key for the signed-in user. The key is
  * in this response and never again. Session only; audited.
  */
+
+import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { parseCreateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
 import { describeIssuedKey, putApiKey } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';
 
+/** Deployed: the stack's usage plans, where each new key gets its rate limit. */
+const enrollment = usageEnrollmentFromEnv();
+
 export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, async (req) => {
   const now = new Date();
   const request = parseCreateKey(req.body, now);
-  const issued = await putApiKey(storeFromEnv(), {
+  const store = storeFromEnv();
+  const issued = await putApiKey(store, {
     userId: req.caller.userId,
     ...request,
     now,
     audit: { action: 'key.create', actor: { type: 'session', userId: req.caller.userId }, sourceIp: req.sourceIp },
   });
+  // Before the key is handed out, so its first request is within its limits rather than refused.
+  await enrollUsageKey(store, enrollment, req.caller.userId, { credential: 'key', keyId: issued.keyId });
   return {
     statusCode: 201,
     body: describeIssuedKey(issued),

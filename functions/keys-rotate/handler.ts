@@ -3,6 +3,7 @@
  * one keeps working for the grace period (0 ends it at once). Session only; audited.
  */
 
+import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { isKeyIdFormat } from '../core/api-key';
 import { KeyNotFoundError } from '../core/errors';
 import { parseRotateKey } from '../core/key-requests';
@@ -12,16 +13,21 @@ import { storeFromEnv } from '../store/from-env';
 
 const iso = (epoch: number | undefined) => (epoch === undefined ? null : new Date(epoch * 1000).toISOString());
 
+/** Deployed: the stack's usage plans, where the new key gets its rate limit. */
+const enrollment = usageEnrollmentFromEnv();
+
 export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, async (req) => {
   const keyId = req.pathParameters.keyId ?? '';
   const { graceSeconds } = parseRotateKey(req.body);
   if (!isKeyIdFormat(keyId)) throw new KeyNotFoundError();
-  const { issued, previous } = await rotateApiKey(storeFromEnv(), {
+  const store = storeFromEnv();
+  const { issued, previous } = await rotateApiKey(store, {
     keyId,
     ownerId: req.caller.userId,
     graceSeconds,
     audit: { action: 'key.rotate', actor: { type: 'session', userId: req.caller.userId }, sourceIp: req.sourceIp },
   });
+  await enrollUsageKey(store, enrollment, req.caller.userId, { credential: 'key', keyId: issued.keyId });
   return {
     statusCode: 201,
     body: {

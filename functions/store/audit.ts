@@ -19,7 +19,9 @@ export type AuditAction =
   | 'session.revoke-all'
   | 'key.create'
   | 'key.rotate'
-  | 'key.revoke';
+  | 'key.revoke'
+  | 'limits.set'
+  | 'limits.reset';
 
 /** Who did it: the account owner through a session, or an operator through the CLI. */
 export type AuditActor = { type: 'session'; userId: string } | { type: 'operator' };

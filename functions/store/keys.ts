@@ -50,6 +50,8 @@ export const keys = {
     SK: `SESSION#${sessionHash}`,
   }),
   userSessionPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'SESSION#' }),
+  /** The account's own request limits, when the operator gave it some (else the stack's default plan). */
+  ratePlan: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'RATEPLAN' }),
   /** An invitation to the closed beta, by normalised e-mail address. */
   invite: (email: string): ItemKey => ({ PK: `INVITE#${email}`, SK: 'INVITE' }),
   /** One audit entry of a user's account; time first so the log reads in order. */

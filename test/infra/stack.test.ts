@@ -198,7 +198,10 @@ describe('least privilege', () => {
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
-      expect(actionsOf(statements)).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret].sort());
+      const usagePlans = route.needs.usagePlans ? ['apigateway:GET', 'apigateway:POST'] : [];
+      expect(actionsOf(statements)).toEqual(
+        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
+      );
       expect(env.PUBLIC_ORIGIN).toEqual({
         'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
       });
@@ -401,6 +404,8 @@ describe('API', () => {
     ['MISSING_AUTHENTICATION_TOKEN', '404', '{"error":"Not found"}'],
     ['REQUEST_TOO_LARGE', '413', '{"error":"Payload too large"}'],
     ['THROTTLED', '429', '{"error":"Too many requests"}'],
+    ['QUOTA_EXCEEDED', '429', '{"error":"Daily quota exceeded"}'],
+    ['INVALID_API_KEY', '403', '{"error":"Forbidden"}'],
     ['AUTHORIZER_FAILURE', '500', '{"error":"Internal error","requestId":"$context.requestId"}'],
     ['DEFAULT_5XX', '500', '{"error":"Internal error","requestId":"$context.requestId"}'],
   ])('gateway response %s answers %s with a JSON body', (type, status, body) => {
@@ -411,6 +416,55 @@ describe('API', () => {
       ResponseTemplates: { 'application/json': body },
       ResponseParameters: { 'gatewayresponse.header.Content-Type': "'application/json'" },
     });
+  });
+
+  test.each([
+    ['THROTTLED', "'1'"],
+    ['QUOTA_EXCEEDED', "'3600'"],
+  ])('gateway response %s says when to come back (Retry-After %s)', (type, retryAfter) => {
+    // Assert
+    service.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: type,
+      ResponseParameters: { 'gatewayresponse.header.Retry-After': retryAfter },
+    });
+  });
+
+  test('per-key limits: API keys come from the authorizer, every credentialed method needs one, the default plan holds the configured limits', () => {
+    // Act
+    const api = Object.values(service.template.findResources('AWS::ApiGateway::RestApi'))[0];
+    const methods = Object.values(service.template.findResources('AWS::ApiGateway::Method')).filter(
+      (method) => method.Properties.HttpMethod !== 'OPTIONS',
+    );
+    const keyed = methods.filter((method) => method.Properties.ApiKeyRequired === true);
+    const open = methods.filter((method) => method.Properties.AuthorizationType === 'NONE');
+
+    // Assert
+    expect(api?.Properties.ApiKeySourceType).toBe('AUTHORIZER');
+    expect(keyed.length).toBe(ROUTES.filter((route) => route.auth !== 'none').length);
+    expect(open.every((method) => method.Properties.ApiKeyRequired !== true)).toBe(true);
+    service.template.hasResourceProperties('AWS::ApiGateway::UsagePlan', {
+      UsagePlanName: 'GenerationService-default',
+      Throttle: { RateLimit: 100, BurstLimit: 200 },
+      Quota: Match.absent(),
+    });
+    for (const route of ROUTES.filter((r) => r.needs.usagePlans)) {
+      expect(environmentOf(route.name).USAGE_PLAN_NAME).toBe('GenerationService-default');
+    }
+  });
+
+  test('a web ACL on the stage blocks a flooding address with 429 before the stage limit is reached', () => {
+    // Assert
+    service.template.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Scope: 'REGIONAL',
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Name: 'requests-per-address',
+          Statement: { RateBasedStatement: { Limit: 12000, EvaluationWindowSec: 60, AggregateKeyType: 'IP' } },
+          Action: { Block: { CustomResponse: Match.objectLike({ ResponseCode: 429 }) } },
+        }),
+      ]),
+    });
+    service.template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
   });
 
   test('other 4xx keep their status and carry the message as the error', () => {
@@ -434,8 +488,8 @@ describe('API', () => {
         {
           HttpMethod: '*',
           ResourcePath: '/*',
-          ThrottlingRateLimit: 100,
-          ThrottlingBurstLimit: 200,
+          ThrottlingRateLimit: 1000,
+          ThrottlingBurstLimit: 2000,
           MetricsEnabled: true,
           LoggingLevel: 'ERROR',
           DataTraceEnabled: false,

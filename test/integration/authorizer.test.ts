@@ -3,6 +3,7 @@ import { authorizeKey } from '../../functions/auth/authorize-key';
 import { createAuthorizerHandler, wholeApiArn } from '../../functions/authorizer/handler';
 import { hashApiKey } from '../../functions/core/api-key';
 import { ForbiddenError, UnauthorizedError, UsageError } from '../../functions/core/errors';
+import { usageKeyOf } from '../../functions/core/rate-plan';
 import type { LogFields, Logger } from '../../functions/observability/logger';
 import {
   ApiKeyNotFoundError,
@@ -123,6 +124,7 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
       principalId: 'user-1',
       policyDocument: policy('Allow'),
       context: { credential: 'key', userId: 'user-1', keyId: key.keyId },
+      usageIdentifierKey: usageKeyOf(store.tableName, { credential: 'key', keyId: key.keyId }),
     });
     expect(revoked).toEqual({ keyId: key.keyId, userId: 'user-1', revokedAt: T0_SECONDS, alreadyRevoked: false });
     expect(afterRevoke).toEqual(UNAUTHORIZED);
@@ -145,8 +147,28 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
       principalId: 'user-exp',
       policyDocument: policy('Allow'),
       context: { credential: 'key', userId: 'user-exp', keyId: key.keyId, expiresAt },
+      usageIdentifierKey: usageKeyOf(store.tableName, { credential: 'key', keyId: key.keyId }),
     });
     expect(atExpiry).toEqual(UNAUTHORIZED);
+  });
+
+  it('names a usage key per API key: two keys of one account take from two buckets', async () => {
+    // Prepare
+    const first = await putApiKey(store, { userId: 'user-usage-a', name: 'one', now: T0 });
+    const second = await putApiKey(store, { userId: 'user-usage-a', name: 'two', now: T0 });
+    const other = await putApiKey(store, { userId: 'user-usage-b', name: 'one', now: T0 });
+
+    // Act
+    const [a1, a2, b] = await Promise.all(
+      [first, second, other].map((key) => handler(event({ authorization: `Bearer ${key.apiKey}` }))),
+    );
+
+    // Assert
+    expect(a1?.usageIdentifierKey).toBe(usageKeyOf(store.tableName, { credential: 'key', keyId: first.keyId }));
+    expect(a2?.usageIdentifierKey).toBe(usageKeyOf(store.tableName, { credential: 'key', keyId: second.keyId }));
+    expect(a2?.usageIdentifierKey).not.toBe(a1?.usageIdentifierKey);
+    expect(b?.usageIdentifierKey).toBe(usageKeyOf(store.tableName, { credential: 'key', keyId: other.keyId }));
+    expect(a1?.usageIdentifierKey).toMatch(/^gsu_[0-9a-f]{64}$/);
   });
 
   it('answers a valid key from outside its allowlist with a whole-API Deny, judged on sourceIp only', async () => {

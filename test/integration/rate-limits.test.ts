@@ -1,0 +1,127 @@
+/**
+ * Per-key rate limits on the local stack, over real HTTP through the local gateway: the same plan
+ * semantics API Gateway's usage plans apply deployed (a bucket per key, the account's plan, a daily
+ * quota), with the documented 429 body and `Retry-After`.
+ */
+import { setAccountLimits } from '../../functions/auth/rate-limits';
+import { grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+
+/** The default plan of this stack: a burst of 3, then one request a second. */
+const BURST = 3;
+/** Requests sent at once: far more than the burst plus what a second of refill could add on a slow machine. */
+const FLOOD = 20;
+
+let stack: SpawnedLocalStack;
+let store: StoreContext;
+
+async function keyFor(userId: string, name: string): Promise<string> {
+  return (await putApiKey(store, { userId, name })).apiKey;
+}
+
+function credits(apiKey: string): Promise<Response> {
+  return fetch(`${stack.baseUrl}/api/ai/credits?limit=1`, { headers: { Authorization: `Bearer ${apiKey}` } });
+}
+
+async function flood(apiKey: string, count: number): Promise<Response[]> {
+  return Promise.all(Array.from({ length: count }, () => credits(apiKey)));
+}
+
+beforeAll(async () => {
+  stack = await spawnLocalStack({
+    env: {
+      DATA_DIR: ':memory:',
+      KEY_RATE_LIMIT: '1',
+      KEY_BURST_LIMIT: String(BURST),
+      // Read an account's own plan on every request, so a plan set by the test applies at once.
+      RATE_PLAN_CACHE_SECONDS: '0',
+    },
+  });
+  store = {
+    doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
+    tableName: DEFAULT_TABLE_NAME,
+  };
+}, 120_000);
+
+afterAll(async () => {
+  store?.doc.destroy();
+  await stack?.stop();
+});
+
+describe('per-key rate limits through the local gateway', () => {
+  test('a burst over one key gets 429 with Retry-After; another key of the same account and another account are unaffected', async () => {
+    // Prepare
+    await grantCredits(store, { userId: 'limits-a', amount: 10 });
+    const noisy = await keyFor('limits-a', 'noisy script');
+    const calm = await keyFor('limits-a', 'calm script');
+    const neighbour = await keyFor('limits-b', 'neighbour');
+
+    // Act
+    const answers = await flood(noisy, FLOOD);
+    const calmAnswer = await credits(calm);
+    const neighbourAnswer = await credits(neighbour);
+
+    // Assert
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(BURST);
+    expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+    const throttled = answers.find((answer) => answer.status === 429);
+    expect(throttled).toBeDefined();
+    expect(throttled?.headers.get('retry-after')).toBe('1');
+    expect(await throttled?.json()).toEqual({ error: 'Too many requests' });
+    expect(calmAnswer.status).toBe(200);
+    expect(neighbourAnswer.status).toBe(200);
+  });
+
+  test("an account's own plan (limits set) gives each of its keys a bigger burst", async () => {
+    // Prepare
+    const apiKey = await keyFor('limits-big', 'batch');
+    await setAccountLimits(store, undefined, {
+      userId: 'limits-big',
+      plan: { ratePerSecond: 1, burst: FLOOD },
+      actor: { type: 'operator' },
+    });
+
+    // Act
+    const answers = await flood(apiKey, FLOOD);
+
+    // Assert
+    expect(answers.map((answer) => answer.status)).toEqual(Array(FLOOD).fill(200));
+  });
+
+  test('a spent daily quota gets 429 with its own message and Retry-After', async () => {
+    // Prepare
+    const apiKey = await keyFor('limits-quota', 'daily');
+    await setAccountLimits(store, undefined, {
+      userId: 'limits-quota',
+      plan: { ratePerSecond: 100, burst: 100, dailyQuota: 2 },
+      actor: { type: 'operator' },
+    });
+
+    // Act
+    const first = await credits(apiKey);
+    const second = await credits(apiKey);
+    const third = await credits(apiKey);
+
+    // Assert
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('3600');
+    expect(await third.json()).toEqual({ error: 'Daily quota exceeded' });
+  });
+
+  test('requests the authorizer refuses never reach the limiter: a bad key is 401, not 429', async () => {
+    // Prepare
+    const bogus = `gsk_live_${'x'.repeat(43)}`;
+
+    // Act
+    const answers = await flood(bogus, FLOOD);
+
+    // Assert
+    expect(answers.map((answer) => answer.status)).toEqual(Array(FLOOD).fill(401));
+  });
+});
