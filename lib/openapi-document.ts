@@ -254,7 +254,13 @@ function commonErrors(): Json {
       ref('Error'),
       "Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check.",
     ),
-    '429': { ...json(ref('Error'), 'Too many requests.'), headers: RETRY_AFTER },
+    '429': {
+      ...json(
+        ref('Error'),
+        "Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected.",
+      ),
+      headers: { 'Retry-After': { ...RETRY_AFTER['Retry-After'], required: true } },
+    },
     '500': json(ref('InternalError'), 'Unexpected; report the requestId.'),
   };
 }

@@ -87,6 +87,12 @@ test.each([
   [{ mediaSourceHosts: 'https://cdn.example' }],
   [{ mediaSourceHosts: 'cdn.example,10.0.0.0/8' }],
   [{ mediaSourceHosts: '*' }],
+  // One key's plan may never exceed what the whole stage allows.
+  [{ keyRateLimit: 2000, throttlingRateLimit: 1000 }],
+  [{ keyBurstLimit: 3000, throttlingBurstLimit: 2000 }],
+  [{ keyRateLimit: 0 }],
+  [{ keyDailyQuota: -1 }],
+  [{ wafRequestsPerIpPerMinute: 5 }],
 ])('rejects %j', (context) => {
   // Act
   const read = () => configFrom(context);

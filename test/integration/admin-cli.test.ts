@@ -373,4 +373,55 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(awsWithoutTable.code).toBe(2);
     expect(awsWithoutTable.error).toEqual({ error: expect.stringContaining('--aws needs TABLE_NAME') });
   });
+  it('limits set gives an account its own per-key plan, limits show reads it, limits reset goes back to the default', async () => {
+    // Act
+    const before = await admin(['limits', 'show', '--user', 'cli-limits']);
+    const set = await admin([
+      'limits',
+      'set',
+      '--user',
+      'cli-limits',
+      '--rate',
+      '5',
+      '--burst',
+      '10',
+      '--quota',
+      '1000',
+    ]);
+    const shown = await admin(['limits', 'show', '--user', 'cli-limits']);
+    const reset = await admin(['limits', 'reset', '--user', 'cli-limits']);
+    const after = await admin(['limits', 'show', '--user', 'cli-limits'], {
+      KEY_RATE_LIMIT: '7',
+      KEY_BURST_LIMIT: '9',
+    });
+
+    // Assert
+    expect([before.code, set.code, shown.code, reset.code, after.code]).toEqual([0, 0, 0, 0, 0]);
+    expect(before.json).toEqual({ userId: 'cli-limits', own: false, ratePerSecond: 100, burst: 200, dailyQuota: null });
+    expect(set.json).toMatchObject({ userId: 'cli-limits', own: true, ratePerSecond: 5, burst: 10, dailyQuota: 1000 });
+    expect(set.json.note).toEqual(expect.stringContaining('bucket of its own'));
+    expect(shown.json).toEqual({ userId: 'cli-limits', own: true, ratePerSecond: 5, burst: 10, dailyQuota: 1000 });
+    expect(reset.json).toMatchObject({ own: false, hadOwnPlan: true });
+    expect(after.json).toEqual({ userId: 'cli-limits', own: false, ratePerSecond: 7, burst: 9, dailyQuota: null });
+  });
+
+  it('limits set explains bad numbers and needs the usage plan with --aws; nothing is written', async () => {
+    // Act
+    const fraction = await admin(['limits', 'set', '--user', 'cli-limits-bad', '--rate', '0.5', '--burst', '10']);
+    const tooBig = await admin(['limits', 'set', '--user', 'cli-limits-bad', '--rate', '20000', '--burst', '10']);
+    const noBurst = await admin(['limits', 'set', '--user', 'cli-limits-bad', '--rate', '5']);
+    const awsWithoutPlan = await admin(['limits', 'set', '--user', 'u', '--rate', '5', '--burst', '5', '--aws']);
+    const shown = await admin(['limits', 'show', '--user', 'cli-limits-bad']);
+
+    // Assert
+    expect(fraction.code).toBe(2);
+    expect(fraction.error).toEqual({ error: '--rate must be a whole number of at least 1, got "0.5"' });
+    expect(tooBig.code).toBe(2);
+    expect(tooBig.error).toEqual({ error: '--rate must be a whole number from 1 to 10000' });
+    expect(noBurst.code).toBe(2);
+    expect(noBurst.error).toEqual({ error: 'limits set requires --burst' });
+    expect(awsWithoutPlan.code).toBe(2);
+    expect(awsWithoutPlan.error).toEqual({ error: expect.stringContaining('needs USAGE_PLAN_ID') });
+    expect(shown.json).toMatchObject({ own: false });
+  });
 });

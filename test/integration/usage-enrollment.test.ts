@@ -3,7 +3,7 @@
  * created and keys moved, through the SDK's own API Gateway client over real HTTP (an API Gateway
  * stand-in, test/support/api-gateway-stand-in.ts) and the store on DynamoDB Local.
  */
-import { apiGatewayUsagePlans } from '../../functions/aws/usage-plans';
+
 import {
   enrollUsageKey,
   resetAccountLimits,
@@ -11,6 +11,7 @@ import {
   type UsageEnrollment,
   usageEnrollmentFromEnv,
 } from '../../functions/auth/rate-limits';
+import { apiGatewayUsagePlans } from '../../functions/aws/usage-plans';
 import { UsageError } from '../../functions/core/errors';
 import { usageKeyName, usageKeyOf } from '../../functions/core/rate-plan';
 import { putApiKey } from '../../functions/store/api-keys';
@@ -61,7 +62,9 @@ describe('usage plan enrollment against the API Gateway API', () => {
     // Assert
     const name = usageKeyName(store.tableName, subject);
     const stored = [...gateway.keys.values()].filter((k) => k.name === name);
-    expect(stored).toEqual([{ id: expect.any(String), name, value: usageKeyOf(store.tableName, subject), enabled: true }]);
+    expect(stored).toEqual([
+      { id: expect.any(String), name, value: usageKeyOf(store.tableName, subject), enabled: true },
+    ]);
     expect(gateway.plansOf(name)).toEqual(['default']);
   });
 
@@ -127,7 +130,9 @@ describe('usage plan enrollment against the API Gateway API', () => {
 
     // Assert
     await expect(attempt).rejects.toThrow(UsageError);
-    await expect(attempt).rejects.toThrow('ratePerSecond must be a whole number from 1 to 10000; burst must be a whole number from 1 to 5000');
+    await expect(attempt).rejects.toThrow(
+      'ratePerSecond must be a whole number from 1 to 10000; burst must be a whole number from 1 to 5000',
+    );
     expect(gateway.plans.size).toBe(before);
     expect(await getRatePlan(store, userId)).toBeUndefined();
   });

@@ -61,7 +61,12 @@ export async function startApiGatewayStandIn(): Promise<ApiGatewayStandIn> {
   const keys = new Map<string, StoredKey>();
   const plans = new Map<string, StoredPlan>();
   const calls: string[] = [];
-  plans.set('default', { id: 'default', name: 'stack-default', apiStages: [{ apiId: 'api', stage: 'prod' }], keyIds: new Set() });
+  plans.set('default', {
+    id: 'default',
+    name: 'stack-default',
+    apiStages: [{ apiId: 'api', stage: 'prod' }],
+    keyIds: new Set(),
+  });
 
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://stand-in');
@@ -81,7 +86,9 @@ export async function startApiGatewayStandIn(): Promise<ApiGatewayStandIn> {
       }
       if (req.method === 'GET' && path === '/apikeys') {
         const prefix = url.searchParams.get('name') ?? '';
-        const item = [...keys.values()].filter((key) => key.name.startsWith(prefix)).map(({ value: _v, ...key }) => key);
+        const item = [...keys.values()]
+          .filter((key) => key.name.startsWith(prefix))
+          .map(({ value: _v, ...key }) => key);
         return send(res, 200, { item });
       }
       if (req.method === 'GET' && path === '/usageplans') {
@@ -106,8 +113,9 @@ export async function startApiGatewayStandIn(): Promise<ApiGatewayStandIn> {
           const [, group, field] = op.path.split('/');
           if (op.op === 'remove' && group === 'quota') plan.quota = undefined;
           if (op.op === 'replace' && (group === 'throttle' || group === 'quota') && field) {
-            const target = (plan[group] ??= {}) as Record<string, unknown>;
+            const target: Record<string, unknown> = { ...plan[group] };
             target[field] = field === 'period' ? op.value : Number(op.value);
+            plan[group] = target;
           }
         }
         return send(res, 200, planView(plan));
