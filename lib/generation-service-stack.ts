@@ -23,7 +23,11 @@ import {
 import {
   AllowedMethods,
   CachePolicy,
+  Function as CloudFrontFunction,
   Distribution,
+  FunctionCode,
+  FunctionEventType,
+  FunctionRuntime,
   HttpVersion,
   OriginProtocolPolicy,
   OriginRequestPolicy,
@@ -62,6 +66,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
+import { ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER } from '../functions/auth/viewer-address';
 import {
   QUOTA_EXCEEDED_BODY,
   QUOTA_RETRY_AFTER_SECONDS,
@@ -560,6 +565,22 @@ export class GenerationServiceStack extends Stack {
 
     const bucket = new Bucket(this, 'DashboardBucket', this.privateBucketProps(config, removalPolicy));
     const apiDomain = `${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}`;
+    // Behind the distribution the API's sourceIp is CloudFront's. The viewer's address travels in
+    // X-Viewer-Address, set here by CloudFront (overwriting whatever the viewer sent), and is believed
+    // only next to X-Origin-Verify: a secret CloudFront adds as an origin custom header and the
+    // authorizer checks (functions/auth/viewer-address.ts). A direct call to the API cannot forge it.
+    const originVerify = new Secret(this, 'OriginVerifySecret', {
+      description: 'Sent by the distribution to the API so that its X-Viewer-Address can be trusted',
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    originVerify.applyRemovalPolicy(RemovalPolicy.DESTROY);
+    const viewerAddress = new CloudFrontFunction(this, 'ViewerAddressFunction', {
+      comment: 'Passes the viewer address to the API as X-Viewer-Address',
+      runtime: FunctionRuntime.JS_2_0,
+      code: FunctionCode.fromInline(
+        `function handler(event) { event.request.headers['${VIEWER_ADDRESS_HEADER}'] = { value: event.viewer.ip }; return event.request; }`,
+      ),
+    });
     const distribution = new Distribution(this, 'Distribution', {
       comment: 'Generation service: dashboard and /api/* on one origin',
       defaultRootObject: 'index.html',
@@ -574,7 +595,10 @@ export class GenerationServiceStack extends Stack {
           origin: new HttpOrigin(apiDomain, {
             originPath: `/${config.stageName}`,
             protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+            // A dynamic reference: CloudFormation resolves it at deploy, the template never holds the value.
+            customHeaders: { [ORIGIN_VERIFY_HEADER]: originVerify.secretValue.unsafeUnwrap() },
           }),
+          functionAssociations: [{ function: viewerAddress, eventType: FunctionEventType.VIEWER_REQUEST }],
           viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
           allowedMethods: AllowedMethods.ALLOW_ALL,
           // Every answer is per caller: nothing is cached, and everything but Host reaches the API.
@@ -610,6 +634,11 @@ export class GenerationServiceStack extends Stack {
     clientSecret.applyRemovalPolicy(RemovalPolicy.DESTROY);
 
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${userPool.userPoolId}`;
+    for (const definition of [AUTHORIZER, ...ROUTES].filter((d) => d.needs.viewerAddress)) {
+      const fn = this.functionFor(definition);
+      fn.addEnvironment('ORIGIN_VERIFY_SECRET_ARN', originVerify.secretArn);
+      originVerify.grantRead(fn);
+    }
     for (const route of ROUTES) {
       const fn = this.functionFor(route);
       fn.addEnvironment('PUBLIC_ORIGIN', origin);
@@ -831,6 +860,14 @@ export class GenerationServiceStack extends Stack {
       'AwsSolutions-S1',
       'Holds only the public build of the dashboard, readable solely by the distribution (OAC); there is nothing per user to audit in its reads',
     );
+    const originVerify = this.node.tryFindChild('OriginVerifySecret');
+    if (originVerify) {
+      acknowledge(
+        originVerify,
+        'AwsSolutions-SMG4',
+        'Shared only between the distribution (origin custom header) and the authorizer; a rotation takes a cdk deploy so that CloudFront sends the new value (README "Accounts and sign-in")',
+      );
+    }
     acknowledge(
       this.distribution,
       'AwsSolutions-CFR1',

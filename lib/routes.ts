@@ -32,6 +32,8 @@ export interface FunctionNeeds {
   oidc?: boolean;
   /** Enrolls keys (or an account's sessions) in API Gateway usage plans: their per-key rate limits. */
   usagePlans?: boolean;
+  /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
+  viewerAddress?: boolean;
 }
 
 export interface LambdaDefinition {
@@ -144,7 +146,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/auth/callback',
     entry: 'functions/auth-callback/handler.ts',
-    needs: { ...writeNeeds, oidc: true, usagePlans: true },
+    needs: { ...writeNeeds, oidc: true, usagePlans: true, viewerAddress: true },
     auth: 'none',
   },
   {
@@ -195,7 +197,7 @@ export const AUTHORIZER: LambdaDefinition = {
   name: 'authorizer',
   entry: 'functions/authorizer/handler.ts',
   // Keys by hash and sessions by hash; "last used" and idle expiry also on the listings (USER#<id>).
-  needs: { table: { access: 'RW', keys: AUTHORIZER_KEYS }, provider: false, media: 'none' },
+  needs: { table: { access: 'RW', keys: AUTHORIZER_KEYS }, provider: false, media: 'none', viewerAddress: true },
 };
 
 /** Runs on a schedule and drives every pending task to a terminal state. */

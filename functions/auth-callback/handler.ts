@@ -8,6 +8,7 @@ import { completeSignIn, type SignedInIdentity } from '../auth/oidc-client';
 import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { cookieValues } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
+import { callerAddress, originSecretFromEnv } from '../auth/viewer-address';
 import { isOpaqueIdFormat, SIGN_IN_COOKIE, signInSecrets } from '../core/session';
 import { clearSignInCookie, sessionCookie } from '../http/cookies';
 import { htmlPage } from '../http/html';
@@ -19,6 +20,8 @@ import { createSession } from '../store/sessions';
 
 /** Deployed: the stack's usage plans; the account's sessions share one bucket in its plan. */
 const enrollment = usageEnrollmentFromEnv();
+
+const originSecret = originSecretFromEnv();
 
 const START_AGAIN = { href: '/api/auth/sign-in', text: 'Sign in again' };
 
@@ -82,7 +85,8 @@ export const handler = publicHandler(async (event) => {
     audit: {
       action: 'session.sign-in',
       actor: { type: 'session', userId: invite.userId },
-      sourceIp: event.requestContext?.identity?.sourceIp,
+      // Sign-in comes through the distribution: the viewer's address it vouches for, not CloudFront's.
+      sourceIp: callerAddress(event.requestContext?.identity?.sourceIp, event.headers, await originSecret()),
     },
   });
   return {

@@ -25,6 +25,7 @@ import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } fro
 import { decideRequest, principalOf, type RequestPrincipal } from '../auth/authorize-request';
 import { sessionIdFromHeaders } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
+import { callerAddress, originSecretFromEnv } from '../auth/viewer-address';
 import { epochSeconds } from '../core/api-key';
 import { usageKeyOf, usageSubjectOf } from '../core/rate-plan';
 import { touchDue } from '../core/session';
@@ -35,15 +36,21 @@ import { storeFromEnv } from '../store/from-env';
 import { touchSession } from '../store/sessions';
 
 /** The authorizer context handlers receive (`requestContext.authorizer`). */
-export type AuthorizerContext =
+export type AuthorizerContext = (
   | { credential: 'key'; userId: string; keyId: string; expiresAt?: number }
-  | { credential: 'session'; userId: string; sessionHash: string; expiresAt: number };
+  | { credential: 'session'; userId: string; sessionHash: string; expiresAt: number }
+) & {
+  /** The viewer's address when the request came through the dashboard's distribution (viewer-address.ts). */
+  callerIp?: string;
+};
 
 export interface AuthorizerDependencies {
   /** The store, built lazily on first use (default: `storeFromEnv()`). */
   store?: () => StoreContext;
   now?: () => Date;
   logger?: Logger;
+  /** The origin-verify secret of the distribution (default: from `ORIGIN_VERIFY_SECRET_ARN`; none locally). */
+  originSecret?: () => Promise<string | undefined>;
 }
 
 /**
@@ -101,11 +108,15 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
   const getStore = deps.store ?? (() => storeFromEnv());
   const now = deps.now ?? (() => new Date());
   const log = deps.logger ?? createLogger({ service: 'authorizer' });
+  const originSecret = deps.originSecret ?? originSecretFromEnv();
 
   return async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
-    const sourceIp = event.requestContext?.identity?.sourceIp;
+    const gatewaySourceIp = event.requestContext?.identity?.sourceIp;
     const requestId = event.requestContext?.requestId;
+    let sourceIp: string | undefined = gatewaySourceIp;
     try {
+      // Behind the distribution, the viewer's address (vouched for by the origin secret); else sourceIp.
+      sourceIp = callerAddress(gatewaySourceIp, event.headers, await originSecret());
       // Fail before any store read when the ARN is not one we can scope a policy to.
       const resource = wholeApiArn(event.methodArn);
       const at = now();
@@ -133,7 +144,10 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies = {}) {
         }
         return {
           ...policy(principal.userId, 'Allow', resource),
-          context: { ...authorizerContext(principal) },
+          context: {
+            ...authorizerContext(principal),
+            ...(sourceIp !== undefined && sourceIp !== gatewaySourceIp ? { callerIp: sourceIp } : {}),
+          },
           // Each API key (and the account's sessions together) has its own bucket in the account's usage plan.
           usageIdentifierKey: usageKeyOf(getStore().tableName, usageSubjectOf(principal)),
         };

@@ -15,6 +15,12 @@ import { checkCsrf, publicOrigin } from './csrf';
 import { httpErrorHandler } from './error-handler';
 import { jsonResponse } from './response';
 
+/** The viewer address the authorizer put in its context (only behind the distribution). */
+function callerIpOf(event: APIGatewayProxyEvent): string | undefined {
+  const value: unknown = event.requestContext?.authorizer?.callerIp;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
 /** What a handler gets: the caller is authenticated and the body (when any) is parsed JSON. */
 export interface ApiRequest {
   caller: Caller;
@@ -25,7 +31,10 @@ export interface ApiRequest {
   header(name: string): string | undefined;
   requestId: string;
   log: Logger;
-  /** API Gateway's `sourceIp`: the caller's address as the gateway saw it (never X-Forwarded-For). */
+  /**
+   * The caller's address: API Gateway's `sourceIp`, or behind the dashboard's distribution the viewer
+   * address the authorizer vouched for (`callerIp`, functions/auth/viewer-address.ts); never X-Forwarded-For.
+   */
   sourceIp: string | undefined;
   /** The session id from the cookie, for session callers only (checked against the authorizer's hash). */
   sessionId: string | undefined;
@@ -176,7 +185,7 @@ export function apiHandler(options: { jsonBody: boolean; credentials?: Credentia
       header: (name) => findHeader(event, name),
       requestId,
       log,
-      sourceIp: event.requestContext?.identity?.sourceIp,
+      sourceIp: callerIpOf(event) ?? event.requestContext?.identity?.sourceIp,
       sessionId: event.sessionId,
       query: event.queryStringParameters ?? {},
       pathPrefix: pathPrefixOf(event),

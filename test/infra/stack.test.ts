@@ -110,7 +110,7 @@ describe('functions', () => {
     const lifecycle = [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)].map(environmentOf);
 
     // Assert
-    expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'TABLE_NAME']);
+    expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'ORIGIN_VERIFY_SECRET_ARN', 'TABLE_NAME']);
     for (const env of lifecycle) {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
@@ -185,7 +185,9 @@ describe('least privilege', () => {
     const actions = actionsOf(statementsOf(AUTHORIZER.name));
 
     // Assert
-    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...READ, ...WRITE].sort());
+    // The secret: the distribution's origin-verify value, to believe the viewer address it forwards.
+    const secret = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
+    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', ...READ, ...WRITE, ...secret].sort());
   });
 
   test('account functions get the table access they declare, the public origin, and only sign-in reads the client secret', () => {
@@ -335,6 +337,36 @@ describe('accounts', () => {
     expect(bucketOrigin.OriginAccessControlId).toBeDefined();
     expect(config.DefaultRootObject).toBe('index.html');
     service.template.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+  });
+
+  test("behind the distribution the API learns the viewer's address, vouched for by a secret the template never holds", () => {
+    // Act
+    const distribution = Object.values(service.template.findResources('AWS::CloudFront::Distribution'))[0];
+    const config = distribution?.Properties.DistributionConfig;
+    const api = config.CacheBehaviors.find((behavior: { PathPattern: string }) => behavior.PathPattern === '/api/*');
+    const apiOrigin = config.Origins.find((origin: { Id: string }) => origin.Id === api.TargetOriginId);
+    const functions = Object.values(service.template.findResources('AWS::CloudFront::Function'));
+    const verify = apiOrigin.CustomOriginConfig && apiOrigin.OriginCustomHeaders;
+    const readers = [AUTHORIZER, ...ROUTES].filter((definition) => definition.needs.viewerAddress);
+
+    // Assert
+    expect(api.FunctionAssociations).toEqual([
+      {
+        EventType: 'viewer-request',
+        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/^ViewerAddressFunction/), 'FunctionARN'] },
+      },
+    ]);
+    expect(functions).toHaveLength(1);
+    expect(functions[0]?.Properties.FunctionCode).toContain("headers['x-viewer-address'] = { value: event.viewer.ip }");
+    expect(verify).toEqual([{ HeaderName: 'x-origin-verify', HeaderValue: expect.anything() }]);
+    // A dynamic reference resolved by CloudFormation at deploy time, not a literal value.
+    expect(JSON.stringify(verify[0].HeaderValue)).toContain('{{resolve:secretsmanager:');
+    expect(readers.map((definition) => definition.name).sort()).toEqual(['auth-callback', 'authorizer']);
+    for (const definition of readers) {
+      expect(environmentOf(definition.name).ORIGIN_VERIFY_SECRET_ARN).toEqual({
+        Ref: expect.stringMatching(/^OriginVerifySecret/),
+      });
+    }
   });
 });
 

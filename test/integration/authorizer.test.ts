@@ -200,6 +200,49 @@ describe('API keys and the REQUEST authorizer on DynamoDB Local', () => {
     expect(spoofed).toStrictEqual({ principalId: 'user-ip', policyDocument: policy('Deny') });
   });
 
+  it("behind the distribution, judges the viewer's address when the origin secret vouches for it, and sourceIp otherwise", async () => {
+    // Prepare
+    const behindDistribution = createAuthorizerHandler({
+      store: () => store,
+      now: () => clock,
+      logger: captureLogger([]),
+      originSecret: async () => 'origin-secret-value',
+    });
+    const key = await putApiKey(store, { userId: 'user-cf', name: 'cf', allowedCidrs: ['203.0.113.0/24'], now: T0 });
+    const edge = '130.176.98.1';
+    const request = (headers: Record<string, string>, sourceIp = edge) =>
+      behindDistribution(event({ authorization: `Bearer ${key.apiKey}`, headers, sourceIp }));
+
+    // Act
+    const vouched = await request({ 'X-Viewer-Address': '203.0.113.7', 'X-Origin-Verify': 'origin-secret-value' });
+    const forged = await request({ 'X-Viewer-Address': '203.0.113.7', 'X-Origin-Verify': 'a-guess' });
+    const unsigned = await request({ 'X-Viewer-Address': '203.0.113.7' });
+    const garbage = await request({
+      'X-Viewer-Address': '203.0.113.7, 10.0.0.1',
+      'X-Origin-Verify': 'origin-secret-value',
+    });
+    const direct = await request({}, '203.0.113.8');
+    const localStack = await handler(
+      event({
+        authorization: `Bearer ${key.apiKey}`,
+        headers: { 'X-Viewer-Address': '203.0.113.7', 'X-Origin-Verify': 'origin-secret-value' },
+        sourceIp: edge,
+      }),
+    );
+
+    // Assert
+    expect(vouched).toMatchObject({
+      policyDocument: policy('Allow'),
+      context: { keyId: key.keyId, callerIp: '203.0.113.7' },
+    });
+    expect(forged).toStrictEqual({ principalId: 'user-cf', policyDocument: policy('Deny') });
+    expect(unsigned).toStrictEqual({ principalId: 'user-cf', policyDocument: policy('Deny') });
+    expect(garbage).toStrictEqual({ principalId: 'user-cf', policyDocument: policy('Deny') });
+    expect(direct).toMatchObject({ policyDocument: policy('Allow') });
+    expect(direct?.context).not.toHaveProperty('callerIp');
+    expect(localStack).toStrictEqual({ principalId: 'user-cf', policyDocument: policy('Deny') });
+  });
+
   it('refuses a revoked key with 401 (not 403) even from outside its allowlist', async () => {
     // Prepare
     const key = await putApiKey(store, { userId: 'user-r', name: 'r', allowedCidrs: ['10.0.0.0/8'], now: T0 });
