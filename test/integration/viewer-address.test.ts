@@ -28,6 +28,8 @@ beforeAll(async () => {
   process.env.AWS_ACCESS_KEY_ID = 'local';
   process.env.AWS_SECRET_ACCESS_KEY = 'local';
   process.env.AWS_REGION = 'local';
+  // The authorizer's decision lines are for CloudWatch, not the test output.
+  process.env.LOG_LEVEL = 'warn';
   resetStoreFromEnv();
 });
 
