@@ -43,7 +43,8 @@ export interface Platform {
 
 /** This machine, as npm sees it (glibc when Node reports a glibc runtime, else musl on Linux). */
 export function thisPlatform(): Platform {
-  const header = process.report?.getReport().header as { glibcVersionRuntime?: string } | undefined;
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+  const header = report?.header;
   if (process.platform !== 'linux') return { os: process.platform, cpu: process.arch };
   return { os: process.platform, cpu: process.arch, libc: header?.glibcVersionRuntime ? 'glibc' : 'musl' };
 }

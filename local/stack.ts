@@ -24,6 +24,7 @@ import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHand
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
+import { writeStackState } from './stack-state';
 import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -234,6 +235,15 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     });
 
     const demoApiKey = await ensureDemoUser();
+    // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
+    cleanups.push(
+      writeStackState(settings.dataDir, {
+        pid: process.pid,
+        dynamodbEndpoint: dynamodb.endpoint,
+        tableName: settings.tableName,
+        apiUrl,
+      }),
+    );
     return {
       url,
       apiUrl,

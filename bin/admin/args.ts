@@ -22,7 +22,8 @@ export { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS };
 export const MAX_GRANT_AMOUNT = 1_000_000_000;
 
 export type Command =
-  | { kind: 'help' }
+  | { kind: 'help'; topic?: Exclude<Command['kind'], 'help' | 'version'> }
+  | { kind: 'version' }
   | { kind: 'credits grant'; userId: string; amount: number }
   | { kind: 'credits show'; userId: string }
   | { kind: 'keys create'; userId: string; name: string; allowedCidrs: string[]; expiresAt?: number }
@@ -56,12 +57,16 @@ const OPTIONS = {
   quota: { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
 
 /** Which options each command takes (besides the global `--aws` and `--help`), and which it requires. */
-const COMMANDS: Record<Exclude<Command['kind'], 'help'>, { allowed: OptionName[]; required: OptionName[] }> = {
+const COMMANDS: Record<
+  Exclude<Command['kind'], 'help' | 'version'>,
+  { allowed: OptionName[]; required: OptionName[] }
+> = {
   'credits grant': { allowed: ['user', 'amount'], required: ['user', 'amount'] },
   'credits show': { allowed: ['user'], required: ['user'] },
   'keys create': { allowed: ['user', 'name', 'allow-ip', 'expires-at'], required: ['user', 'name'] },
@@ -76,36 +81,106 @@ const COMMANDS: Record<Exclude<Command['kind'], 'help'>, { allowed: OptionName[]
   'limits reset': { allowed: ['user'], required: ['user'] },
 };
 
-export const HELP_LINES = [
-  'Usage: npm run --silent admin -- <command> [options] [--aws]',
-  '',
-  'Commands:',
-  '  credits grant --user U --amount N      add N credits (integer 1..1000000000); prints { userId, balance }',
-  '  credits show --user U                  prints { userId, balance }',
-  '  keys create --user U --name N [--allow-ip CIDR]... [--expires-at ISO]',
-  '                                         issue a key; prints { keyId, apiKey, ... }: the only time the key is shown',
-  '                                         --allow-ip: IPv4/IPv6 address or CIDR, repeatable (none = any address)',
-  '                                         --expires-at: ISO 8601 date-time with zone, in the future (2027-01-31T00:00:00Z)',
-  "  keys list --user U                     a user's keys (prefix, status, dates; never the key)",
-  '  keys revoke --key-id K                 refuse the key from now on',
-  `  keys rotate --key-id K [--grace-seconds N]  issue a replacement key (same user, name, allowlist, expiry);`,
-  `                                         the old key keeps working for N seconds (default ${DEFAULT_GRACE_SECONDS},`,
-  `                                         at most ${MAX_GRACE_SECONDS}); 0 revokes it at once (use 0 for a leaked key)`,
-  '  audit [--user U]                       check balance = sum of ledger and balance >= 0; exit 1 on any failure',
-  '  accounts invite --email E [--user U]   let E sign in (closed beta) as user U (default: a new id); creates the',
-  '                                         account; with --aws also the Cognito user (USER_POOL_ID), who gets an e-mail',
-  '  accounts revoke-sessions --user U      sign the user out everywhere at once (API keys keep working)',
-  '  limits set --user U --rate R --burst B [--quota Q]',
-  '                                         every key of U gets R requests/s steady, B at once, Q a UTC day (each',
-  '                                         key its own bucket); with --aws USAGE_PLAN_ID, REST_API_ID, STAGE_NAME',
-  "  limits show --user U                   the user's limits: its own, or the default plan (own: false)",
-  '  limits reset --user U                  back to the default plan',
-  '',
-  'Target: the local stack by default (DynamoDB Local at http://127.0.0.1:$DYNAMODB_PORT, default 8000;',
-  "table $TABLE_NAME, default 'generation-service'). --aws: the table named by TABLE_NAME (required)",
-  'with the normal AWS credential chain and region.',
+type CommandKind = Exclude<Command['kind'], 'help' | 'version'>;
+
+/** Each command's help: its synopsis and what it does (human-readable, printed by `--help`). */
+const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> = {
+  'credits grant': {
+    synopsis: 'credits grant --user U --amount N',
+    about: [
+      `Add N credits (a whole number from 1 to ${MAX_GRANT_AMOUNT}) with a ledger entry.`,
+      'Prints { userId, balance }.',
+    ],
+  },
+  'credits show': {
+    synopsis: 'credits show --user U',
+    about: ['Print { userId, balance }. Exit 1 if the account does not exist (no credits, keys or invitation).'],
+  },
+  'keys create': {
+    synopsis: 'keys create --user U --name N [--allow-ip CIDR]... [--expires-at ISO]',
+    about: [
+      'Issue a key. Prints { keyId, apiKey, ... }: the only time the key is shown.',
+      '--allow-ip: an IPv4/IPv6 address or CIDR, repeatable (none: any address).',
+      '--expires-at: an ISO 8601 date-time with zone, in the future (2027-01-31T00:00:00Z).',
+      'With --aws also needs USAGE_PLAN_ID (the key is enrolled in its rate limit).',
+    ],
+  },
+  'keys list': {
+    synopsis: 'keys list --user U',
+    about: ["A user's keys: id, name, prefix, status, dates (never the key)."],
+  },
+  'keys revoke': { synopsis: 'keys revoke --key-id K', about: ['Refuse the key from now on.'] },
+  'keys rotate': {
+    synopsis: 'keys rotate --key-id K [--grace-seconds N]',
+    about: [
+      'Issue a replacement key (same user, name, allowlist, expiry).',
+      `The old key keeps working for N seconds (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS});`,
+      '0 revokes it at once (use 0 for a leaked key).',
+    ],
+  },
+  audit: {
+    synopsis: 'audit [--user U]',
+    about: ['Check that each balance equals the sum of its ledger and is not negative. Exit 1 on any failure.'],
+  },
+  'accounts invite': {
+    synopsis: 'accounts invite --email E [--user U]',
+    about: [
+      'Let E sign in (closed beta) as user U (default: a new id); creates the account.',
+      'With --aws also creates the Cognito user (USER_POOL_ID), who gets an e-mail.',
+    ],
+  },
+  'accounts revoke-sessions': {
+    synopsis: 'accounts revoke-sessions --user U',
+    about: ['Sign the user out everywhere at once (API keys keep working).'],
+  },
+  'limits set': {
+    synopsis: 'limits set --user U --rate R --burst B [--quota Q]',
+    about: [
+      'Every key of U gets R requests/s steady, B at once, Q per UTC day; each key has its own bucket.',
+      'With --aws needs USAGE_PLAN_ID, REST_API_ID and STAGE_NAME (stack outputs).',
+    ],
+  },
+  'limits show': {
+    synopsis: 'limits show --user U',
+    about: ["The user's limits: its own, or the default plan (own: false)."],
+  },
+  'limits reset': { synopsis: 'limits reset --user U', about: ['Back to the default plan.'] },
+};
+
+const TARGET_LINES = [
+  'Target: the local stack by default, with the settings npm start uses: the DynamoDB Local it started',
+  '(found in $DATA_DIR/local-stack.json while it runs; else DYNAMODB_ENDPOINT, or DYNAMODB_PORT, default 8000)',
+  "and TABLE_NAME (default 'generation-service'). --aws: the table named by TABLE_NAME (required), with the",
+  'normal AWS credential chain and region.',
   'Output: one JSON object on stdout; errors as { "error": ... } on stderr, exit 2 for usage errors, 1 otherwise.',
 ];
+
+/** The help text: every command, or one command's in full. */
+export function helpText(topic?: CommandKind): string {
+  if (topic !== undefined) {
+    const help = COMMAND_HELP[topic];
+    return [
+      `Usage: npm run --silent admin -- ${help.synopsis} [--aws]`,
+      '',
+      ...help.about,
+      '',
+      ...TARGET_LINES,
+      '',
+    ].join('\n');
+  }
+  const lines = Object.values(COMMAND_HELP).flatMap((help) => [`  ${help.synopsis}`, `      ${help.about[0] ?? ''}`]);
+  return [
+    'Usage: npm run --silent admin -- <command> [options] [--aws]',
+    '       npm run --silent admin -- <command> --help   (one command in full)',
+    '       npm run --silent admin -- --version',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    ...TARGET_LINES,
+    '',
+  ].join('\n');
+}
 
 const USER_ID = /^[\x21-\x7e]{1,128}$/;
 const AMOUNT = /^[1-9][0-9]{0,9}$/;
@@ -185,8 +260,24 @@ export function expiresAt(value: string, now: Date): number {
   return result.value;
 }
 
-function parseError(error: unknown): UsageError {
+/** Node's parseArgs messages, said in the CLI's words (they name Node's internals and `--x <value>`). */
+function parseError(error: unknown, argv: readonly string[]): UsageError {
+  const code = (error as { code?: unknown }).code;
   const message = error instanceof Error ? error.message : String(error);
+  const option = /'(--?[a-z-]+)/i.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    // `--amount -5`: the value starts with a dash, so parseArgs took it for another option.
+    const next = argv[argv.indexOf(option) + 1];
+    if (next !== undefined && next.startsWith('-') && next !== option) {
+      return new UsageError(
+        `${option} needs a value, and ${JSON.stringify(next)} is not one${/^-\d/.test(next) ? ' (it must be positive)' : ''}; run with --help`,
+      );
+    }
+    return new UsageError(`${option} needs a value; run with --help`);
+  }
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option)
+    return new UsageError(`unknown option ${option}; run with --help`);
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return new UsageError(`unexpected argument; run with --help`);
   return new UsageError(message.replace(/\s*\n\s*/g, ' '));
 }
 
@@ -196,13 +287,18 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     try {
       return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
     } catch (error) {
-      throw parseError(error);
+      throw parseError(error, argv);
     }
   })();
   const aws = values.aws === true;
-  if (values.help) return { command: { kind: 'help' }, aws };
+  if (values.version) return { command: { kind: 'version' }, aws };
+  const named = positionals.length === 1 ? positionals[0] : positionals.slice(0, 2).join(' ');
+  if (values.help) {
+    const topic = named !== undefined && Object.hasOwn(COMMANDS, named) ? (named as CommandKind) : undefined;
+    return { command: topic ? { kind: 'help', topic } : { kind: 'help' }, aws };
+  }
 
-  const kind = positionals.length === 1 ? positionals[0] : positionals.slice(0, 2).join(' ');
+  const kind = named;
   if (positionals.length === 0) throw new UsageError('no command given; run with --help');
   if (!kind || !Object.hasOwn(COMMANDS, kind) || positionals.length > (kind === 'audit' ? 1 : 2)) {
     throw new UsageError(`unknown command: ${positionals.join(' ')}; run with --help`);
@@ -214,7 +310,7 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     if (token.kind === 'option') seen.set(token.name, (seen.get(token.name) ?? 0) + 1);
   }
   for (const [name, count] of seen) {
-    if (name === 'aws' || name === 'help') continue;
+    if (name === 'aws' || name === 'help' || name === 'version') continue;
     if (!spec.allowed.includes(name as OptionName)) throw new UsageError(`--${name} is not an option of ${kind}`);
     if (count > 1 && name !== 'allow-ip') throw new UsageError(`--${name} given more than once`);
   }

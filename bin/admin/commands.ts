@@ -8,8 +8,9 @@ import {
   setAccountLimits,
   type UsageEnrollment,
 } from '../../functions/auth/rate-limits';
+import { DomainError } from '../../functions/core/errors';
 import type { RatePlan } from '../../functions/core/rate-plan';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
 import {
   describeIssuedKey,
   describeKey,
@@ -25,6 +26,15 @@ import { auditAll, auditUser } from '../../functions/store/ledger';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';
 import type { Command } from './args';
+
+/** `credits show` for a user the table knows nothing about: not a balance of 0. */
+export class UnknownAccountError extends DomainError {
+  constructor(userId: string) {
+    super(
+      `no account ${JSON.stringify(userId)}: it has no credits, keys, invitation or sessions (check --user, and the target)`,
+    );
+  }
+}
 
 /** One JSON object for stdout, and whether the command succeeded (audit can print and fail). */
 export interface CommandResult {
@@ -69,7 +79,7 @@ function describePlan(plan: RatePlan) {
 
 export async function runCommand(
   ctx: StoreContext,
-  command: Exclude<Command, { kind: 'help' }>,
+  command: Exclude<Command, { kind: 'help' } | { kind: 'version' }>,
   now: Date,
   options: CommandOptions = {},
 ): Promise<CommandResult> {
@@ -78,8 +88,12 @@ export async function runCommand(
       const result = await grantCredits(ctx, { userId: command.userId, amount: command.amount, now });
       return { output: { userId: result.userId, balance: result.balance }, ok: true };
     }
-    case 'credits show':
+    case 'credits show': {
+      if (!(await accountExists(ctx, command.userId))) {
+        throw new UnknownAccountError(command.userId);
+      }
       return { output: { userId: command.userId, balance: await getBalance(ctx, command.userId) }, ok: true };
+    }
     case 'keys create': {
       const issued = await putApiKey(ctx, {
         userId: command.userId,

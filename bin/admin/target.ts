@@ -7,6 +7,7 @@ import { UsageError } from '../../functions/core/errors';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { readStackState } from '../../local/stack-state';
 
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 const PORT = /^[1-9][0-9]{0,4}$/;
@@ -18,6 +19,20 @@ export interface Target {
   local: boolean;
 }
 
+/** DYNAMODB_ENDPOINT, else DynamoDB Local on DYNAMODB_PORT (default 8000), as `npm start` reads them. */
+function localEndpoint(env: NodeJS.ProcessEnv): string {
+  if (env.DYNAMODB_ENDPOINT) {
+    if (!/^https?:\/\/[^\s/]+\/?$/.test(env.DYNAMODB_ENDPOINT)) {
+      throw new UsageError(`DYNAMODB_ENDPOINT is not an http(s) origin: ${env.DYNAMODB_ENDPOINT}`);
+    }
+    return env.DYNAMODB_ENDPOINT;
+  }
+  const portText = env.DYNAMODB_PORT || '8000';
+  const port = PORT.test(portText) ? Number(portText) : Number.NaN;
+  if (!(port >= 1 && port <= 65535)) throw new UsageError(`DYNAMODB_PORT is not a port number: ${portText}`);
+  return `http://127.0.0.1:${port}`;
+}
+
 /** Builds the store context for the invocation; validates the settings first (UsageError). */
 export function resolveTarget(aws: boolean, env: NodeJS.ProcessEnv): Target {
   if (aws) {
@@ -26,12 +41,11 @@ export function resolveTarget(aws: boolean, env: NodeJS.ProcessEnv): Target {
     if (!TABLE_NAME.test(tableName)) throw new UsageError(`TABLE_NAME is not a valid table name: ${tableName}`);
     return { ctx: { doc: createDocumentClient(), tableName }, description: `table ${tableName} in AWS`, local: false };
   }
-  const tableName = env.TABLE_NAME || DEFAULT_TABLE_NAME;
+  // The stack `npm start` runs, as it recorded itself, unless the settings say otherwise.
+  const running = env.DYNAMODB_PORT || env.DYNAMODB_ENDPOINT ? undefined : readStackState(env.DATA_DIR || '.data');
+  const tableName = env.TABLE_NAME || running?.tableName || DEFAULT_TABLE_NAME;
   if (!TABLE_NAME.test(tableName)) throw new UsageError(`TABLE_NAME is not a valid table name: ${tableName}`);
-  const portText = env.DYNAMODB_PORT || '8000';
-  const port = PORT.test(portText) ? Number(portText) : Number.NaN;
-  if (!(port >= 1 && port <= 65535)) throw new UsageError(`DYNAMODB_PORT is not a port number: ${portText}`);
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = running?.dynamodbEndpoint ?? localEndpoint(env);
   return {
     // Two attempts: a stopped local stack should fail fast with a clear message, not after backoff.
     ctx: { doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint, maxAttempts: 2 }), tableName },

@@ -3,7 +3,7 @@
  * with a ledger entry in the same transaction (see ledger.ts for the audit).
  */
 import { randomUUID } from 'node:crypto';
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import {
   readShards,
@@ -15,7 +15,9 @@ import {
 } from './balance';
 import { conditionParams, conditions } from './conditions';
 import { grantFailure, isRetryable, type RetryingStoreContext } from './errors';
+import { keys } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
+import { TABLE } from './table';
 
 /**
  * Adds `amount` credits to a user's account, spread evenly over its balance shards (or, when that
@@ -69,4 +71,22 @@ export async function grantCredits(
  */
 export async function getBalance(ctx: RetryingStoreContext, userId: string): Promise<number> {
   return totalOf(await readShards(ctx, userId));
+}
+
+/**
+ * Whether the user has anything at all: credits, a key, an invitation's account, a session. One Query
+ * of at most one key-only item, so the operator CLI can tell "no such user" from "a balance of 0".
+ */
+export async function accountExists(ctx: RetryingStoreContext, userId: string): Promise<boolean> {
+  const out = await ctx.doc.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+      ExpressionAttributeValues: { ':pk': keys.account(userId).PK },
+      ProjectionExpression: '#pk',
+      Limit: 1,
+    }),
+  );
+  return (out.Count ?? 0) > 0;
 }

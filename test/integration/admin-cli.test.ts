@@ -1,17 +1,21 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorizeKey } from '../../functions/auth/authorize-key';
-import { getBalance } from '../../functions/store/accounts';
+import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
 import { keys } from '../../functions/store/keys';
+import { writeStackState } from '../../local/stack-state';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 
-// Each command is a fresh `tsx` process (TypeScript compile + SDK load): seconds on a small machine.
+// Each command is a fresh Node process running the bundled CLI (the first one builds it).
 jest.setTimeout(120_000);
 
 const ROOT = resolve(__dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+/** `npm run admin` runs exactly this. */
+const CLI = resolve(ROOT, 'bin/run-admin.cjs');
 
 interface Run {
   code: number;
@@ -32,22 +36,27 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
 
   function admin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
     return new Promise((resolveRun) => {
-      execFile(TSX, ['bin/admin.ts', ...args], { cwd: ROOT, env: { ...env, ...extraEnv } }, (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolveRun({
-          code,
-          stdout,
-          stderr,
-          json: stdout.trim() ? JSON.parse(stdout) : {},
-          ...(stderr.trim() ? { error: JSON.parse(stderr) } : {}),
-        });
-      });
+      execFile(
+        process.execPath,
+        [CLI, ...args],
+        { cwd: ROOT, env: { ...env, ...extraEnv } },
+        (error, stdout, stderr) => {
+          const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+          resolveRun({
+            code,
+            stdout,
+            stderr,
+            json: stdout.trim().startsWith('{') ? JSON.parse(stdout) : {},
+            ...(stderr.trim() ? { error: JSON.parse(stderr) } : {}),
+          });
+        },
+      );
     });
   }
 
   beforeAll(async () => {
     store = await createTestStore();
-    const { TABLE_NAME: _t, DYNAMODB_PORT: _p, ...rest } = process.env;
+    const { TABLE_NAME: _t, DYNAMODB_PORT: _p, DYNAMODB_ENDPOINT: _e, DATA_DIR: _d, ...rest } = process.env;
     env = { ...rest, TABLE_NAME: store.tableName, DYNAMODB_PORT: new URL(store.endpoint).port };
   });
 
@@ -55,14 +64,25 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     await store.dispose();
   });
 
-  it('--help prints the usage as one JSON object and exits 0', async () => {
+  it('--help lists every command in plain text, <command> --help explains one, --version prints the version', async () => {
     // Act
-    const run = await admin(['--help']);
+    const all = await admin(['--help']);
+    const one = await admin(['keys', 'rotate', '--help']);
+    const version = await admin(['--version']);
 
     // Assert
-    expect(run.code).toBe(0);
-    expect(run.stderr).toBe('');
-    expect(run.json.usage).toEqual(expect.arrayContaining([expect.stringContaining('keys rotate --key-id K')]));
+    expect([all.code, one.code, version.code]).toEqual([0, 0, 0]);
+    expect(all.stderr).toBe('');
+    expect(all.stdout).toContain('Usage: npm run --silent admin -- <command> [options] [--aws]');
+    for (const command of ['credits grant', 'keys rotate --key-id K', 'limits set', 'accounts invite']) {
+      expect(all.stdout).toContain(`  ${command}`);
+    }
+    expect(one.stdout).toMatch(
+      /^Usage: npm run --silent admin -- keys rotate --key-id K \[--grace-seconds N\] \[--aws\]\n/,
+    );
+    expect(one.stdout).toContain('0 revokes it at once');
+    expect(one.stdout).not.toContain('credits grant');
+    expect(version.stdout.trim()).toBe((require('../../package.json') as { version: string }).version);
   });
 
   it('credits grant adds to the balance and credits show reads it; both print { userId, balance }', async () => {
@@ -73,11 +93,12 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     const nobody = await admin(['credits', 'show', '--user', 'cli-nobody']);
 
     // Assert
-    expect([first.code, second.code, shown.code, nobody.code]).toEqual([0, 0, 0, 0]);
+    expect([first.code, second.code, shown.code, nobody.code]).toEqual([0, 0, 0, 1]);
     expect(first.json).toEqual({ userId: 'cli-user-1', balance: 50 });
     expect(second.json).toEqual({ userId: 'cli-user-1', balance: 80 });
     expect(shown.json).toEqual({ userId: 'cli-user-1', balance: 80 });
-    expect(nobody.json).toEqual({ userId: 'cli-nobody', balance: 0 });
+    expect(nobody.stdout).toBe('');
+    expect(nobody.error).toEqual({ error: expect.stringContaining('no account "cli-nobody"') });
     expect(await getBalance(store, 'cli-user-1')).toBe(80);
   });
 
@@ -87,17 +108,22 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       ['credits', 'grant', '--user', 'cli-user-2', '--amount=-5'],
       '--amount must be a whole number',
     ],
+    [
+      'a negative amount as a separate argument',
+      ['credits', 'grant', '--user', 'cli-user-2', '--amount', '-5'],
+      '--amount needs a value, and "-5" is not one (it must be positive)',
+    ],
     ['a zero amount', ['credits', 'grant', '--user', 'cli-user-2', '--amount', '0'], '--amount must be a whole number'],
     ['a fractional amount', ['credits', 'grant', '--user', 'cli-user-2', '--amount', '1.5'], '--amount must be'],
     [
       'a missing value',
       ['credits', 'grant', '--user', 'cli-user-2', '--amount'],
-      "'--amount <value>' argument missing",
+      '--amount needs a value; run with --help',
     ],
     [
       'an unknown flag',
       ['credits', 'grant', '--user', 'cli-user-2', '--amount', '5', '--force'],
-      "Unknown option '--force'",
+      'unknown option --force; run with --help',
     ],
     [
       'a flag of another command',
@@ -187,7 +213,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     ['an expiry that is not ISO', ['--expires-at', 'tomorrow'], 'must be an ISO 8601 date-time'],
     ['an expiry without a zone', ['--expires-at', '2099-01-01T00:00:00'], 'must be an ISO 8601 date-time'],
     ['an impossible date', ['--expires-at', '2099-02-30T00:00:00Z'], 'must be an ISO 8601 date-time'],
-    ['an unknown flag', ['--scope', 'all'], "Unknown option '--scope'"],
+    ['an unknown flag', ['--scope', 'all'], 'unknown option --scope; run with --help'],
   ])('keys create with %s exits 2 and creates nothing', async (_label, extra, message) => {
     // Act
     const run = await admin(['keys', 'create', '--user', 'cli-user-4', '--name', 'x', ...extra]);
@@ -357,6 +383,39 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       ]),
     );
     expect(broken.error).toEqual({ error: expect.stringContaining('audit failed') });
+  });
+
+  it('follows the running npm start (its recorded DynamoDB Local and table) unless told otherwise', async () => {
+    // Prepare
+    const dataDir = await mkdtemp(join(tmpdir(), 'cli-state-'));
+    await grantCredits(store, { userId: 'cli-follow', amount: 7 });
+    const remove = writeStackState(dataDir, {
+      pid: process.pid,
+      dynamodbEndpoint: store.endpoint,
+      tableName: store.tableName,
+      apiUrl: 'http://127.0.0.1:1',
+    });
+    const unset = { TABLE_NAME: '', DYNAMODB_PORT: '', DATA_DIR: dataDir };
+
+    // Act
+    const followed = await admin(['credits', 'show', '--user', 'cli-follow'], unset);
+    const overridden = await admin(['credits', 'show', '--user', 'cli-follow'], { ...unset, DYNAMODB_PORT: '1' });
+    remove();
+    const stopped = await admin(['credits', 'show', '--user', 'cli-follow'], {
+      ...unset,
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:1',
+    });
+
+    // Assert
+    expect(followed.code).toBe(0);
+    expect(followed.json).toEqual({ userId: 'cli-follow', balance: 7 });
+    expect(overridden.code).toBe(1);
+    expect(overridden.error).toEqual({
+      error: expect.stringContaining('cannot reach table generation-service on DynamoDB Local at http://127.0.0.1:1'),
+    });
+    expect(stopped.code).toBe(1);
+    expect(stopped.error).toEqual({ error: expect.stringContaining('http://127.0.0.1:1') });
+    await rm(dataDir, { recursive: true, force: true });
   });
 
   it('explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {
