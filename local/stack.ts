@@ -83,19 +83,61 @@ async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
 async function ensureDemoUser(): Promise<string | undefined> {
   const store = storeFromEnv();
   // Invited on every start (a repeat changes nothing), so the demo account can always sign in.
-  await inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER });
-  if ((await listApiKeys(store, DEMO_USER)).length > 0) return undefined;
-  await grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' });
-  const issued = await putApiKey(store, { userId: DEMO_USER, name: 'demo' });
+  const [, existing] = await Promise.all([
+    inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER }),
+    listApiKeys(store, DEMO_USER),
+  ]);
+  if (existing.length > 0) return undefined;
+  const [, issued] = await Promise.all([
+    grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' }),
+    putApiKey(store, { userId: DEMO_USER, name: 'demo' }),
+  ]);
   return issued.apiKey;
+}
+
+/** Every handler module, as the gateway and the sweeper's timer call them. */
+async function loadHandlers() {
+  const [routes, authorizer, sweeper] = await Promise.all([
+    Promise.all(
+      ROUTES.map(async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) })),
+    ),
+    loadHandler<AuthorizerHandler>(AUTHORIZER),
+    loadHandler<() => Promise<unknown>>(SWEEPER),
+  ]);
+  return { routes, authorizer, sweeper, stop: () => undefined };
+}
+
+type Started<T> = T & { stop(): Promise<void> | void };
+
+/**
+ * Waits for parts started together. Each part that started gets its stop into `cleanups`, also when
+ * another failed; then the first failure is thrown.
+ */
+async function settleAll<T extends readonly Promise<Started<unknown>>[]>(
+  cleanups: Array<() => Promise<void> | void>,
+  parts: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(parts);
+  for (const result of settled) {
+    if (result.status === 'fulfilled') {
+      const part = result.value;
+      cleanups.push(() => part.stop());
+    }
+  }
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
 }
 
 /** Starts everything; on any failure, stops what already started. */
 export async function startLocalStack(settings: LocalSettings, log: (line: string) => void): Promise<LocalStack> {
-  assertJava();
-  await assertPortFree(settings.port, settings.host, 'PORT');
-  await assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT');
-  await assertPortFree(settings.oidcProviderPort, settings.host, 'OIDC_PROVIDER_PORT');
+  await Promise.all([
+    assertPortFree(settings.port, settings.host, 'PORT'),
+    assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT'),
+    assertPortFree(settings.oidcProviderPort, settings.host, 'OIDC_PROVIDER_PORT'),
+  ]);
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -107,25 +149,44 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   };
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
+  // Before any handler module loads: some create their logger when imported.
+  process.env.METRICS ??= 'off';
+  process.env.LOG_LEVEL ??= 'warn';
 
   try {
-    let dynamodb: Pick<DynamoDbLocalHandle, 'endpoint'>;
-    if (settings.dynamodbEndpoint) {
-      dynamodb = { endpoint: settings.dynamodbEndpoint };
-    } else {
-      try {
-        const started = await startDynamoDbLocal({
-          port: settings.dynamodbPort,
-          dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
-        });
-        cleanups.push(() => started.stop());
-        dynamodb = started;
-      } catch (error) {
-        throw new LocalStackError(
-          `DynamoDB Local did not start on port ${settings.dynamodbPort} (DYNAMODB_PORT): ${(error as Error).message}`,
-        );
-      }
-    }
+    const url = `http://${settings.host}:${settings.port}`;
+    const apiUrl = settings.apiStage ? `${url}/${settings.apiStage}` : url;
+    // The same sign-in code as deployed; only the issuer and the client credentials differ.
+    const oidcClientSecret = randomBytes(32).toString('base64url');
+    const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
+
+    // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
+    // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
+    const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
+      settings.dynamodbEndpoint
+        ? Promise.resolve({ endpoint: settings.dynamodbEndpoint, stop: async () => undefined })
+        : startDynamoDbLocal({
+            port: settings.dynamodbPort,
+            dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
+          }).catch((error: unknown) => {
+            // Java is looked for only now: a missing `java` is the likeliest reason, said plainly.
+            assertJava();
+            throw new LocalStackError(
+              `DynamoDB Local did not start on port ${settings.dynamodbPort} (DYNAMODB_PORT): ${(error as Error).message}`,
+            );
+          }),
+      startMockProvider({ port: settings.mockProviderPort, host: settings.host, apiKey: PROVIDER_KEY }),
+      startLocalOidcProvider({
+        host: settings.host,
+        port: settings.oidcProviderPort,
+        clientId: OIDC_CLIENT_ID,
+        clientSecret: oidcClientSecret,
+        redirectUri: `${apiUrl}/api/auth/callback`,
+        accounts: [demoSignIn, ...settings.idpAccounts],
+      }),
+      loadHandlers(),
+    ] as const);
+    let dynamodb: Pick<DynamoDbLocalHandle, 'endpoint'> = started;
 
     // DYNAMODB_CONFLICTS=on: the handlers talk to DynamoDB through the conflict-faithful layer.
     const conflicts = conflictSettingsFromEnv();
@@ -136,27 +197,6 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       dynamodb = { endpoint: proxy.endpoint };
     }
 
-    const mockProvider = await startMockProvider({
-      port: settings.mockProviderPort,
-      host: settings.host,
-      apiKey: PROVIDER_KEY,
-    });
-    cleanups.push(() => mockProvider.stop());
-
-    const url = `http://${settings.host}:${settings.port}`;
-    const apiUrl = settings.apiStage ? `${url}/${settings.apiStage}` : url;
-    // The same sign-in code as deployed; only the issuer and the client credentials differ.
-    const oidcClientSecret = randomBytes(32).toString('base64url');
-    const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
-    const oidc = await startLocalOidcProvider({
-      host: settings.host,
-      port: settings.oidcProviderPort,
-      clientId: OIDC_CLIENT_ID,
-      clientSecret: oidcClientSecret,
-      redirectUri: `${apiUrl}/api/auth/callback`,
-      accounts: [demoSignIn, ...settings.idpAccounts],
-    });
-    cleanups.push(() => oidc.stop());
     // The handlers read exactly the variables the CDK stack sets on the Lambdas.
     Object.assign(process.env, {
       TABLE_NAME: settings.tableName,
@@ -179,16 +219,10 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       ...(settings.sessionIdleSeconds ? { SESSION_IDLE_SECONDS: String(settings.sessionIdleSeconds) } : {}),
       ...(settings.sessionAbsoluteSeconds ? { SESSION_ABSOLUTE_SECONDS: String(settings.sessionAbsoluteSeconds) } : {}),
     });
-    process.env.METRICS ??= 'off';
-    process.env.LOG_LEVEL ??= 'warn';
     resetStoreFromEnv();
     resetLifecycleFromEnv();
     await ensureTable(storeFromEnv());
-
-    const routes: LoadedRoute[] = [];
-    for (const route of ROUTES) routes.push({ route, handler: await loadHandler<ProxyHandler>(route) });
-    const authorizer = await loadHandler<AuthorizerHandler>(AUTHORIZER);
-    const sweeper = await loadHandler<() => Promise<unknown>>(SWEEPER);
+    const { routes, authorizer, sweeper } = handlers;
 
     const server: Server = createServer(
       createGateway({
