@@ -10,6 +10,7 @@ import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
 import { loadTimes } from './load-time';
 import { oneAccount } from './one-account';
+import { cliTimes, startTimes } from './operator';
 import { requestCounts } from './request-counts';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 
@@ -20,6 +21,8 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   load: loadRuns,
   requests: requestCounts,
   'one-account': oneAccount,
+  cli: cliTimes,
+  start: startTimes,
 };
 
 async function main(): Promise<void> {
