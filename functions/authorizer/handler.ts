@@ -29,7 +29,7 @@ import { callerAddress, originSecretFromEnv } from '../auth/viewer-address';
 import { epochSeconds } from '../core/api-key';
 import { usageKeyOf, usageSubjectOf } from '../core/rate-plan';
 import { touchDue } from '../core/session';
-import { createLogger, type Logger } from '../observability/logger';
+import { createLogger, type Logger, withInvocation } from '../observability/logger';
 import { keyUseDue, recordKeyUse } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
 import { storeFromEnv } from '../store/from-env';
@@ -220,4 +220,4 @@ async function recordUseIfDue(
 }
 
 /** The Lambda entry point. */
-export const handler = createAuthorizerHandler();
+export const handler = withInvocation(createAuthorizerHandler(), (event) => event.requestContext?.requestId);

@@ -9,7 +9,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { sessionIdFromHeaders } from '../auth/session-cookie';
 import { SessionRequiredError, UnauthorizedError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
 import { CSRF_HEADER, hashSessionId } from '../core/session';
-import { type Logger, logger } from '../observability/logger';
+import { type Logger, logger, withInvocation } from '../observability/logger';
 import { type Caller, resolveCaller } from './caller';
 import { checkCsrf, publicOrigin } from './csrf';
 import { httpErrorHandler } from './error-handler';
@@ -168,7 +168,7 @@ export function apiHandler(options: { jsonBody: boolean; credentials?: Credentia
     .use(authenticate())
     .use(credentialRule(options.credentials ?? 'key-or-session'));
   if (options.jsonBody) chain.use(jsonBody());
-  return chain.handler(async (event, context) => {
+  const handler = chain.handler(async (event, context) => {
     const requestId = event.requestContext?.requestId ?? context.awsRequestId;
     const caller = event.caller;
     // authenticate() always sets it or throws; this keeps the type honest without a non-null assertion.
@@ -193,4 +193,9 @@ export function apiHandler(options: { jsonBody: boolean; credentials?: Credentia
     const response = jsonResponse(result.statusCode, result.body, { 'X-Request-Id': requestId, ...result.headers });
     return result.cookies?.length ? { ...response, multiValueHeaders: { 'Set-Cookie': result.cookies } } : response;
   });
+  // Every log line of the invocation (and the provider call's X-Request-Id) carries the request id.
+  return withInvocation(
+    (event: ApiEvent, context: Context) => handler(event, context),
+    (event, context) => event.requestContext?.requestId ?? context?.awsRequestId,
+  );
 }

@@ -4,10 +4,15 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { withInvocation } from '../observability/logger';
 import { httpErrorHandler } from './error-handler';
 
 export function publicHandler(handle: (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>) {
-  return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     .use(httpErrorHandler())
     .handler(async (event) => handle(event));
+  return withInvocation(
+    (event: APIGatewayProxyEvent, context: Context) => handler(event, context),
+    (event, context) => event.requestContext?.requestId ?? context?.awsRequestId,
+  );
 }

@@ -4,6 +4,8 @@
  * Callers pass identifiers (request id, user id, key id, task id), never a key.
  */
 
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -30,6 +32,49 @@ export function setLogSink(next: LogSink): LogSink {
   return previous;
 }
 
+/** What every line of one invocation carries. */
+interface Invocation {
+  requestId?: string;
+  /** The first invocation in this process (a Lambda container's cold start). */
+  coldStart: boolean;
+  /** The X-Ray trace of the invocation (`Root=` of `_X_AMZN_TRACE_ID`), when tracing is on. */
+  traceId?: string;
+}
+
+// Per invocation, not per process: the local gateway serves many requests at once in one process.
+const invocations = new AsyncLocalStorage<Invocation>();
+let invocationCount = 0;
+
+/** The X-Ray trace id Lambda sets for the current invocation, if any. */
+export function traceIdFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return /(?:^|;)Root=([^;]+)/.exec(env._X_AMZN_TRACE_ID ?? '')?.[1];
+}
+
+/**
+ * Wraps a Lambda handler so that every log line written during an invocation carries its request id,
+ * whether it is the process's first (cold start) and the trace id; the provider adapter forwards the
+ * same request id as `X-Request-Id`.
+ */
+export function withInvocation<A extends unknown[], R>(
+  handler: (...args: A) => Promise<R>,
+  requestIdOf: (...args: A) => string | undefined,
+): (...args: A) => Promise<R> {
+  return (...args: A) => {
+    invocationCount += 1;
+    const invocation: Invocation = { coldStart: invocationCount === 1 };
+    const requestId = requestIdOf(...args);
+    const traceId = traceIdFromEnv();
+    if (requestId) invocation.requestId = requestId;
+    if (traceId) invocation.traceId = traceId;
+    return invocations.run(invocation, () => handler(...args));
+  };
+}
+
+/** The request id of the invocation being served, if any. */
+export function currentRequestId(): string | undefined {
+  return invocations.getStore()?.requestId;
+}
+
 function levelFromEnv(): Level {
   const value = process.env.LOG_LEVEL?.toLowerCase();
   return value === 'debug' || value === 'warn' || value === 'error' ? value : 'info';
@@ -47,7 +92,7 @@ export function createLogger(base: LogFields = {}): Logger {
   const threshold = ORDER[levelFromEnv()];
   const write = (level: Level, message: string, fields: LogFields = {}) => {
     if (ORDER[level] < threshold) return;
-    const entry: LogFields = { level, time: new Date().toISOString(), message, ...base };
+    const entry: LogFields = { level, time: new Date().toISOString(), message, ...invocations.getStore(), ...base };
     for (const [key, value] of Object.entries(fields)) entry[key] = serialize(value);
     sink(JSON.stringify(entry));
   };

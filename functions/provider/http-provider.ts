@@ -32,8 +32,10 @@
  *   pending rather than being failed on a garbled answer.
  *
  * The provider key is only ever placed in the `Authorization` header; it is never logged and never
- * part of an error message.
+ * part of an error message. Each call carries the service's request id as `X-Request-Id` (the id the
+ * client got in its own `X-Request-Id`), so one task can be followed across both sides' logs.
  */
+import { currentRequestId } from '../observability/logger';
 import {
   type GenerationProvider,
   type ProviderCreateRequest,
@@ -115,6 +117,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
               authorization: await authorization(),
               'content-type': 'application/json',
               accept: 'application/json',
+              ...requestIdHeader(),
             },
             body: JSON.stringify(body),
           },
@@ -150,7 +153,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       url.searchParams.set('taskId', providerTaskId);
       const init: RequestInit = {
         method: 'GET',
-        headers: { authorization: await authorization(), accept: 'application/json' },
+        headers: { authorization: await authorization(), accept: 'application/json', ...requestIdHeader() },
       };
 
       let result: Exchange | undefined;
@@ -172,6 +175,12 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       return parseRecordInfo(result.text);
     },
   };
+}
+
+/** The service's request id for the provider's logs and support (`X-Request-Id`), when serving one. */
+function requestIdHeader(): Record<string, string> {
+  const requestId = currentRequestId();
+  return requestId ? { 'x-request-id': requestId } : {};
 }
 
 interface Exchange {

@@ -1,4 +1,10 @@
-import { createLogger, setLogSink } from '../../functions/observability/logger';
+import {
+  createLogger,
+  currentRequestId,
+  setLogSink,
+  traceIdFromEnv,
+  withInvocation,
+} from '../../functions/observability/logger';
 import { METRICS_NAMESPACE, metrics, setMetricSink } from '../../functions/observability/metrics';
 
 describe('metrics in CloudWatch embedded metric format', () => {
@@ -64,5 +70,56 @@ describe('the JSON logger', () => {
       taskId: 't-1',
       error: { name: 'Error', message: 'boom' },
     });
+  });
+});
+
+describe('invocation context in every log line', () => {
+  test('request id, cold start (first invocation only) and trace id, each invocation its own even when interleaved', async () => {
+    // Prepare
+    const lines: string[] = [];
+    const previous = setLogSink((line) => lines.push(line));
+    const log = createLogger({ service: 'test' });
+    const saved = process.env._X_AMZN_TRACE_ID;
+    process.env._X_AMZN_TRACE_ID = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+    const handler = withInvocation(
+      async (id: string, pause: number) => {
+        log.info('start');
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        log.info('end');
+        return currentRequestId();
+      },
+      (id) => `req-${id}`,
+    );
+
+    // Act
+    const seen = await Promise.all([handler('a', 20), handler('b', 0)]);
+    const outside = currentRequestId();
+    log.info('between invocations');
+    setLogSink(previous);
+    process.env._X_AMZN_TRACE_ID = saved;
+
+    // Assert
+    const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(seen).toEqual(['req-a', 'req-b']);
+    expect(outside).toBeUndefined();
+    const of = (requestId: string) => parsed.filter((line) => line.requestId === requestId);
+    expect(of('req-a').map((line) => line.message)).toEqual(['start', 'end']);
+    expect(of('req-a').every((line) => line.traceId === '1-5759e988-bd862e3fe1be46a994272793')).toBe(true);
+    expect(
+      parsed
+        .filter((line) => line.message !== 'between invocations')
+        .every((line) => typeof line.coldStart === 'boolean'),
+    ).toBe(true);
+    expect(
+      new Set(parsed.filter((line) => line.coldStart === true).map((line) => line.requestId)).size,
+    ).toBeLessThanOrEqual(1);
+    expect(of('req-b').some((line) => line.coldStart === false)).toBe(true);
+    expect(parsed.at(-1)).toMatchObject({ message: 'between invocations' });
+    expect(parsed.at(-1)).not.toHaveProperty('requestId');
+  });
+
+  test('the trace id is the Root of _X_AMZN_TRACE_ID, absent without one', () => {
+    expect(traceIdFromEnv({ _X_AMZN_TRACE_ID: 'Root=1-abc-def;Parent=1;Sampled=0' })).toBe('1-abc-def');
+    expect(traceIdFromEnv({})).toBeUndefined();
   });
 });
