@@ -76,6 +76,11 @@ export interface ServiceConfig {
    * than this many requests in a minute, before they count against the stage limit; 0 for no web ACL.
    */
   wafRequestsPerIpPerMinute: number;
+  /**
+   * `tracing`: AWS X-Ray active tracing on every function and on the API stage (costs per trace); the
+   * trace id then appears in every log line. Off by default.
+   */
+  tracing: boolean;
   /** `logLevel`: `LOG_LEVEL` of every function (DEBUG, INFO, WARN, ERROR). */
   logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** `alarmEmail`: when set, alarms notify an SNS topic with this e-mail subscribed. */
@@ -114,6 +119,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   keyDailyQuota: 0,
   // Twice a key's full default rate from one address, so the web ACL never limits a paying caller first.
   wafRequestsPerIpPerMinute: 12_000,
+  tracing: false,
   logLevel: 'INFO',
   alarmEmail: '',
   timeoutAlarmThreshold: 3,
@@ -229,6 +235,7 @@ export function readConfig(node: Node): ServiceConfig {
       0,
       2_000_000_000,
     ),
+    tracing: bool(raw('tracing'), 'tracing', DEFAULT_CONFIG.tracing),
     logLevel,
     alarmEmail: str(raw('alarmEmail'), 'alarmEmail', DEFAULT_CONFIG.alarmEmail, true),
     timeoutAlarmThreshold: int(

@@ -37,7 +37,10 @@ import {
 import { HttpOrigin, S3BucketOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import {
   Alarm,
+  AlarmStatusWidget,
+  AlarmWidget,
   ComparisonOperator,
+  Dashboard,
   type IAlarmAction,
   MathExpression,
   Metric,
@@ -311,6 +314,7 @@ export class GenerationServiceStack extends Stack {
       retainLogs: config.retainData,
       timeout: options.timeout,
       architecture: config.localstack && process.arch !== 'arm64' ? Architecture.X86_64 : undefined,
+      tracing: config.tracing,
       environment: {
         LOG_LEVEL: config.logLevel,
         ...(options.inlineAuthorizer ? { INLINE_AUTHORIZER: 'true' } : {}),
@@ -354,6 +358,7 @@ export class GenerationServiceStack extends Stack {
         throttlingRateLimit: config.throttlingRateLimit,
         throttlingBurstLimit: config.throttlingBurstLimit,
         metricsEnabled: true,
+        tracingEnabled: config.tracing,
         // Errors only, and never data traces: a full trace would log the Authorization header.
         loggingLevel: MethodLoggingLevel.ERROR,
         dataTraceEnabled: false,
@@ -750,6 +755,24 @@ export class GenerationServiceStack extends Stack {
       }),
     ];
     for (const alarm of alarms) alarm.addAlarmAction(...actions);
+
+    // One page for what the alarms watch: each alarm's metric against its threshold, and the state of all.
+    const dashboard = new Dashboard(this, 'OperationsDashboard', {
+      dashboardName: `${config.stackName}-operations`,
+      defaultInterval: Duration.hours(3),
+    });
+    dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms, width: 24, height: 3 }));
+    for (let at = 0; at < alarms.length; at += 3) {
+      dashboard.addWidgets(
+        ...alarms
+          .slice(at, at + 3)
+          .map((alarm) => new AlarmWidget({ alarm, title: alarm.node.id, width: 8, height: 6 })),
+      );
+    }
+    new CfnOutput(this, 'DashboardName', {
+      value: `${config.stackName}-operations`,
+      description: 'CloudWatch dashboard',
+    });
   }
 
   /** Each acknowledgement names the finding and why it does not apply here. */
@@ -774,6 +797,13 @@ export class GenerationServiceStack extends Stack {
           fn.executionRole,
           resultsFinding,
           'Result keys are per user and per task, so the grant is the results/ prefix: Put/Get only, no listing, no deletes, nothing outside the prefix',
+        );
+      }
+      if (config.tracing) {
+        acknowledge(
+          fn.executionRole,
+          'AwsSolutions-IAM5[Resource::*]',
+          "Active tracing (tracing=true): X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions, so their grant is on *",
         );
       }
       if (definition.needs.usagePlans && !config.localstack) {

@@ -613,6 +613,36 @@ describe('data', () => {
 });
 
 describe('operations', () => {
+  test('a CloudWatch dashboard shows every alarm: their states, and each metric against its threshold', () => {
+    // Act
+    const alarms = Object.keys(service.template.findResources('AWS::CloudWatch::Alarm'));
+    const dashboards = Object.values(service.template.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboards[0]?.Properties.DashboardBody);
+
+    // Assert
+    expect(dashboards).toHaveLength(1);
+    expect(alarms.length).toBeGreaterThan(3);
+    for (const alarm of alarms) expect(body).toContain(alarm);
+    expect(body).toContain('alarm');
+  });
+
+  test('tracing is off by default and, with -c tracing=true, active on every function and on the stage', () => {
+    // Prepare
+    const traced = synthesize({ tracing: 'true' }, { bundle: false });
+
+    // Act
+    const functions = (template: typeof service.template) =>
+      Object.values(template.findResources('AWS::Lambda::Function')).map((fn) => fn.Properties.TracingConfig?.Mode);
+    const stage = (template: typeof service.template) =>
+      Object.values(template.findResources('AWS::ApiGateway::Stage'))[0]?.Properties.TracingEnabled;
+
+    // Assert
+    expect(new Set(functions(service.template))).toEqual(new Set([undefined]));
+    expect(stage(service.template)).toBe(false);
+    expect(new Set(functions(traced.template))).toEqual(new Set(['Active']));
+    expect(stage(traced.template)).toBe(true);
+  });
+
   test('the sweeper runs every minute without retries', () => {
     // Assert
     service.template.hasResourceProperties('AWS::Events::Rule', {
