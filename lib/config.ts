@@ -97,7 +97,10 @@ export interface ServiceConfig {
   apiGatewayCloudWatchRole: boolean;
 }
 
-/** The defaults; `cdk.json` repeats them so that operators see every knob in one place. */
+/**
+ * The defaults, for a key set neither with `-c`, nor in `cdk.json`, nor by the environment preset
+ * (`env`). README "Configuration" lists every key with its default, per-environment value and limits.
+ */
 export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   stackName: 'GenerationService',
   stageName: 'prod',
@@ -127,8 +130,46 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   apiGatewayCloudWatchRole: true,
 };
 
-/** The context keys the stack understands; anything else in `cdk.json` is a CDK feature flag. */
+/** The context keys the stack understands (besides `env`); anything else in `cdk.json` is a CDK feature flag. */
 export const CONFIG_KEYS = Object.keys(DEFAULT_CONFIG) as readonly (keyof ServiceConfig)[];
+
+/** The environments `-c env=...` selects. */
+export const ENVIRONMENTS = ['dev', 'prod'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+/**
+ * What each environment changes from the defaults; a key given with `-c` or in `cdk.json` still wins.
+ * dev: a throwaway copy (nothing retained, short retention, DEBUG logs, lower limits, no web ACL, alarms
+ * that do not page on a developer's experiments); prod: the defaults with three months of logs. Tracing
+ * stays a choice in both (`-c tracing=true`): X-Ray is paid per trace.
+ */
+export const ENVIRONMENT_PRESETS: Readonly<Record<Environment, Partial<ServiceConfig>>> = {
+  dev: {
+    stackName: 'GenerationService-dev',
+    stageName: 'dev',
+    retainData: false,
+    logRetentionDays: RetentionDays.ONE_WEEK,
+    resultRetentionDays: 7,
+    logLevel: 'DEBUG',
+    throttlingRateLimit: 100,
+    throttlingBurstLimit: 200,
+    keyRateLimit: 20,
+    keyBurstLimit: 40,
+    wafRequestsPerIpPerMinute: 0,
+    timeoutAlarmThreshold: 20,
+    providerErrorAlarmThreshold: 50,
+  },
+  prod: {
+    logRetentionDays: RetentionDays.THREE_MONTHS,
+  },
+};
+
+/** `env`: a name of ENVIRONMENTS, or nothing (the defaults alone). */
+function environmentOf(value: unknown): Environment | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'string' && (ENVIRONMENTS as readonly string[]).includes(value)) return value as Environment;
+  throw new ConfigError(`env must be one of ${ENVIRONMENTS.join(', ')} (or unset for the defaults alone)`);
+}
 
 const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 const RETENTION_VALUES = new Set<number>(
@@ -154,7 +195,10 @@ function isPlaceholderUrl(url: string): boolean {
 }
 
 export function readConfig(node: Node): ServiceConfig {
-  const raw = (key: keyof ServiceConfig): unknown => node.tryGetContext(key);
+  const environment = environmentOf(node.tryGetContext('env'));
+  const preset: Partial<ServiceConfig> = environment ? ENVIRONMENT_PRESETS[environment] : {};
+  // An explicit key (-c or cdk.json) wins over the environment's preset, which wins over the default.
+  const raw = (key: keyof ServiceConfig): unknown => node.tryGetContext(key) ?? preset[key];
   const localstack = bool(raw('localstack'), 'localstack', DEFAULT_CONFIG.localstack);
   const logRetentionDays = int(raw('logRetentionDays'), 'logRetentionDays', DEFAULT_CONFIG.logRetentionDays, 1, 9999);
   if (!RETENTION_VALUES.has(logRetentionDays)) {

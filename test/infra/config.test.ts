@@ -1,9 +1,12 @@
 /**
  * Context configuration and the LocalStack helper: pure functions, no synthesis.
  */
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { localstackEnv } from '../../bin/localstack-env';
-import { CONFIG_KEYS, ConfigError, DEFAULT_CONFIG, readConfig } from '../../lib/config';
+import { CONFIG_KEYS, ConfigError, DEFAULT_CONFIG, ENVIRONMENT_PRESETS, readConfig } from '../../lib/config';
 import { cdkJsonContext, TEST_PROVIDER_URL } from './support';
 
 function configFrom(context: Record<string, unknown>) {
@@ -11,7 +14,7 @@ function configFrom(context: Record<string, unknown>) {
   return readConfig(new App({ context: { providerBaseUrl: TEST_PROVIDER_URL, ...context } }).node);
 }
 
-test('cdk.json sets exactly the known keys (feature flags aside), to the documented defaults', () => {
+test('cdk.json picks the prod environment and the provider URL; every other key has its default in code', () => {
   // Prepare
   const context = cdkJsonContext();
 
@@ -19,12 +22,51 @@ test('cdk.json sets exactly the known keys (feature flags aside), to the documen
   const keys = Object.keys(context).filter((key) => !key.startsWith('@') && key !== 'cli-telemetry');
 
   // Assert
-  expect(keys.sort()).toEqual([...CONFIG_KEYS].sort());
+  expect(keys.sort()).toEqual(['env', 'providerBaseUrl']);
   expect(configFrom({ ...context, providerBaseUrl: TEST_PROVIDER_URL })).toEqual({
     ...DEFAULT_CONFIG,
+    ...ENVIRONMENT_PRESETS.prod,
     providerBaseUrl: TEST_PROVIDER_URL,
   });
   expect(context['cli-telemetry']).toBe(false);
+});
+
+test('env=dev selects the dev preset; an explicit key still wins over it; no env means the defaults alone', () => {
+  // Act
+  const dev = configFrom({ env: 'dev' });
+  const devWithRetention = configFrom({ env: 'dev', logRetentionDays: '30', retainData: 'true' });
+  const plain = configFrom({});
+
+  // Assert
+  expect(dev).toMatchObject({
+    stackName: 'GenerationService-dev',
+    retainData: false,
+    logRetentionDays: 7,
+    logLevel: 'DEBUG',
+    keyRateLimit: 20,
+    wafRequestsPerIpPerMinute: 0,
+  });
+  expect(devWithRetention).toMatchObject({
+    stackName: 'GenerationService-dev',
+    logRetentionDays: 30,
+    retainData: true,
+  });
+  expect(plain).toEqual({ ...DEFAULT_CONFIG, providerBaseUrl: TEST_PROVIDER_URL });
+  expect(() => configFrom({ env: 'staging' })).toThrow(/^env must be one of dev, prod/);
+});
+
+test('every configuration key is in the README table with its default', () => {
+  // Prepare
+  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+
+  // Act
+  const rows = readme.split('\n').filter((line) => line.startsWith('| `'));
+
+  // Assert
+  for (const key of [...CONFIG_KEYS, 'env']) {
+    const row = rows.find((line) => (line.split('|')[1] ?? '').includes(`\`${key}\``));
+    expect({ key, row }).toEqual({ key, row: expect.any(String) });
+  }
 });
 
 test('synth refuses the placeholder provider URL of cdk.json, naming the setting and how to set it', () => {

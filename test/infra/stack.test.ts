@@ -99,7 +99,7 @@ describe('functions', () => {
     for (const name of [AUTHORIZER.name, SWEEPER.name, ...ROUTES.map((route) => route.name)]) {
       const fn = service.template.toJSON().Resources[functionId(name)];
       const group = groups[fn.Properties.LoggingConfig.LogGroup.Ref];
-      expect(group?.Properties.RetentionInDays).toBe(30);
+      expect(group?.Properties.RetentionInDays).toBe(90);
       expect(group?.DeletionPolicy).toBe('Retain');
     }
   });
