@@ -268,7 +268,7 @@ function parseError(error: unknown, argv: readonly string[]): UsageError {
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
     // `--amount -5`: the value starts with a dash, so parseArgs took it for another option.
     const next = argv[argv.indexOf(option) + 1];
-    if (next !== undefined && next.startsWith('-') && next !== option) {
+    if (next?.startsWith('-') && next !== option) {
       return new UsageError(
         `${option} needs a value, and ${JSON.stringify(next)} is not one${/^-\d/.test(next) ? ' (it must be positive)' : ''}; run with --help`,
       );

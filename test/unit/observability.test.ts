@@ -82,7 +82,7 @@ describe('invocation context in every log line', () => {
     const saved = process.env._X_AMZN_TRACE_ID;
     process.env._X_AMZN_TRACE_ID = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
     const handler = withInvocation(
-      async (id: string, pause: number) => {
+      async (_id: string, pause: number) => {
         log.info('start');
         await new Promise((resolve) => setTimeout(resolve, pause));
         log.info('end');
