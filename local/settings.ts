@@ -79,6 +79,19 @@ function apiStage(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** PORT_BASE: the first of four consecutive ports (API, mock provider, OpenID provider, DynamoDB Local). */
+function portBase(env: NodeJS.ProcessEnv): number | undefined {
+  if (!env.PORT_BASE) return undefined;
+  const base = int(env, 'PORT_BASE', 0);
+  if (base < 1024 || base > 65532)
+    throw new Error(`PORT_BASE must be a port from 1024 to 65532, got "${env.PORT_BASE}"`);
+  return base;
+}
+
+function offset(base: number | undefined, by: number): number | undefined {
+  return base === undefined ? undefined : base + by;
+}
+
 /** The default key plan, with the same names and limits as the stack's context keys. */
 function keyRatePlan(env: NodeJS.ProcessEnv): RatePlan {
   const dailyQuota = int(env, 'KEY_DAILY_QUOTA', 0);
@@ -102,10 +115,11 @@ function keyRatePlan(env: NodeJS.ProcessEnv): RatePlan {
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   return {
     host: '127.0.0.1',
-    port: int(env, 'PORT', 3000),
-    dynamodbPort: int(env, 'DYNAMODB_PORT', 8000),
-    mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', 3001),
-    oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', 3002),
+    // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
+    port: int(env, 'PORT', portBase(env) ?? 3000),
+    dynamodbPort: int(env, 'DYNAMODB_PORT', offset(portBase(env), 3) ?? 8000),
+    mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', offset(portBase(env), 1) ?? 3001),
+    oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', offset(portBase(env), 2) ?? 3002),
     idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
     staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
     sessionIdleSeconds: optionalSeconds(env, 'SESSION_IDLE_SECONDS'),

@@ -37,8 +37,8 @@ export interface LocalStack {
   apiUrl: string;
   dynamodbEndpoint: string;
   mockProvider: MockProvider;
-  /** The demo key, when this start created the demo user (first start, or always with `:memory:`). */
-  demoApiKey?: string;
+  /** A working demo key, shown only now: the demo user's own on a fresh database, else one for this run. */
+  demoKey: DemoKey;
   /** The local OpenID provider and the demo account's sign-in (a new password every start). */
   oidcIssuer: string;
   demoSignIn: { email: string; password: string };
@@ -47,6 +47,8 @@ export interface LocalStack {
 
 export const DEMO_USER = 'demo';
 export const DEMO_CREDITS = 1000;
+/** How long the key a later start prints keeps working (the first start's demo key does not end). */
+export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
 const OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
@@ -79,20 +81,36 @@ async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
   return handler;
 }
 
-/** Creates the demo user with credits and a key on a fresh database; returns the key (shown once). */
-async function ensureDemoUser(): Promise<string | undefined> {
+/** Creates the demo user with credits and a key on a fresh database, or a key for this run; returns it (shown once). */
+/** The key the banner shows; `endsAt` when it is this run's key (the first start's key does not end). */
+export interface DemoKey {
+  apiKey: string;
+  endsAt?: Date;
+}
+
+async function ensureDemoUser(): Promise<DemoKey> {
   const store = storeFromEnv();
   // Invited on every start (a repeat changes nothing), so the demo account can always sign in.
   const [, existing] = await Promise.all([
     inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER }),
     listApiKeys(store, DEMO_USER),
   ]);
-  if (existing.length > 0) return undefined;
+  if (existing.length > 0) {
+    // A later start on kept data: the first key was shown once and is stored only as a hash, so this
+    // run gets a key of its own (ending in a day), and the banner's curl lines work again.
+    const expiresAt = Math.floor(Date.now() / 1000) + DEMO_RUN_KEY_SECONDS;
+    const issued = await putApiKey(store, {
+      userId: DEMO_USER,
+      name: `demo (npm start ${new Date().toISOString()})`,
+      expiresAt,
+    });
+    return { apiKey: issued.apiKey, endsAt: new Date(expiresAt * 1000) };
+  }
   const [, issued] = await Promise.all([
     grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' }),
     putApiKey(store, { userId: DEMO_USER, name: 'demo' }),
   ]);
-  return issued.apiKey;
+  return { apiKey: issued.apiKey };
 }
 
 /** Every handler module, as the gateway and the sweeper's timer call them. */
@@ -268,7 +286,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       await sweeping;
     });
 
-    const demoApiKey = await ensureDemoUser();
+    const demoKey = await ensureDemoUser();
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
     cleanups.push(
       writeStackState(settings.dataDir, {
@@ -283,7 +301,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
       apiUrl,
       dynamodbEndpoint: dynamodb.endpoint,
       mockProvider,
-      demoApiKey,
+      demoKey,
       oidcIssuer: oidc.issuer,
       demoSignIn,
       stop,

@@ -34,20 +34,32 @@ async function main(): Promise<void> {
   log(`OpenID provider at ${stack.oidcIssuer} (stands in for Cognito)`);
   log(`Dashboard at ${stack.url}/ ; sign in at ${stack.apiUrl}/api/auth/sign-in`);
   log(`  as ${stack.demoSignIn.email} with password ${stack.demoSignIn.password} (new every start)`);
-  if (stack.demoApiKey) {
-    const auth = `-H "Authorization: Bearer ${stack.demoApiKey}"`;
-    log(`Demo user "${DEMO_USER}" has ${DEMO_CREDITS} credits. Its API key is shown only now:`);
-    log(`  ${stack.demoApiKey}`);
-    log('Submit a task, then poll it with the taskId from the answer:');
-    log(
-      `  curl -s -X POST ${stack.apiUrl}/api/ai/image/generate ${auth} -H "Content-Type: application/json" -d '{"model":"image-model-1","prompt":"a lighthouse at dusk"}'`,
-    );
-    log(`  curl -s ${stack.apiUrl}/api/ai/tasks/<taskId> ${auth}`);
-  } else {
-    log(
-      `Demo user "${DEMO_USER}" already exists. New key: npm run --silent admin -- keys create --user ${DEMO_USER} --name laptop`,
-    );
-  }
+  const { apiKey, endsAt } = stack.demoKey;
+  const auth = `-H "Authorization: Bearer ${apiKey}"`;
+  const json = '-H "Content-Type: application/json"';
+  log(
+    endsAt
+      ? `Demo user "${DEMO_USER}" (kept from an earlier start). A key for this run, working until ${endsAt.toISOString()}, shown only now:`
+      : `Demo user "${DEMO_USER}" has ${DEMO_CREDITS} credits. Its API key is shown only now:`,
+  );
+  log(`  ${apiKey}`);
+  log('Submit an image or a video task, then poll it with the taskId from the answer:');
+  log(
+    `  curl -s -X POST ${stack.apiUrl}/api/ai/image/generate ${auth} ${json} -d '{"model":"image-model-1","prompt":"a lighthouse at dusk"}'`,
+  );
+  log(
+    `  curl -s -X POST ${stack.apiUrl}/api/ai/video/generate ${auth} ${json} -d '{"model":"video-b-2-text-to-video","inputMode":"text_to_video","prompt":"waves at dusk"}'`,
+  );
+  log(`  curl -s ${stack.apiUrl}/api/ai/tasks/<taskId> ${auth}`);
+  log(
+    `The provider is asked about a task at most every ${settings.providerRefreshIntervalSeconds} s, so the first result shows up after about that long (PROVIDER_REFRESH_INTERVAL_SECONDS=2 npm start to shorten it).`,
+  );
+  log(
+    settings.dataDir === ':memory:'
+      ? 'Nothing is kept (DATA_DIR=:memory:).'
+      : `Data is kept in ${settings.dataDir}; to start over, stop and delete it (rm -rf ${settings.dataDir}).`,
+  );
+  log('Ports: PORT, MOCK_PROVIDER_PORT, OIDC_PROVIDER_PORT, DYNAMODB_PORT, or all at once: PORT_BASE=4000 npm start.');
   log(`API ready at ${stack.apiUrl}`);
 }
 

@@ -27,7 +27,8 @@ function localEndpoint(env: NodeJS.ProcessEnv): string {
     }
     return env.DYNAMODB_ENDPOINT;
   }
-  const portText = env.DYNAMODB_PORT || '8000';
+  // As npm start: DYNAMODB_PORT, else the fourth port from PORT_BASE, else 8000.
+  const portText = env.DYNAMODB_PORT || (env.PORT_BASE ? String(Number(env.PORT_BASE) + 3) : '8000');
   const port = PORT.test(portText) ? Number(portText) : Number.NaN;
   if (!(port >= 1 && port <= 65535)) throw new UsageError(`DYNAMODB_PORT is not a port number: ${portText}`);
   return `http://127.0.0.1:${port}`;

@@ -2,7 +2,7 @@
  * `npm start` refuses to start, with a message a person can act on, when a port is taken or Java is
  * missing; and on Ctrl-C it stops everything it started and exits 0.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,53 @@ import { freePorts, spawnLocalStack } from '../../local/spawn-local-stack';
 
 const ROOT = join(__dirname, '..', '..');
 const run = promisify(execFile);
+
+/** Starts `local/start.ts` and resolves at its ready line, with every line it printed (keys included). */
+async function startUntilReady(env: Record<string, string>): Promise<{ lines: string[]; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const lines: string[] = [];
+  const stop = async () => {
+    child.kill('SIGINT');
+    await exited;
+  };
+  try {
+    await new Promise<void>((ready, fail) => {
+      let pending = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        pending += chunk.toString('utf8');
+        const parts = pending.split('\n');
+        pending = parts.pop() ?? '';
+        lines.push(...parts);
+        if (parts.some((line) => line.startsWith('API ready at'))) ready();
+      });
+      child.stderr.resume();
+      child.once('exit', (code) =>
+        fail(new Error(`npm start exited (${code}) before its ready line:\n${lines.join('\n')}`)),
+      );
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { lines, stop };
+}
+
+/** The operator CLI as `npm run admin` runs it. */
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string }> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      ['bin/run-admin.cjs', ...args],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (error, stdout) => done({ code: error ? Number(error.code ?? 1) : 0, stdout }),
+    );
+  });
+}
 
 /** Runs `local/start.ts` to completion and returns its exit code and stderr. */
 async function start(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
@@ -136,4 +183,52 @@ describe('npm start', () => {
       await stack.stop();
     }
   });
+  test('a second start on kept data prints working curl lines, the video example and how to reset; the CLI finds it', async () => {
+    // Prepare
+    const dataDir = await mkdtemp(join(tmpdir(), 'second-start-'));
+    const ports = await freePorts(4);
+    const env = {
+      PORT_BASE: '',
+      PORT: String(ports[0]),
+      MOCK_PROVIDER_PORT: String(ports[1]),
+      OIDC_PROVIDER_PORT: String(ports[2]),
+      DYNAMODB_PORT: String(ports[3]),
+      DATA_DIR: dataDir,
+    };
+    try {
+      const first = await startUntilReady(env);
+      await first.stop();
+
+      // Act
+      const second = await startUntilReady(env);
+      let submitted: Response;
+      let cli: { code: number; stdout: string };
+      try {
+        const keyLine = second.lines[second.lines.findIndex((line) => line.includes('shown only now:')) + 1] ?? '';
+        const apiKey = keyLine.trim();
+        submitted = await fetch(`http://127.0.0.1:${ports[0]}/api/ai/image/generate`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ model: 'image-model-1', prompt: 'a second start' }),
+        });
+        cli = await runCli(['credits', 'show', '--user', 'demo'], { DATA_DIR: dataDir });
+      } finally {
+        await second.stop();
+      }
+
+      // Assert
+      const banner = second.lines.join('\n');
+      expect(first.lines.join('\n')).toContain('has 1000 credits. Its API key is shown only now:');
+      expect(banner).toMatch(/kept from an earlier start\). A key for this run, working until \S+Z, shown only now:/);
+      expect(submitted.status).toBe(202);
+      expect(banner).toContain('/api/ai/video/generate');
+      expect(banner).toContain('PROVIDER_REFRESH_INTERVAL_SECONDS=2 npm start');
+      expect(banner).toContain(`rm -rf ${dataDir}`);
+      expect(banner).toContain('PORT_BASE=4000 npm start');
+      expect(cli.code).toBe(0);
+      expect(JSON.parse(cli.stdout)).toMatchObject({ userId: 'demo' });
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
