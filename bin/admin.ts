@@ -51,8 +51,6 @@ function describeFailure(error: unknown, target: Target | undefined): string {
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  // The SDK warns on stderr about Node 20 on its first client; stderr is for JSON errors only.
-  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const now = new Date();
   let target: Target | undefined;
   try {

@@ -5,8 +5,6 @@ import { localSettingsFromEnv } from './settings';
 import { DEMO_CREDITS, DEMO_USER, LocalStackError, startLocalStack } from './stack';
 
 async function main(): Promise<void> {
-  // Node 20 is supported here; the SDK's notice about its future Node 22 floor would only add noise.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const settings = localSettingsFromEnv();
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const stack = await startLocalStack(settings, log);
