@@ -128,6 +128,13 @@ export const VARIANTS: readonly Variant[] = [
     overrides: { mainFields: ['module', 'main'] },
   },
   {
+    // Both floors (without keepNames, as deployed, and with it), to show what keeping names would cost.
+    id: 'cjs-keep-names',
+    label: 'CJS with keepNames',
+    format: 'cjs',
+    overrides: { keepNames: true },
+  },
+  {
     id: 'cjs-sdk-external',
     label: 'CJS, SDK external (runtime copy)',
     format: 'cjs',
@@ -204,7 +211,7 @@ export async function bundleSizes(): Promise<void> {
   out('## 1. Bundle size per function');
   out();
   out(
-    'esbuild JS API with the construct options: bundle, platform node, target node24, minify, keepNames, ' +
+    'esbuild JS API with the construct options: bundle, platform node, target node24, minify (no keepNames), ' +
       'no source map, AWS SDK bundled; ESM with `mainFields: module,main` and the `createRequire` banner. ' +
       'gzip at the default level (what a deployment zip roughly costs).',
   );

@@ -3,7 +3,11 @@
  * place that turns them into HTTP statuses and bodies.
  */
 
-/** Base class so the error handler can tell "ours, expected" from "unexpected" (500). */
+/**
+ * Base class so the error handler can tell "ours, expected" from "unexpected" (500). Each subclass
+ * names itself: the bundles are minified without keepNames (measured 7% smaller, bench/bundles.ts), so
+ * a class name read at run time would be a minified one; this is the fallback for one that does not.
+ */
 export abstract class DomainError extends Error {
   override readonly name: string = this.constructor.name;
 }
@@ -16,6 +20,7 @@ export interface ValidationDetails {
 
 /** 400: the body failed validation or is not JSON. */
 export class ValidationError extends DomainError {
+  override readonly name: string = 'ValidationError';
   constructor(readonly details: ValidationDetails) {
     super('Invalid request');
   }
@@ -23,6 +28,7 @@ export class ValidationError extends DomainError {
 
 /** 415: the request body is not declared as JSON. */
 export class UnsupportedMediaTypeError extends DomainError {
+  override readonly name: string = 'UnsupportedMediaTypeError';
   constructor() {
     super('Unsupported Media Type');
   }
@@ -30,6 +36,7 @@ export class UnsupportedMediaTypeError extends DomainError {
 
 /** 401: missing, unknown, revoked or expired key. */
 export class UnauthorizedError extends DomainError {
+  override readonly name: string = 'UnauthorizedError';
   constructor() {
     super('Unauthorized');
   }
@@ -37,6 +44,7 @@ export class UnauthorizedError extends DomainError {
 
 /** 403: a valid key used from an address outside its allowlist. */
 export class ForbiddenError extends DomainError {
+  override readonly name: string = 'ForbiddenError';
   constructor() {
     super('Forbidden');
   }
@@ -44,6 +52,7 @@ export class ForbiddenError extends DomainError {
 
 /** 402: the account cannot pay for the task. */
 export class InsufficientCreditsError extends DomainError {
+  override readonly name: string = 'InsufficientCreditsError';
   constructor(
     readonly required: number,
     readonly balance: number,
@@ -54,6 +63,7 @@ export class InsufficientCreditsError extends DomainError {
 
 /** 409: an Idempotency-Key already used with a different request body. */
 export class IdempotencyConflictError extends DomainError {
+  override readonly name: string = 'IdempotencyConflictError';
   constructor() {
     super('Idempotency key reused with a different request');
   }
@@ -61,6 +71,7 @@ export class IdempotencyConflictError extends DomainError {
 
 /** 404: the task does not exist or belongs to someone else (indistinguishable by design). */
 export class TaskNotFoundError extends DomainError {
+  override readonly name: string = 'TaskNotFoundError';
   constructor() {
     super('Task not found');
   }
@@ -71,6 +82,7 @@ export class TaskNotFoundError extends DomainError {
  * conflicts, throttling). Nothing was written; the same request (same Idempotency-Key) may be retried.
  */
 export class ServiceBusyError extends DomainError {
+  override readonly name: string = 'ServiceBusyError';
   /** What `Retry-After` tells the client: the contention is gone in well under a second. */
   readonly retryAfterSeconds = 1;
   constructor(options?: { cause?: unknown }) {
@@ -79,10 +91,13 @@ export class ServiceBusyError extends DomainError {
 }
 
 /** An operator/CLI input error (never reaches HTTP). */
-export class UsageError extends DomainError {}
+export class UsageError extends DomainError {
+  override readonly name: string = 'UsageError';
+}
 
 /** 403: the route manages keys or the account, which a leaked API key must not be able to do. */
 export class SessionRequiredError extends DomainError {
+  override readonly name: string = 'SessionRequiredError';
   constructor() {
     super('This endpoint needs a signed-in session; API keys cannot use it');
   }
@@ -93,6 +108,7 @@ export type CsrfFailure = 'missing-token' | 'bad-token' | 'missing-origin' | 'cr
 
 /** 403: a state-changing request with a session lacks a matching CSRF token or a same-origin `Origin`. */
 export class CsrfError extends DomainError {
+  override readonly name: string = 'CsrfError';
   constructor(readonly reason: CsrfFailure) {
     super('Cross-site request refused');
   }
@@ -100,10 +116,13 @@ export class CsrfError extends DomainError {
 
 /** 404: no such key, or someone else's (indistinguishable by design). */
 export class KeyNotFoundError extends DomainError {
+  override readonly name: string = 'KeyNotFoundError';
   constructor() {
     super('Key not found');
   }
 }
 
 /** 409: the key cannot undergo the action (rotating a revoked, expired or already rotated key). */
-export class KeyStateError extends DomainError {}
+export class KeyStateError extends DomainError {
+  override readonly name: string = 'KeyStateError';
+}

@@ -88,6 +88,7 @@ export interface RotatedApiKey {
 
 /** No key has this id (or its records are gone). */
 export class ApiKeyNotFoundError extends KeyNotFoundError {
+  override readonly name: string = 'ApiKeyNotFoundError';
   constructor(readonly keyId: string) {
     super();
     // The operator sees which id; the HTTP answer is the fixed "Key not found" (error-handler.ts).
@@ -96,7 +97,9 @@ export class ApiKeyNotFoundError extends KeyNotFoundError {
 }
 
 /** The key exists but cannot undergo the operation (rotating a revoked, expired or replaced key). */
-export class ApiKeyStateError extends KeyStateError {}
+export class ApiKeyStateError extends KeyStateError {
+  override readonly name: string = 'ApiKeyStateError';
+}
 
 export { epochSeconds };
 
