@@ -1,8 +1,3 @@
-/**
- * The whole service on one machine, on real parts: DynamoDB Local, the real handlers behind the local
- * gateway, the mock provider over HTTP, results on the filesystem, and the sweeper on a timer.
- */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -19,16 +14,17 @@ import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
-import { type DynamoDbLocalHandle, startDynamoDbLocal } from './dynamodb-local';
+import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
+import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
-export class LocalStackError extends Error {}
+export { LocalStackError } from './start-dynamodb';
 
 export interface LocalStack {
   /** The origin: the dashboard, media and (without API_STAGE) the API. */
@@ -53,13 +49,6 @@ export const DEMO_EMAIL = 'demo@example.com';
 const OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
 const ROOT = resolve(__dirname, '..');
-
-function assertJava(): void {
-  const probe = spawnSync('java', ['-version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) {
-    throw new LocalStackError('Java 17 or newer is required to run DynamoDB Local, and `java` was not found on PATH.');
-  }
-}
 
 function assertPortFree(port: number, host: string, setting: string): Promise<void> {
   return new Promise((resolvePort, reject) => {
@@ -150,12 +139,26 @@ async function settleAll<T extends readonly Promise<Started<unknown>>[]>(
 }
 
 /** Starts everything; on any failure, stops what already started. */
-export async function startLocalStack(settings: LocalSettings, log: (line: string) => void): Promise<LocalStack> {
-  await Promise.all([
-    assertPortFree(settings.port, settings.host, 'PORT'),
-    assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT'),
-    assertPortFree(settings.oidcProviderPort, settings.host, 'OIDC_PROVIDER_PORT'),
-  ]);
+export async function startLocalStack(
+  settings: LocalSettings,
+  log: (line: string) => void,
+  /** DynamoDB Local already starting (`startSettingsDynamoDb`); started here when absent. */
+  dynamodbStarting?: Promise<Pick<DynamoDbLocalHandle, 'endpoint' | 'stop'>>,
+): Promise<LocalStack> {
+  try {
+    await Promise.all([
+      assertPortFree(settings.port, settings.host, 'PORT'),
+      assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT'),
+      assertPortFree(settings.oidcProviderPort, settings.host, 'OIDC_PROVIDER_PORT'),
+    ]);
+  } catch (error) {
+    // A DynamoDB Local the caller already started would otherwise outlive the refusal.
+    await dynamodbStarting?.then(
+      (dynamodb) => dynamodb.stop(),
+      () => undefined,
+    );
+    throw error;
+  }
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -181,18 +184,7 @@ export async function startLocalStack(settings: LocalSettings, log: (line: strin
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
-      settings.dynamodbEndpoint
-        ? Promise.resolve({ endpoint: settings.dynamodbEndpoint, stop: async () => undefined })
-        : startDynamoDbLocal({
-            port: settings.dynamodbPort,
-            dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
-          }).catch((error: unknown) => {
-            // Java is looked for only now: a missing `java` is the likeliest reason, said plainly.
-            assertJava();
-            throw new LocalStackError(
-              `DynamoDB Local did not start on port ${settings.dynamodbPort} (DYNAMODB_PORT): ${(error as Error).message}`,
-            );
-          }),
+      dynamodbStarting ?? startSettingsDynamoDb(settings),
       startMockProvider({ port: settings.mockProviderPort, host: settings.host, apiKey: PROVIDER_KEY }),
       startLocalOidcProvider({
         host: settings.host,

@@ -2,12 +2,16 @@
  * `npm start`: runs the whole service locally and stops it cleanly on Ctrl-C.
  */
 import { localSettingsFromEnv } from './settings';
-import { DEMO_CREDITS, DEMO_USER, LocalStackError, startLocalStack } from './stack';
+import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 
 async function main(): Promise<void> {
   const settings = localSettingsFromEnv();
   const log = (line: string) => process.stdout.write(`${line}\n`);
-  const stack = await startLocalStack(settings, log);
+  // DynamoDB Local's JVM is the long pole: it starts first, while the rest of the code loads.
+  const dynamodb = startSettingsDynamoDb(settings);
+  dynamodb.catch(() => undefined); // its failure is reported by startLocalStack
+  const { DEMO_CREDITS, DEMO_USER, startLocalStack } = await import('./stack');
+  const stack = await startLocalStack(settings, log, dynamodb);
   // Installed before the ready line, so whoever reacts to it can stop us cleanly at once.
   let stopping = false;
   const shutdown = (signal: string) => {
