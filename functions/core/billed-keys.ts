@@ -1,14 +1,17 @@
 /**
  * The provider input keys that decide what a task costs or how much it produces. The service owns these
  * values: they are derived from the priced request and sent by the service, and a `providerInput` may
- * only repeat them (see `price-guard.ts`). This is the one declaration of those keys; the provider
- * request builder, the price guard and (with provider profiles) the profile's key names all read it.
+ * only repeat them (see `price-guard.ts`). The lists below are the spellings any upstream may read; the
+ * provider profile adds the keys its upstream really uses (the keys it sends the billed quantities
+ * under, and its `billedAliases`), and `billedKeyIndex` joins both, so the price guard and the keys the
+ * service sends can never disagree.
  *
  * Keys are matched loosely, the way upstream APIs spell them: any letter case, with `_`, `-` and other
  * separators ignored, so `num_images`, `numImages` and `NUM-IMAGES` are the same key.
  */
 
 import type { Model } from './catalog';
+import type { ModelMapping } from './profiles/profile';
 
 /** What a billed key sets. */
 export type BilledQuantity = 'outputCount' | 'width' | 'height' | 'resolution' | 'duration' | 'size';
@@ -71,11 +74,45 @@ export function billedKeysOf(model: Model): BilledInputKeys {
   return model.type === 'image' ? IMAGE_BILLED_KEYS : VIDEO_BILLED_KEYS;
 }
 
-/** Normalized key -> the quantity it sets, for `model`. */
-export function billedKeyIndex(model: Model): ReadonlyMap<string, BilledQuantity> {
+/** Request fields of a profile's input shape that are billed quantities, with the quantity each sets. */
+const SHAPE_QUANTITIES = {
+  outputCount: 'outputCount',
+  width: 'width',
+  height: 'height',
+  resolution: 'resolution',
+  duration: 'duration',
+} as const satisfies Partial<Record<string, BilledQuantity>>;
+
+/** The provider key a shape field is sent under (a plain key or `{ key }`). */
+function keyOf(field: unknown): string | undefined {
+  if (typeof field === 'string') return field;
+  if (typeof field === 'object' && field !== null && 'key' in field && typeof field.key === 'string') return field.key;
+  return undefined;
+}
+
+/**
+ * Normalized key -> the quantity it sets, for `model` called through `mapping`: the general spellings,
+ * the keys the profile sends billed quantities under and its `billedAliases`. A key the profile uses for
+ * a field that is not billed (image-model-1's `image_size` holds an aspect ratio upstream) is left out:
+ * the profile knows what it means there.
+ */
+export function billedKeyIndex(model: Model, mapping?: ModelMapping): ReadonlyMap<string, BilledQuantity> {
   const index = new Map<string, BilledQuantity>();
   for (const [quantity, names] of Object.entries(billedKeysOf(model)) as [BilledQuantity, readonly string[]][]) {
     for (const name of names) index.set(normalizeInputKey(name), quantity);
+  }
+  if (mapping === undefined) return index;
+  for (const [field, value] of Object.entries(mapping.input)) {
+    const key = keyOf(value);
+    if (key === undefined) continue;
+    const quantity = Object.hasOwn(SHAPE_QUANTITIES, field)
+      ? SHAPE_QUANTITIES[field as keyof typeof SHAPE_QUANTITIES]
+      : undefined;
+    if (quantity === undefined) index.delete(normalizeInputKey(key));
+    else index.set(normalizeInputKey(key), quantity);
+  }
+  for (const [quantity, aliases] of Object.entries(mapping.billedAliases ?? {}) as [BilledQuantity, string[]][]) {
+    for (const alias of aliases) index.set(normalizeInputKey(alias), quantity);
   }
   return index;
 }

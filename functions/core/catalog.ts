@@ -1,7 +1,8 @@
 /**
  * The model catalog: every rule the service knows about each of the 20 models (modes, caps, aspect
- * ratios, durations, resolution tiers, prices, provider names). Validation, pricing, the provider input
- * builder and the README price table all read this one module, so they cannot disagree.
+ * ratios, durations, resolution tiers, prices). Validation, pricing, the provider input builder and the
+ * README price table all read this one module, so they cannot disagree. How an upstream names the
+ * models and shapes their input is not here but in the provider profile (`profiles/`).
  *
  * Spec figures (image prices, prompt and reference caps, image-model-1's aspect ratios, family A's 5/10 s,
  * family D's fixed 8 s and 3 images) are copied from the API spec. Everything the spec leaves open
@@ -65,10 +66,6 @@ export type ImagePricing =
 export interface ImageModel {
   readonly id: ImageModelId;
   readonly type: 'image';
-  /** The provider's model name for text-to-image calls. */
-  readonly providerModel: string;
-  /** The provider's model name when `inputImageUrls` is present (a unified text/edit model), if different. */
-  readonly editProviderModel?: string;
   readonly inputModes: readonly ImageInputMode[];
   /** Most entries allowed in `inputImageUrls`. */
   readonly maxReferenceImages: number;
@@ -91,8 +88,6 @@ export interface VideoModel {
   readonly id: VideoModelId;
   readonly type: 'video';
   readonly family: VideoFamily;
-  /** The provider's model name. */
-  readonly providerModel: string;
   readonly inputModes: readonly VideoInputMode[];
   /** Most entries allowed in `inputImageUrls` (only the first one reaches the provider). */
   readonly maxReferenceImages: number;
@@ -125,8 +120,6 @@ export const IMAGE_MODELS: readonly ImageModel[] = [
   {
     id: 'image-model-1',
     type: 'image',
-    providerModel: 'provider/image-model-1',
-    editProviderModel: 'provider/image-model-1-edit',
     inputModes: BOTH_IMAGE_MODES,
     maxReferenceImages: 4,
     maxPromptLength: 20000,
@@ -136,7 +129,6 @@ export const IMAGE_MODELS: readonly ImageModel[] = [
   {
     id: 'image-model-2',
     type: 'image',
-    providerModel: 'provider/image-model-2',
     inputModes: BOTH_IMAGE_MODES,
     maxReferenceImages: 14,
     maxPromptLength: 20000,
@@ -153,7 +145,6 @@ export const IMAGE_MODELS: readonly ImageModel[] = [
   {
     id: 'image-model-3',
     type: 'image',
-    providerModel: 'provider/image-model-3',
     inputModes: BOTH_IMAGE_MODES,
     maxReferenceImages: 8,
     maxPromptLength: 10000,
@@ -169,7 +160,6 @@ export const IMAGE_MODELS: readonly ImageModel[] = [
   {
     id: 'image-model-4',
     type: 'image',
-    providerModel: 'provider/image-model-4',
     inputModes: BOTH_IMAGE_MODES,
     maxReferenceImages: 10,
     maxPromptLength: 5000,
@@ -217,7 +207,6 @@ function video(spec: VideoModelSpec): VideoModel {
     id: spec.id,
     type: 'video',
     family: spec.family,
-    providerModel: `provider/${spec.id}`,
     inputModes: spec.inputModes,
     maxReferenceImages: spec.maxReferenceImages ?? 1,
     maxPromptLength: 4000,

@@ -7,7 +7,9 @@
  * cheapest tier), and a resolution that contradicts `width`/`height`.
  *
  * It runs after the field and model rules (it needs a valid request to know the price), so its problems
- * are reported once the rest of the body is valid.
+ * are reported once the rest of the body is valid. The billed keys come from `billed-keys.ts` joined
+ * with the provider profile's own (`billedKeyIndex`), and a model whose upstream makes one image per
+ * task on this profile (no `outputCount` key) accepts only `numOutputs: 1`.
  */
 
 import { type BilledQuantity, billedKeyIndex, normalizeInputKey } from './billed-keys';
@@ -22,10 +24,15 @@ import {
   resolveVideoResolution,
   videoResolutionOfSize,
 } from './pricing';
+import { MOCK_PROFILE } from './profiles/mock';
+import { mappingOf, type ProviderProfile } from './profiles/profile';
 import type { ImageRequest, VideoRequest } from './validation';
 
-/** The value the service prices and sends for each billed quantity; `undefined`: the service sends none. */
-type PricedValues = Readonly<Record<BilledQuantity, number | string | undefined>>;
+/**
+ * The value the service prices and sends for each billed quantity (`undefined`: the service sends
+ * none); a list when the upstream's spelling of the same value is accepted too (`"high"` for `4K`).
+ */
+type PricedValues = Readonly<Record<BilledQuantity, number | string | readonly string[] | undefined>>;
 
 /** How each quantity is set in the request, for the messages. */
 const SET_BY: Readonly<Record<BilledQuantity, string>> = {
@@ -37,14 +44,16 @@ const SET_BY: Readonly<Record<BilledQuantity, string>> = {
   size: 'the output size is set by width/height and the resolution',
 };
 
-function matchesPriced(value: unknown, priced: number | string | undefined): boolean {
+function matchesPriced(value: unknown, priced: PricedValues[BilledQuantity]): boolean {
   if (priced === undefined) return false;
+  if (Array.isArray(priced)) return priced.some((token) => matchesPriced(value, token));
   if (typeof priced === 'string') return typeof value === 'string' && value.toLowerCase() === priced.toLowerCase();
   return value === priced || (typeof value === 'string' && value === String(priced));
 }
 
-function refusal(quantity: BilledQuantity, priced: number | string | undefined): string {
-  const allowed = priced === undefined ? 'omit it' : `omit it or send exactly ${JSON.stringify(priced)}`;
+function refusal(quantity: BilledQuantity, priced: PricedValues[BilledQuantity]): string {
+  const shown = Array.isArray(priced) ? priced.map((p) => JSON.stringify(p)).join(' or ') : JSON.stringify(priced);
+  const allowed = priced === undefined ? 'omit it' : `omit it or send exactly ${shown}`;
   return `Billed by the service: ${SET_BY[quantity]}; ${allowed}`;
 }
 
@@ -64,6 +73,12 @@ function billedKeyProblems(
       add(childPath, refusal(quantity, priced[quantity]));
     else billedKeyProblems(child, childPath, index, priced, add);
   }
+}
+
+/** The priced token, and the upstream's spelling of it when the profile translates it. */
+function withProviderToken(token: string, values: Readonly<Record<string, string>> | undefined): string | string[] {
+  const upstream = values?.[token];
+  return upstream === undefined || upstream === token ? token : [token, upstream];
 }
 
 /** Problems of `providerInput.resolution` itself: an unknown token, or one that contradicts width/height. */
@@ -87,14 +102,15 @@ function check(
   index: ReadonlyMap<string, BilledQuantity>,
   priced: PricedValues,
   resolution: string | undefined,
+  outputs?: string,
 ): void {
-  if (providerInput === undefined) return;
   const fieldErrors: Record<string, string[]> = {};
   const add = (path: string, message: string) => {
     fieldErrors[path] = [...(fieldErrors[path] ?? []), message];
   };
+  if (outputs !== undefined) add('numOutputs', outputs);
   if (resolution !== undefined) add('providerInput.resolution', resolution);
-  billedKeyProblems(providerInput, 'providerInput', index, priced, (path, message) => {
+  billedKeyProblems(providerInput ?? {}, 'providerInput', index, priced, (path, message) => {
     // The resolution token's own problem is the clearer message; the generic one would repeat it.
     if (resolution === undefined || path !== 'providerInput.resolution') add(path, message);
   });
@@ -108,8 +124,9 @@ function check(
  * Refuses an image request whose `providerInput` sets a billed quantity to anything but what was priced.
  * @throws ValidationError naming each offending `providerInput` path
  */
-export function guardImagePrice(req: ImageRequest): void {
+export function guardImagePrice(req: ImageRequest, profile: ProviderProfile = MOCK_PROFILE): void {
   const model = imageModel(req.model);
+  const mapping = mappingOf(profile, model.id);
   const token = req.providerInput?.resolution;
   const resolution = resolutionProblem(
     token,
@@ -118,23 +135,29 @@ export function guardImagePrice(req: ImageRequest): void {
     requestedImageTier(req),
     token === undefined ? undefined : imageTierOfSize(req),
   );
+  const tier = resolveImageTier(req);
   const priced: PricedValues = {
     outputCount: req.numOutputs ?? 1,
     width: req.width,
     height: req.height,
-    resolution: resolveImageTier(req),
+    resolution: withProviderToken(tier, mapping.input.resolution?.values),
     duration: undefined,
     size: undefined,
   };
-  check(req.providerInput, billedKeyIndex(model), priced, resolution);
+  const outputs =
+    (req.numOutputs ?? 1) > 1 && mapping.input.outputCount === undefined
+      ? `Must be 1 for ${model.id}: its provider (${profile.name}) makes one image per task`
+      : undefined;
+  check(req.providerInput, billedKeyIndex(model, mapping), priced, resolution, outputs);
 }
 
 /**
  * Refuses a video request whose `providerInput` sets a billed quantity to anything but what was priced.
  * @throws ValidationError naming each offending `providerInput` path
  */
-export function guardVideoPrice(req: VideoRequest): void {
+export function guardVideoPrice(req: VideoRequest, profile: ProviderProfile = MOCK_PROFILE): void {
   const model = videoModel(req.model);
+  const mapping = mappingOf(profile, model.id);
   const token = req.providerInput?.resolution;
   const resolution = resolutionProblem(
     token,
@@ -147,9 +170,9 @@ export function guardVideoPrice(req: VideoRequest): void {
     outputCount: 1,
     width: req.width,
     height: req.height,
-    resolution: resolveVideoResolution(req),
+    resolution: withProviderToken(resolveVideoResolution(req), mapping.input.resolution?.values),
     duration: resolveVideoDuration(req),
     size: undefined,
   };
-  check(req.providerInput, billedKeyIndex(model), priced, resolution);
+  check(req.providerInput, billedKeyIndex(model, mapping), priced, resolution);
 }

@@ -20,6 +20,8 @@ import * as v from 'valibot';
 import { findImageModel, findVideoModel, IMAGE_MODEL_IDS, VIDEO_INPUT_MODES, VIDEO_MODEL_IDS } from './catalog';
 import { type ValidationDetails, ValidationError } from './errors';
 import { guardImagePrice, guardVideoPrice } from './price-guard';
+import { MOCK_PROFILE } from './profiles/mock';
+import type { ProviderProfile } from './profiles/profile';
 import { isStorableNumber, STORABLE_NUMBER_MESSAGE, storageProblems } from './storable';
 
 /** A non-null, non-array object: what a JSON object parses to. */
@@ -355,9 +357,9 @@ function validate<TSchema extends v.GenericSchema>(
  * Validates an image request body.
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
-export function validateImageRequest(body: unknown): ImageRequest {
+export function validateImageRequest(body: unknown, profile: ProviderProfile = MOCK_PROFILE): ImageRequest {
   const request = validate(ImageRequestSchema, imageObject.entries, body);
-  guardImagePrice(request);
+  guardImagePrice(request, profile);
   return request;
 }
 
@@ -365,8 +367,8 @@ export function validateImageRequest(body: unknown): ImageRequest {
  * Validates a video request body.
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
-export function validateVideoRequest(body: unknown): VideoRequest {
+export function validateVideoRequest(body: unknown, profile: ProviderProfile = MOCK_PROFILE): VideoRequest {
   const request = validate(VideoRequestSchema, videoObject.entries, body);
-  guardVideoPrice(request);
+  guardVideoPrice(request, profile);
   return request;
 }

@@ -3,24 +3,29 @@
  * builds either from it.
  */
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
+import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
 import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
+import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { apiHandler } from './api-handler';
 
 export interface SubmitRules<TRequest extends { model: string; prompt: string }> {
   type: TaskType;
-  /** Throws ValidationError. */
-  validate: (body: unknown) => TRequest;
+  /** Throws ValidationError. The profile's billed keys and output limits are part of the rules. */
+  validate: (body: unknown, profile: ProviderProfile) => TRequest;
   price: (request: TRequest) => number;
-  providerRequest: (request: TRequest) => { model: string; input: Record<string, unknown> };
+  providerRequest: (request: TRequest, profile: ProviderProfile) => { model: string; input: Record<string, unknown> };
 }
 
 /** 202 Accepted with `Location` to poll; an idempotent replay says so in `Idempotent-Replayed`. */
 export function submitHandler<TRequest extends { model: string; prompt: string }>(rules: SubmitRules<TRequest>) {
+  // Checked when the function loads: a bad profile stops it at start, never a task at a time.
+  providerProfileFromEnv();
   return apiHandler({ jsonBody: true }, async (req) => {
     const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
-    const request = rules.validate(req.body);
+    const profile = providerProfileFromEnv();
+    const request = rules.validate(req.body, profile);
     const lc = providerLifecycleFromEnv();
     const { response, replayed } = await submitTask(
       lc,
@@ -29,7 +34,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         type: rules.type,
         request: request as TRequest & Record<string, unknown>,
         cost: rules.price(request),
-        providerRequest: rules.providerRequest(request),
+        providerRequest: rules.providerRequest(request, profile),
         idempotency: idempotencyKey
           ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
           : undefined,

@@ -145,7 +145,7 @@ describe('buildVideoProviderRequest', () => {
     });
   });
 
-  test.each(VIDEO_MODEL_IDS)('%s: uses its catalog provider name and its default duration', (id) => {
+  test.each(VIDEO_MODEL_IDS)('%s: uses its mock profile name and its default duration', (id) => {
     // Prepare
     const req = validateVideoRequest(videoBody(id));
 
@@ -153,7 +153,7 @@ describe('buildVideoProviderRequest', () => {
     const call = buildVideoProviderRequest(req);
 
     // Assert
-    expect(call.model).toBe(videoModel(id).providerModel);
+    expect(call.model).toBe(`provider/${id}`);
     expect(call.input.duration).toBe(videoModel(id).defaultDuration);
     expect('image_url' in call.input).toBe(videoModel(id).inputModes[0] === 'image_to_video');
   });
