@@ -4,9 +4,13 @@
  * with `-c` arrive as strings, so numbers and booleans are parsed and checked here, and a bad value
  * stops synthesis with a message instead of deploying something surprising.
  */
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import { MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../functions/aws/signer';
+import { ProfileError, type ProviderProfile, profileFromJson, shippedProfile } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, MAX_BURST, MAX_DAILY_QUOTA, MAX_RATE_PER_SECOND } from '../functions/core/rate-plan';
 
 /** The context keys the stack reads, with their meaning. */
@@ -23,6 +27,13 @@ export interface ServiceConfig {
   localstack: boolean;
   /** `providerBaseUrl`: base URL of the upstream generation provider's HTTP API (https in AWS). */
   providerBaseUrl: string;
+  /**
+   * `providerProfile`: how the upstream names the models and shapes their input (README "Connect a real
+   * provider"): a shipped profile (`kie`, `mock` for the local mock provider) or the path of a JSON
+   * profile for another upstream (relative to the working directory). Validated here, so a bad profile
+   * stops synth with a message naming the model and the field.
+   */
+  providerProfile: string;
   /**
    * `providerSecretName`: name of an existing Secrets Manager secret that holds the provider API key.
    * Empty (the default): the stack creates the secret with a random placeholder value that the
@@ -106,6 +117,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   stageName: 'prod',
   localstack: false,
   providerBaseUrl: 'https://provider.example.invalid',
+  providerProfile: 'kie',
   providerSecretName: '',
   providerRefreshIntervalSeconds: 30,
   authorizerCacheTtlSeconds: 0,
@@ -181,6 +193,36 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
+/** A validated provider profile and, for a custom one, its JSON text (bundled into the functions). */
+export interface ResolvedProfile {
+  profile: ProviderProfile;
+  /** Set for a JSON profile: the functions get it at build time (`PROVIDER_PROFILE_JSON`). */
+  json?: string;
+}
+
+/**
+ * The profile `providerProfile` names: a shipped one, or a JSON file when it ends in `.json`.
+ * @throws ConfigError naming the model and field of every problem
+ */
+export function resolveProviderProfile(value: string, cwd: string = process.cwd()): ResolvedProfile {
+  try {
+    if (!value.endsWith('.json')) return { profile: shippedProfile(value) };
+    const file = path.resolve(cwd, value);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`providerProfile: cannot read ${file}: ${(error as Error).message}`);
+    }
+    const profile = profileFromJson(text, value);
+    // Compact, so the bundles carry no whitespace.
+    return { profile, json: JSON.stringify(profile) };
+  } catch (error) {
+    if (error instanceof ProfileError) throw new ConfigError(`providerProfile: ${error.message}`);
+    throw error;
+  }
+}
+
 /**
  * Reads and validates the configuration from a construct's context (the app's context in practice).
  * @throws ConfigError when a value has the wrong type or is out of range
@@ -221,6 +263,7 @@ export function readConfig(node: Node): ServiceConfig {
     stageName: str(raw('stageName'), 'stageName', DEFAULT_CONFIG.stageName),
     localstack,
     providerBaseUrl: providerBaseUrl.replace(/\/+$/, ''),
+    providerProfile: str(raw('providerProfile'), 'providerProfile', DEFAULT_CONFIG.providerProfile),
     providerSecretName: str(raw('providerSecretName'), 'providerSecretName', DEFAULT_CONFIG.providerSecretName, true),
     providerRefreshIntervalSeconds: int(
       raw('providerRefreshIntervalSeconds'),
@@ -316,6 +359,7 @@ export function readConfig(node: Node): ServiceConfig {
   if (config.alarmEmail !== '' && !/^[^\s@]+@[^\s@]+$/.test(config.alarmEmail)) {
     throw new ConfigError('alarmEmail must be an e-mail address or empty');
   }
+  resolveProviderProfile(config.providerProfile);
   return config;
 }
 

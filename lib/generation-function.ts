@@ -113,6 +113,11 @@ export interface GenerationFunctionProps {
   architecture?: Architecture;
   /** Extra environment variables (the `bind*` methods add their own). */
   environment?: Record<string, string>;
+  /**
+   * Values fixed at build time (esbuild `define`, `process.env.X` -> a JSON literal), on top of
+   * `INLINE_AUTHORIZER`: a custom provider profile travels this way, too large for the environment.
+   */
+  define?: Record<string, string>;
 }
 
 /**
@@ -159,7 +164,7 @@ export class GenerationFunction extends NodejsFunction {
         ...BUNDLE_OPTIONS,
         mainFields: [...BUNDLE_OPTIONS.mainFields],
         sourceMap: props.sourceMap ?? false,
-        define: inlineAuthorizerDefine(props.environment?.INLINE_AUTHORIZER === 'true'),
+        define: { ...inlineAuthorizerDefine(props.environment?.INLINE_AUTHORIZER === 'true'), ...props.define },
         externalModules: bundleAwsSdk ? [] : ['@aws-sdk/*'],
         format: esm ? OutputFormat.ESM : OutputFormat.CJS,
         banner: esm

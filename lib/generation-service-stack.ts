@@ -79,7 +79,7 @@ import {
 // The alarms read the metric names the handlers emit (EMF), from the one module that defines them.
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
-import type { ServiceConfig } from './config';
+import { resolveProviderProfile, type ServiceConfig } from './config';
 import { GenerationFunction, MEDIA_RESULTS_PREFIX } from './generation-function';
 import {
   AUTHORIZER,
@@ -319,11 +319,13 @@ export class GenerationServiceStack extends Stack {
         LOG_LEVEL: config.logLevel,
         ...(options.inlineAuthorizer ? { INLINE_AUTHORIZER: 'true' } : {}),
       },
+      define: definition.needs.provider ? profileDefine(config) : undefined,
     });
     const { needs } = definition;
     fn.bindTable(this.table, options.inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.provider) {
       fn.bindProvider(this.providerSecret, config.providerBaseUrl);
+      fn.addEnvironment('PROVIDER_PROFILE', resolveProviderProfile(config.providerProfile).profile.name);
       fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
       fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
     }
@@ -943,6 +945,12 @@ export class GenerationServiceStack extends Stack {
 }
 
 /** `submit-image` -> `SubmitImage`: construct ids and logical ids stay readable. */
+/** A custom (JSON) provider profile is fixed into the provider functions' bundles; a shipped one is named by env. */
+function profileDefine(config: ServiceConfig): Record<string, string> | undefined {
+  const { json } = resolveProviderProfile(config.providerProfile);
+  return json === undefined ? undefined : { 'process.env.PROVIDER_PROFILE_JSON': JSON.stringify(json) };
+}
+
 function pascal(kebab: string): string {
   return kebab
     .split('-')

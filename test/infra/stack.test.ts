@@ -115,6 +115,7 @@ describe('functions', () => {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
         PROVIDER_BASE_URL: TEST_PROVIDER_URL,
+        PROVIDER_PROFILE: 'kie',
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
         MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
         MEDIA_URL_TTL_SECONDS: '3600',
