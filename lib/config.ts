@@ -5,13 +5,12 @@
  * stops synthesis with a message instead of deploying something surprising.
  */
 
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import { MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../functions/aws/signer';
-import { ProfileError, type ProviderProfile, profileFromJson, shippedProfile } from '../functions/core/profiles';
+
 import { DEFAULT_RATE_PLAN, MAX_BURST, MAX_DAILY_QUOTA, MAX_RATE_PER_SECOND } from '../functions/core/rate-plan';
+import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from './provider-profile';
 
 /** The context keys the stack reads, with their meaning. */
 export interface ServiceConfig {
@@ -193,32 +192,15 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** A validated provider profile and, for a custom one, its JSON text (bundled into the functions). */
-export interface ResolvedProfile {
-  profile: ProviderProfile;
-  /** Set for a JSON profile: the functions get it at build time (`PROVIDER_PROFILE_JSON`). */
-  json?: string;
-}
-
 /**
- * The profile `providerProfile` names: a shipped one, or a JSON file when it ends in `.json`.
+ * The profile `providerProfile` names (see lib/provider-profile.ts).
  * @throws ConfigError naming the model and field of every problem
  */
-export function resolveProviderProfile(value: string, cwd: string = process.cwd()): ResolvedProfile {
+export function resolveProviderProfile(value: string): ResolvedProfile {
   try {
-    if (!value.endsWith('.json')) return { profile: shippedProfile(value) };
-    const file = path.resolve(cwd, value);
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new ConfigError(`providerProfile: cannot read ${file}: ${(error as Error).message}`);
-    }
-    const profile = profileFromJson(text, value);
-    // Compact, so the bundles carry no whitespace.
-    return { profile, json: JSON.stringify(profile) };
+    return resolveProfileSetting(value, process.cwd(), 'providerProfile');
   } catch (error) {
-    if (error instanceof ProfileError) throw new ConfigError(`providerProfile: ${error.message}`);
+    if (error instanceof ProfileSettingError) throw new ConfigError(error.message);
     throw error;
   }
 }

@@ -19,6 +19,10 @@
  * - Image result count: the first positive integer among `num_images`, `numOutputs`, `num_outputs`,
  *   `numImages`, `n` (default 1, at most 10).
  *
+ * Profile mode (`startMockProvider({ profile })`, `local/mock-profile.ts`): createTask refuses (422)
+ * what the upstream the profile describes would refuse: an unknown model name, an input key the model
+ * does not declare, a mistyped value. The result kind and image count then follow the profile.
+ *
  * Server-wide faults (tests): `setFaults()` on the returned object, or `POST /__control` with a JSON
  * body of the same shape; `GET /__stats` returns the call counts.
  */
@@ -28,6 +32,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
+import type { ProviderProfile } from '../functions/core/profiles/profile';
+import { checkProfiledCall } from './mock-profile';
 
 /** A fault applied to every matching call while set. */
 export type MockFault =
@@ -93,6 +99,8 @@ export interface MockProviderOptions {
   defaultDelayMs?: number;
   /** MP4 served for video results; default `local/fixtures/sample.mp4`. */
   videoFile?: string;
+  /** Refuse what the upstream described by this profile would refuse (see `local/mock-profile.ts`). */
+  profile?: ProviderProfile;
 }
 
 export interface MockProvider {
@@ -285,6 +293,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       return;
     }
 
+    const profiled = options.profile ? checkProfiledCall(options.profile, model, input) : undefined;
+    if (profiled && !profiled.ok) {
+      sendJson(res, 422, { code: 422, msg: profiled.message });
+      return;
+    }
+
     const outcome = input.mockOutcome ?? 'success';
     if (!OUTCOMES.includes(outcome as MockOutcome)) {
       sendJson(res, 422, { code: 422, msg: `unknown mockOutcome ${String(outcome)}` });
@@ -298,9 +312,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     const task: MockTask = {
       taskId: `mock_${randomUUID().replaceAll('-', '')}`,
       model,
-      kind: resultKind(model, input),
+      kind: profiled?.ok ? profiled.call.kind : resultKind(model, input),
       outcome: outcome as MockOutcome,
-      count: resultCount(input),
+      count: profiled?.ok ? profiled.call.count : resultCount(input),
       delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
       createdAt: Date.now(),
       failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',

@@ -2,6 +2,7 @@
  * The local stack's settings (DESIGN.md's table), read from the environment. The operator CLI reads
  * the same ones so that it talks to the stack `npm start` runs.
  */
+import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
@@ -34,6 +35,12 @@ export interface LocalSettings {
   keyRatePlan: RatePlan;
   /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
+  /**
+   * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
+   * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
+   * what that upstream would refuse.
+   */
+  providerProfile: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -134,5 +141,6 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
+    providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
   };
 }

@@ -5,6 +5,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
@@ -12,6 +13,7 @@ import { listApiKeys, putApiKey } from '../functions/store/api-keys';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
+import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
@@ -138,6 +140,19 @@ async function settleAll<T extends readonly Promise<Started<unknown>>[]>(
   };
 }
 
+/**
+ * The profile `PROVIDER_PROFILE` names, validated before anything starts.
+ * @throws LocalStackError naming the model and field of every problem
+ */
+function localProfile(value: string): ResolvedProfile {
+  try {
+    return resolveProfileSetting(value, process.cwd(), 'PROVIDER_PROFILE');
+  } catch (error) {
+    if (error instanceof ProfileSettingError) throw new LocalStackError(error.message);
+    throw error;
+  }
+}
+
 /** Starts everything; on any failure, stops what already started. */
 export async function startLocalStack(
   settings: LocalSettings,
@@ -145,7 +160,9 @@ export async function startLocalStack(
   /** DynamoDB Local already starting (`startSettingsDynamoDb`); started here when absent. */
   dynamodbStarting?: Promise<Pick<DynamoDbLocalHandle, 'endpoint' | 'stop'>>,
 ): Promise<LocalStack> {
+  let profile: ResolvedProfile;
   try {
+    profile = localProfile(settings.providerProfile);
     await Promise.all([
       assertPortFree(settings.port, settings.host, 'PORT'),
       assertPortFree(settings.mockProviderPort, settings.host, 'MOCK_PROVIDER_PORT'),
@@ -159,6 +176,8 @@ export async function startLocalStack(
     );
     throw error;
   }
+  // Set before the handlers load: the submit functions read their profile when they load.
+  Object.assign(process.env, { PROVIDER_PROFILE: profile.profile.name, PROVIDER_PROFILE_JSON: profile.json ?? '' });
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -185,7 +204,16 @@ export async function startLocalStack(
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
       dynamodbStarting ?? startSettingsDynamoDb(settings),
-      startMockProvider({ port: settings.mockProviderPort, host: settings.host, apiKey: PROVIDER_KEY }),
+      startMockProvider({
+        port: settings.mockProviderPort,
+        host: settings.host,
+        apiKey: PROVIDER_KEY,
+        // The mock's own profile keeps its open door (any providerInput option); any other profile makes
+        // it refuse what that upstream would refuse.
+        ...(profile.profile.name === DEFAULT_PROFILE_NAME && profile.json === undefined
+          ? {}
+          : { profile: profile.profile }),
+      }),
       startLocalOidcProvider({
         host: settings.host,
         port: settings.oidcProviderPort,
