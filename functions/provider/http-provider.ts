@@ -21,6 +21,18 @@
  * - `resultJson` is read only when `state` is `success`, and must then hold at least one URL;
  *   `failCode`/`failMsg` only when `state` is `fail`.
  *
+ * **Callback** — with `callBackUrl`, the provider POSTs the finished task there: the same envelope and
+ * `data` as recordInfo (`parseProviderCallback`).
+ *
+ * ## Quirks of real upstreams (handled here, tested in test/unit/http-provider-quirks.test.ts)
+ * - The envelope's text is `msg` on createTask but `message` on recordInfo (and some errors): both are read.
+ * - `failCode` arrives as a number, a string, or `""` (no code); `""` means none.
+ * - `createTime`, `updateTime`, `completeTime` are epoch milliseconds; only plausible millisecond values
+ *   become `finishedAt` (a value in seconds would read as 1970 and is ignored).
+ * - Result URLs expire upstream after about a day, so they are never stored: the lifecycle copies the
+ *   files into our own storage on the first poll or sweep (at most a minute) after `success`, and a URL
+ *   that no longer answers fails the task with `STORAGE_ERROR` and refunds it.
+ *
  * ## Error mapping
  * - `createTask` is not idempotent (a retry after a lost response would create and bill a second task
  *   upstream), so it is tried exactly once: refused input -> `ProviderRejectedError` (provider code and
@@ -206,48 +218,107 @@ function asUnavailable(error: unknown): ProviderUnavailableError {
 
 function rejected(envelope: Record<string, unknown> | undefined, status: number): ProviderRejectedError {
   const code = envelope?.code ?? status;
-  const message = typeof envelope?.msg === 'string' && envelope.msg.length > 0 ? envelope.msg : 'Input refused';
+  const message = envelopeText(envelope) ?? 'Input refused';
   return new ProviderRejectedError(message, String(code));
+}
+
+/** The envelope's text: `msg` (createTask) or `message` (recordInfo and some errors), if any. */
+function envelopeText(envelope: Record<string, unknown> | undefined): string | undefined {
+  for (const field of ['msg', 'message'] as const) {
+    const value = envelope?.[field];
+    if (typeof value === 'string' && value.length > 0) return value;
+  }
+  return undefined;
 }
 
 function parseRecordInfo(text: string): ProviderTaskStatus {
   const envelope = parseEnvelope(text);
   if (!envelope) throw new ProviderUnavailableError('getTask: response is not a JSON object');
   if (envelope.code !== 200) {
-    throw new ProviderUnavailableError(`getTask: provider answered code ${describe(envelope.code)}`);
+    const said = envelopeText(envelope);
+    throw new ProviderUnavailableError(
+      `getTask: provider answered code ${describe(envelope.code)}${said === undefined ? '' : ` (${describe(said)})`}`,
+    );
   }
-  const data = envelope.data;
-  if (!isRecord(data)) throw new ProviderUnavailableError('getTask: response has no data');
+  return parseTaskData(envelope.data, 'getTask');
+}
+
+/** The task record of a recordInfo answer or a callback (`data`). */
+function parseTaskData(data: unknown, operation: string): ProviderTaskStatus {
+  if (!isRecord(data)) throw new ProviderUnavailableError(`${operation}: response has no data`);
   const state = data.state;
   if (typeof state !== 'string' || !(STATES as readonly string[]).includes(state)) {
-    throw new ProviderUnavailableError(`getTask: unknown state ${describe(state)}`);
+    throw new ProviderUnavailableError(`${operation}: unknown state ${describe(state)}`);
   }
   const status: ProviderTaskStatus = { state: state as ProviderState, resultUrls: [] };
   if (status.state === 'success') {
-    status.resultUrls = parseResultUrls(data.resultJson);
+    status.resultUrls = parseResultUrls(data.resultJson, operation);
   } else if (status.state === 'fail') {
     const failCode = scalarText(data.failCode);
     const failMessage = scalarText(data.failMsg);
     if (failCode !== undefined) status.failCode = failCode;
     if (failMessage !== undefined) status.failMessage = failMessage;
   }
+  const finishedAt =
+    epochMillis(data.completeTime) ??
+    (status.state === 'success' || status.state === 'fail' ? epochMillis(data.updateTime) : undefined);
+  if (finishedAt !== undefined) status.finishedAt = finishedAt;
   return status;
 }
 
-function parseResultUrls(resultJson: unknown): string[] {
+/** 2001-09-09 in milliseconds: anything smaller is not an epoch-milliseconds time of this century. */
+const MIN_EPOCH_MS = 1e12;
+/** 2286 in milliseconds: a bound that also keeps `Date` valid. */
+const MAX_EPOCH_MS = 1e13;
+
+/** A time given in epoch milliseconds (number or decimal text), or undefined when it is not one. */
+function epochMillis(value: unknown): Date | undefined {
+  const ms = typeof value === 'string' && /^\d{1,16}$/.test(value) ? Number(value) : value;
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < MIN_EPOCH_MS || ms > MAX_EPOCH_MS) return undefined;
+  return new Date(ms);
+}
+
+/**
+ * The task a provider callback (POSTed to `callBackUrl`) reports: the recordInfo envelope, code 200,
+ * with the task id in `data.taskId`. Nothing in it is trusted beyond its shape; the lifecycle may
+ * confirm with recordInfo.
+ * @throws ProviderUnavailableError when the body is not such a callback
+ */
+export function parseProviderCallback(body: unknown): { providerTaskId: string; status: ProviderTaskStatus } {
+  if (!isRecord(body)) throw new ProviderUnavailableError('callback: body is not a JSON object');
+  if (body.code !== 200 && body.code !== undefined) {
+    // A failed task may be reported with the error code in the envelope (e.g. 501) and state "fail".
+    if (!isRecord(body.data) || body.data.state !== 'fail') {
+      throw new ProviderUnavailableError(`callback: code ${describe(body.code)} without a failed task`);
+    }
+  }
+  const data = body.data;
+  const taskId = isRecord(data) ? data.taskId : undefined;
+  if (typeof taskId !== 'string' || taskId.length === 0 || taskId.length > 256) {
+    throw new ProviderUnavailableError('callback: no taskId');
+  }
+  const status = parseTaskData(data, 'callback');
+  if (status.state === 'fail' && status.failMessage === undefined) {
+    const said = envelopeText(body);
+    if (said !== undefined) status.failMessage = said;
+  }
+  return { providerTaskId: taskId, status };
+}
+
+function parseResultUrls(resultJson: unknown, operation: string): string[] {
   // The protocol sends JSON text; an already-decoded object is accepted too, as some deployments do.
   let result: unknown = resultJson;
   if (typeof resultJson === 'string') {
     try {
       result = JSON.parse(resultJson);
     } catch {
-      throw new ProviderUnavailableError('getTask: resultJson is not JSON');
+      throw new ProviderUnavailableError(`${operation}: resultJson is not JSON`);
     }
   }
   const all = isRecord(result) ? result.resultUrls : undefined;
   const urls = Array.isArray(all) ? all.slice(0, MAX_RESULT_URLS) : undefined;
   if (!urls || urls.length === 0 || !urls.every(isHttpUrl)) {
-    throw new ProviderUnavailableError('getTask: success without usable resultUrls');
+    throw new ProviderUnavailableError(`${operation}: success without usable resultUrls`);
   }
   return urls as string[];
 }

@@ -20,6 +20,8 @@ export interface ProviderTaskStatus {
   resultUrls: string[];
   failCode?: string;
   failMessage?: string;
+  /** When the provider finished the task (its epoch-millisecond `completeTime`/`updateTime`), if it said. */
+  finishedAt?: Date;
 }
 
 export interface GenerationProvider {

@@ -109,7 +109,13 @@ describe('createTask and getTask against the mock provider', () => {
     const status = await provider.getTask(providerTaskId);
 
     // Assert
-    expect(status).toEqual({ state: 'fail', resultUrls: [], failCode: 'MOCK_FAILURE', failMessage: 'nsfw' });
+    expect(status).toEqual({
+      state: 'fail',
+      resultUrls: [],
+      failCode: 'MOCK_FAILURE',
+      failMessage: 'nsfw',
+      finishedAt: expect.any(Date),
+    });
   });
 
   it('turns a refused input into ProviderRejectedError with the provider code and message', async () => {
