@@ -35,7 +35,8 @@ export const BUNDLE_OPTIONS = {
   minify: true,
   keepNames: false,
   mainFields: ['module', 'main'],
-  define: inlineAuthorizerDefine(false),
+  // The default deployment: cdk.json's `providerProfile` is `kie`.
+  define: { ...inlineAuthorizerDefine(false), ...providerProfileDefine('kie') },
 } as const;
 
 /**
@@ -46,6 +47,19 @@ export const BUNDLE_OPTIONS = {
  */
 export function inlineAuthorizerDefine(inline: boolean): Record<string, string> {
   return { 'process.env.INLINE_AUTHORIZER': JSON.stringify(inline ? 'true' : 'false') };
+}
+
+/**
+ * The provider profile fixed at build time (functions/runtime/provider-profile-from-env.ts): with the
+ * name known to esbuild, the profiles not chosen are dropped from the bundles (measured: the submit
+ * functions stay within their size budget only this way). A custom profile's JSON travels the same way,
+ * as it is too large for the environment's 4 KB.
+ */
+export function providerProfileDefine(name: string, json?: string): Record<string, string> {
+  return {
+    'process.env.PROVIDER_PROFILE': JSON.stringify(name),
+    'process.env.PROVIDER_PROFILE_JSON': JSON.stringify(json ?? ''),
+  };
 }
 
 /**

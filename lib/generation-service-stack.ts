@@ -80,7 +80,7 @@ import {
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
 import { resolveProviderProfile, type ServiceConfig } from './config';
-import { GenerationFunction, MEDIA_RESULTS_PREFIX } from './generation-function';
+import { GenerationFunction, MEDIA_RESULTS_PREFIX, providerProfileDefine } from './generation-function';
 import {
   AUTHORIZER,
   AUTHORIZER_CACHE_TTL_SECONDS,
@@ -945,10 +945,10 @@ export class GenerationServiceStack extends Stack {
 }
 
 /** `submit-image` -> `SubmitImage`: construct ids and logical ids stay readable. */
-/** A custom (JSON) provider profile is fixed into the provider functions' bundles; a shipped one is named by env. */
-function profileDefine(config: ServiceConfig): Record<string, string> | undefined {
-  const { json } = resolveProviderProfile(config.providerProfile);
-  return json === undefined ? undefined : { 'process.env.PROVIDER_PROFILE_JSON': JSON.stringify(json) };
+/** The provider profile, fixed into the bundles of the functions that call the provider. */
+function profileDefine(config: ServiceConfig): Record<string, string> {
+  const { profile, json } = resolveProviderProfile(config.providerProfile);
+  return providerProfileDefine(profile.name, json);
 }
 
 function pascal(kebab: string): string {

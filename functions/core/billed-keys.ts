@@ -74,21 +74,8 @@ export function billedKeysOf(model: Model): BilledInputKeys {
   return model.type === 'image' ? IMAGE_BILLED_KEYS : VIDEO_BILLED_KEYS;
 }
 
-/** Request fields of a profile's input shape that are billed quantities, with the quantity each sets. */
-const SHAPE_QUANTITIES = {
-  outputCount: 'outputCount',
-  width: 'width',
-  height: 'height',
-  resolution: 'resolution',
-  duration: 'duration',
-} as const satisfies Partial<Record<string, BilledQuantity>>;
-
-/** The provider key a shape field is sent under (a plain key or `{ key }`). */
-function keyOf(field: unknown): string | undefined {
-  if (typeof field === 'string') return field;
-  if (typeof field === 'object' && field !== null && 'key' in field && typeof field.key === 'string') return field.key;
-  return undefined;
-}
+/** Shape fields that are billed quantities; every other field with a key sets something unbilled. */
+const BILLED_FIELDS: ReadonlySet<string> = new Set(['outputCount', 'width', 'height', 'resolution', 'duration']);
 
 /**
  * Normalized key -> the quantity it sets, for `model` called through `mapping`: the general spellings,
@@ -98,21 +85,18 @@ function keyOf(field: unknown): string | undefined {
  */
 export function billedKeyIndex(model: Model, mapping?: ModelMapping): ReadonlyMap<string, BilledQuantity> {
   const index = new Map<string, BilledQuantity>();
-  for (const [quantity, names] of Object.entries(billedKeysOf(model)) as [BilledQuantity, readonly string[]][]) {
+  // The general spellings, then the profile's aliases (the last entries of the list).
+  for (const [quantity, names] of [
+    ...Object.entries(billedKeysOf(model)),
+    ...Object.entries(mapping?.billedAliases ?? {}),
+  ] as [BilledQuantity, readonly string[]][]) {
     for (const name of names) index.set(normalizeInputKey(name), quantity);
   }
-  if (mapping === undefined) return index;
-  for (const [field, value] of Object.entries(mapping.input)) {
-    const key = keyOf(value);
-    if (key === undefined) continue;
-    const quantity = Object.hasOwn(SHAPE_QUANTITIES, field)
-      ? SHAPE_QUANTITIES[field as keyof typeof SHAPE_QUANTITIES]
-      : undefined;
-    if (quantity === undefined) index.delete(normalizeInputKey(key));
-    else index.set(normalizeInputKey(key), quantity);
-  }
-  for (const [quantity, aliases] of Object.entries(mapping.billedAliases ?? {}) as [BilledQuantity, string[]][]) {
-    for (const alias of aliases) index.set(normalizeInputKey(alias), quantity);
+  for (const [field, value] of Object.entries(mapping?.input ?? {})) {
+    // Plain fields name their key; the others are `{ key, ... }`.
+    const key = normalizeInputKey(typeof value === 'string' ? value : value.key);
+    if (BILLED_FIELDS.has(field)) index.set(key, field as BilledQuantity);
+    else index.delete(key);
   }
   return index;
 }

@@ -24,15 +24,15 @@ import {
   resolveVideoResolution,
   videoResolutionOfSize,
 } from './pricing';
-import { MOCK_PROFILE } from './profiles/mock';
 import { mappingOf, type ProviderProfile } from './profiles/profile';
 import type { ImageRequest, VideoRequest } from './validation';
 
 /**
  * The value the service prices and sends for each billed quantity (`undefined`: the service sends
- * none); a list when the upstream's spelling of the same value is accepted too (`"high"` for `4K`).
+ * none). Tokens are ours (`4K`), also where the profile sends the upstream's spelling (`"high"`): the
+ * request builder sets that after the merge anyway.
  */
-type PricedValues = Readonly<Record<BilledQuantity, number | string | readonly string[] | undefined>>;
+type PricedValues = Readonly<Record<BilledQuantity, number | string | undefined>>;
 
 /** How each quantity is set in the request, for the messages. */
 const SET_BY: Readonly<Record<BilledQuantity, string>> = {
@@ -46,14 +46,12 @@ const SET_BY: Readonly<Record<BilledQuantity, string>> = {
 
 function matchesPriced(value: unknown, priced: PricedValues[BilledQuantity]): boolean {
   if (priced === undefined) return false;
-  if (Array.isArray(priced)) return priced.some((token) => matchesPriced(value, token));
   if (typeof priced === 'string') return typeof value === 'string' && value.toLowerCase() === priced.toLowerCase();
   return value === priced || (typeof value === 'string' && value === String(priced));
 }
 
 function refusal(quantity: BilledQuantity, priced: PricedValues[BilledQuantity]): string {
-  const shown = Array.isArray(priced) ? priced.map((p) => JSON.stringify(p)).join(' or ') : JSON.stringify(priced);
-  const allowed = priced === undefined ? 'omit it' : `omit it or send exactly ${shown}`;
+  const allowed = priced === undefined ? 'omit it' : `omit it or send exactly ${JSON.stringify(priced)}`;
   return `Billed by the service: ${SET_BY[quantity]}; ${allowed}`;
 }
 
@@ -73,12 +71,6 @@ function billedKeyProblems(
       add(childPath, refusal(quantity, priced[quantity]));
     else billedKeyProblems(child, childPath, index, priced, add);
   }
-}
-
-/** The priced token, and the upstream's spelling of it when the profile translates it. */
-function withProviderToken(token: string, values: Readonly<Record<string, string>> | undefined): string | string[] {
-  const upstream = values?.[token];
-  return upstream === undefined || upstream === token ? token : [token, upstream];
 }
 
 /** Problems of `providerInput.resolution` itself: an unknown token, or one that contradicts width/height. */
@@ -124,7 +116,7 @@ function check(
  * Refuses an image request whose `providerInput` sets a billed quantity to anything but what was priced.
  * @throws ValidationError naming each offending `providerInput` path
  */
-export function guardImagePrice(req: ImageRequest, profile: ProviderProfile = MOCK_PROFILE): void {
+export function guardImagePrice(req: ImageRequest, profile: ProviderProfile): void {
   const model = imageModel(req.model);
   const mapping = mappingOf(profile, model.id);
   const token = req.providerInput?.resolution;
@@ -140,7 +132,7 @@ export function guardImagePrice(req: ImageRequest, profile: ProviderProfile = MO
     outputCount: req.numOutputs ?? 1,
     width: req.width,
     height: req.height,
-    resolution: withProviderToken(tier, mapping.input.resolution?.values),
+    resolution: tier,
     duration: undefined,
     size: undefined,
   };
@@ -155,7 +147,7 @@ export function guardImagePrice(req: ImageRequest, profile: ProviderProfile = MO
  * Refuses a video request whose `providerInput` sets a billed quantity to anything but what was priced.
  * @throws ValidationError naming each offending `providerInput` path
  */
-export function guardVideoPrice(req: VideoRequest, profile: ProviderProfile = MOCK_PROFILE): void {
+export function guardVideoPrice(req: VideoRequest, profile: ProviderProfile): void {
   const model = videoModel(req.model);
   const mapping = mappingOf(profile, model.id);
   const token = req.providerInput?.resolution;
@@ -170,7 +162,7 @@ export function guardVideoPrice(req: VideoRequest, profile: ProviderProfile = MO
     outputCount: 1,
     width: req.width,
     height: req.height,
-    resolution: withProviderToken(resolveVideoResolution(req), mapping.input.resolution?.values),
+    resolution: resolveVideoResolution(req),
     duration: resolveVideoDuration(req),
     size: undefined,
   };

@@ -19,14 +19,7 @@
 
 import { imageModel, videoModel } from './catalog';
 import { resolveImageTier, resolveVideoDuration, resolveVideoResolution } from './pricing';
-import { MOCK_PROFILE } from './profiles/mock';
-import {
-  type InputShape,
-  mappingOf,
-  type NumberField,
-  type ProviderProfile,
-  type TokenField,
-} from './profiles/profile';
+import { type InputShape, type ModelMapping, mappingOf, type ProviderProfile } from './profiles/profile';
 import type { ImageRequest, VideoRequest } from './validation';
 
 /** What the provider port's `createTask` needs besides the callback. */
@@ -36,44 +29,55 @@ export interface ProviderRequest {
   input: Record<string, unknown>;
 }
 
-/** The request fields sent as they are, by their shape field. */
-type PlainField = 'prompt' | 'negativePrompt' | 'width' | 'height' | 'seed' | 'guidanceScale';
-type PlainValues = Partial<
-  Record<PlainField | 'numInferenceSteps' | 'fps' | 'motionStrength' | 'cameraMotion', string | number>
->;
+/** What both builders hand to `build`: the request's plain fields and what the call adds. */
+interface Parts {
+  plain: Partial<Record<keyof InputShape, string | number>>;
+  aspectRatio?: string;
+  /** The reference images to send (image models: all; video models: the first), if any. */
+  images?: readonly string[];
+  providerInput?: Record<string, unknown>;
+  /** The billed values: set after the merge, so nothing can replace them. */
+  count?: number;
+  resolution?: string;
+  duration?: number;
+}
 
-/** Copies the plain fields the shape maps and the request holds. */
-function plainInput(shape: InputShape, values: PlainValues): Record<string, unknown> {
-  const input: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(values)) {
-    const key = shape[field as keyof PlainValues];
+/** The input object for `parts` under `mapping` (one implementation for images and videos). */
+function build(mapping: ModelMapping, parts: Parts): Record<string, unknown> {
+  const shape = mapping.input;
+  const input: Record<string, unknown> = { ...mapping.defaults };
+  for (const [field, value] of Object.entries(parts.plain)) {
+    const key = shape[field as keyof InputShape];
     if (typeof key === 'string' && value !== undefined) input[key] = value;
+  }
+  const { aspectRatio, referenceImages, outputCount, resolution, duration } = shape;
+  if (aspectRatio && parts.aspectRatio !== undefined) {
+    input[aspectRatio.key] = aspectRatio.values?.[parts.aspectRatio] ?? parts.aspectRatio;
+  }
+  if (referenceImages && parts.images?.length) {
+    input[referenceImages.key] = referenceImages.form === 'list' ? parts.images : parts.images[0];
+  }
+  Object.assign(input, parts.providerInput);
+  // A number field travels as a JSON number or, where the upstream wants `"5"`, as its text.
+  for (const [field, value] of [
+    [outputCount, parts.count],
+    [duration, parts.duration],
+  ] as const) {
+    if (field && value !== undefined) input[field.key] = field.format === 'string' ? String(value) : value;
+  }
+  if (resolution && parts.resolution !== undefined) {
+    input[resolution.key] = resolution.values?.[parts.resolution] ?? parts.resolution;
   }
   return input;
 }
 
-function token(field: TokenField, value: string): string {
-  return field.values?.[value] ?? value;
-}
-
-function numberValue(field: NumberField, value: number): number | string {
-  return field.format === 'string' ? String(value) : value;
-}
-
-/** Sets the billed keys on `input` (after the merge, so nothing can replace them). */
-function setBilled(input: Record<string, unknown>, billed: readonly [string | undefined, unknown][]): void {
-  for (const [key, value] of billed) if (key !== undefined && value !== undefined) input[key] = value;
-}
-
 /** The provider call for an image request under `profile`. */
-export function buildImageProviderRequest(req: ImageRequest, profile: ProviderProfile = MOCK_PROFILE): ProviderRequest {
+export function buildImageProviderRequest(req: ImageRequest, profile: ProviderProfile): ProviderRequest {
   const model = imageModel(req.model);
   const mapping = mappingOf(profile, model.id);
-  const shape = mapping.input;
   const editing = req.inputImageUrls !== undefined && req.inputImageUrls.length > 0;
-  const input: Record<string, unknown> = {
-    ...mapping.defaults,
-    ...plainInput(shape, {
+  const input = build(mapping, {
+    plain: {
       prompt: req.prompt,
       negativePrompt: req.negativePrompt,
       width: req.width,
@@ -81,32 +85,23 @@ export function buildImageProviderRequest(req: ImageRequest, profile: ProviderPr
       seed: req.seed,
       guidanceScale: req.guidanceScale,
       numInferenceSteps: req.numInferenceSteps,
-    }),
-  };
-  if (shape.aspectRatio && req.aspectRatio !== undefined) {
-    input[shape.aspectRatio.key] = token(shape.aspectRatio, req.aspectRatio);
-  }
-  if (shape.referenceImages && editing) {
-    const urls = req.inputImageUrls ?? [];
-    input[shape.referenceImages.key] = shape.referenceImages.form === 'list' ? urls : urls[0];
-  }
-  Object.assign(input, req.providerInput);
-  const tier = model.pricing.kind === 'tiered' ? resolveImageTier(req) : undefined;
-  setBilled(input, [
-    [shape.outputCount?.key, shape.outputCount && numberValue(shape.outputCount, req.numOutputs ?? 1)],
-    [shape.resolution?.key, shape.resolution && tier && token(shape.resolution, tier)],
-  ]);
+    },
+    aspectRatio: req.aspectRatio,
+    images: req.inputImageUrls,
+    providerInput: req.providerInput,
+    count: req.numOutputs ?? 1,
+    resolution: model.pricing.kind === 'tiered' ? resolveImageTier(req) : undefined,
+  });
   return { model: (editing ? mapping.editModel : undefined) ?? mapping.model, input };
 }
 
 /** The provider call for a video request under `profile`. Only the first reference image is sent (spec rule 4). */
-export function buildVideoProviderRequest(req: VideoRequest, profile: ProviderProfile = MOCK_PROFILE): ProviderRequest {
+export function buildVideoProviderRequest(req: VideoRequest, profile: ProviderProfile): ProviderRequest {
   const model = videoModel(req.model);
   const mapping = mappingOf(profile, model.id);
-  const shape = mapping.input;
-  const input: Record<string, unknown> = {
-    ...mapping.defaults,
-    ...plainInput(shape, {
+  const first = req.inputMode === 'image_to_video' ? req.inputImageUrls?.[0] : undefined;
+  const input = build(mapping, {
+    plain: {
       prompt: req.prompt,
       negativePrompt: req.negativePrompt,
       width: req.width,
@@ -116,19 +111,12 @@ export function buildVideoProviderRequest(req: VideoRequest, profile: ProviderPr
       fps: req.fps,
       motionStrength: req.motionStrength,
       cameraMotion: req.cameraMotion,
-    }),
-  };
-  if (shape.aspectRatio && req.aspectRatio !== undefined) {
-    input[shape.aspectRatio.key] = token(shape.aspectRatio, req.aspectRatio);
-  }
-  const first = req.inputMode === 'image_to_video' ? req.inputImageUrls?.[0] : undefined;
-  if (shape.referenceImages && first !== undefined) {
-    input[shape.referenceImages.key] = shape.referenceImages.form === 'list' ? [first] : first;
-  }
-  Object.assign(input, req.providerInput);
-  setBilled(input, [
-    [shape.resolution?.key, shape.resolution && token(shape.resolution, resolveVideoResolution(req))],
-    [shape.duration?.key, shape.duration && numberValue(shape.duration, resolveVideoDuration(req))],
-  ]);
+    },
+    aspectRatio: req.aspectRatio,
+    images: first === undefined ? undefined : [first],
+    providerInput: req.providerInput,
+    resolution: resolveVideoResolution(req),
+    duration: resolveVideoDuration(req),
+  });
   return { model: mapping.model, input };
 }

@@ -20,7 +20,6 @@ import * as v from 'valibot';
 import { findImageModel, findVideoModel, IMAGE_MODEL_IDS, VIDEO_INPUT_MODES, VIDEO_MODEL_IDS } from './catalog';
 import { type ValidationDetails, ValidationError } from './errors';
 import { guardImagePrice, guardVideoPrice } from './price-guard';
-import { MOCK_PROFILE } from './profiles/mock';
 import type { ProviderProfile } from './profiles/profile';
 import { isStorableNumber, STORABLE_NUMBER_MESSAGE, storageProblems } from './storable';
 
@@ -357,7 +356,7 @@ function validate<TSchema extends v.GenericSchema>(
  * Validates an image request body.
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
-export function validateImageRequest(body: unknown, profile: ProviderProfile = MOCK_PROFILE): ImageRequest {
+export function validateImageRequest(body: unknown, profile: ProviderProfile): ImageRequest {
   const request = validate(ImageRequestSchema, imageObject.entries, body);
   guardImagePrice(request, profile);
   return request;
@@ -367,7 +366,7 @@ export function validateImageRequest(body: unknown, profile: ProviderProfile = M
  * Validates a video request body.
  * @throws ValidationError (and nothing else, whatever `body` is) with the problems by dotted field path
  */
-export function validateVideoRequest(body: unknown, profile: ProviderProfile = MOCK_PROFILE): VideoRequest {
+export function validateVideoRequest(body: unknown, profile: ProviderProfile): VideoRequest {
   const request = validate(VideoRequestSchema, videoObject.entries, body);
   guardVideoPrice(request, profile);
   return request;

@@ -27,8 +27,8 @@
  * ## Quirks of real upstreams (handled here, tested in test/unit/http-provider-quirks.test.ts)
  * - The envelope's text is `msg` on createTask but `message` on recordInfo (and some errors): both are read.
  * - `failCode` arrives as a number, a string, or `""` (no code); `""` means none.
- * - `createTime`, `updateTime`, `completeTime` are epoch milliseconds; only plausible millisecond values
- *   become `finishedAt` (a value in seconds would read as 1970 and is ignored).
+ * - `createTime`, `updateTime`, `completeTime` are epoch milliseconds; `completeTime` becomes `finishedAt`
+ *   when it is a plausible millisecond value (one in seconds would read as 1970 and is ignored).
  * - Result URLs expire upstream after about a day, so they are never stored: the lifecycle copies the
  *   files into our own storage on the first poll or sweep (at most a minute) after `success`, and a URL
  *   that no longer answers fails the task with `STORAGE_ERROR` and refunds it.
@@ -224,11 +224,8 @@ function rejected(envelope: Record<string, unknown> | undefined, status: number)
 
 /** The envelope's text: `msg` (createTask) or `message` (recordInfo and some errors), if any. */
 function envelopeText(envelope: Record<string, unknown> | undefined): string | undefined {
-  for (const field of ['msg', 'message'] as const) {
-    const value = envelope?.[field];
-    if (typeof value === 'string' && value.length > 0) return value;
-  }
-  return undefined;
+  const text = envelope?.msg || envelope?.message;
+  return typeof text === 'string' ? text : undefined;
 }
 
 function parseRecordInfo(text: string): ProviderTaskStatus {
@@ -259,23 +256,18 @@ function parseTaskData(data: unknown, operation: string): ProviderTaskStatus {
     if (failCode !== undefined) status.failCode = failCode;
     if (failMessage !== undefined) status.failMessage = failMessage;
   }
-  const finishedAt =
-    epochMillis(data.completeTime) ??
-    (status.state === 'success' || status.state === 'fail' ? epochMillis(data.updateTime) : undefined);
-  if (finishedAt !== undefined) status.finishedAt = finishedAt;
+  const finishedAt = epochMillis(data.completeTime);
+  if (finishedAt) status.finishedAt = finishedAt;
   return status;
 }
 
-/** 2001-09-09 in milliseconds: anything smaller is not an epoch-milliseconds time of this century. */
-const MIN_EPOCH_MS = 1e12;
-/** 2286 in milliseconds: a bound that also keeps `Date` valid. */
-const MAX_EPOCH_MS = 1e13;
-
-/** A time given in epoch milliseconds (number or decimal text), or undefined when it is not one. */
+/**
+ * A time given in epoch milliseconds (number or decimal text), or undefined when it is not one: only
+ * 1e12 (2001) to 1e13 (2286) is taken, so a time in seconds is never read as 1970.
+ */
 function epochMillis(value: unknown): Date | undefined {
-  const ms = typeof value === 'string' && /^\d{1,16}$/.test(value) ? Number(value) : value;
-  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < MIN_EPOCH_MS || ms > MAX_EPOCH_MS) return undefined;
-  return new Date(ms);
+  const ms = typeof value === 'number' || typeof value === 'string' ? Number(value) : Number.NaN;
+  return Number.isInteger(ms) && ms >= 1e12 && ms <= 1e13 ? new Date(ms) : undefined;
 }
 
 /**

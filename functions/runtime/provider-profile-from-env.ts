@@ -1,25 +1,39 @@
 /**
- * The provider profile of this process: `PROVIDER_PROFILE_JSON` (a custom profile; deployed it is fixed
- * at build time, see lib/generation-function.ts) or the shipped profile named by `PROVIDER_PROFILE`
- * (default `mock`). Validated on first use, which the submit functions make when they load, so a bad
- * profile stops the function at start with a message naming the model and field.
+ * The provider profile of this process: `PROVIDER_PROFILE_JSON` (a custom profile) or the shipped
+ * profile named by `PROVIDER_PROFILE` (default `mock`).
+ *
+ * Deployed, both are fixed at build time (esbuild `define`, lib/generation-function.ts): the comparisons
+ * below then fold to constants and the profiles not chosen are dropped from the bundle, which keeps the
+ * submit functions within their size budget. Both were validated at synth; locally the stack validates
+ * before it starts, so here only the name is checked (not the profile again, whose validation code
+ * would weigh on the bundles).
  */
-import { DEFAULT_PROFILE_NAME, type ProviderProfile, profileFromJson, shippedProfile } from '../core/profiles';
+import { KIE_PROFILE } from '../core/profiles/kie';
+import { MOCK_PROFILE } from '../core/profiles/mock';
+import type { ProviderProfile } from '../core/profiles/profile';
 
-let cached: { source: string; profile: ProviderProfile } | undefined;
+let cached: { json: string; profile: ProviderProfile } | undefined;
 
 /**
- * The validated profile.
- * @throws ProfileError naming each model and field at fault
+ * The profile the environment names.
+ * @throws Error when `PROVIDER_PROFILE` names no shipped profile (a plain Error: the ProfileError class
+ *   would cost the bundle bytes for a message this short)
  */
-export function providerProfileFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderProfile {
-  // Read as `process.env.PROVIDER_PROFILE_JSON` literally: esbuild's define replaces that expression.
-  const json = env === process.env ? process.env.PROVIDER_PROFILE_JSON : env.PROVIDER_PROFILE_JSON;
-  const source = json ? `json:${json}` : `name:${env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME}`;
-  if (cached?.source === source) return cached.profile;
-  const profile = json
-    ? profileFromJson(json, 'PROVIDER_PROFILE_JSON')
-    : shippedProfile(env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME);
-  cached = { source, profile };
-  return profile;
+export function providerProfileFromEnv(): ProviderProfile {
+  // Read as `process.env.X` literally, every time: esbuild's define replaces exactly those expressions.
+  const json = process.env.PROVIDER_PROFILE_JSON;
+  if (json) {
+    if (cached?.json !== json) cached = { json, profile: parseProfile(json) };
+    return cached.profile;
+  }
+  if (process.env.PROVIDER_PROFILE === 'kie') return KIE_PROFILE;
+  if (process.env.PROVIDER_PROFILE === 'mock' || !process.env.PROVIDER_PROFILE) return MOCK_PROFILE;
+  throw new Error(
+    `PROVIDER_PROFILE "${process.env.PROVIDER_PROFILE}" names no shipped profile (mock, kie); a custom profile comes as PROVIDER_PROFILE_JSON`,
+  );
+}
+
+/** Validated at synth (deployed) or by the local stack before it starts; here it is only read. */
+function parseProfile(json: string): ProviderProfile {
+  return JSON.parse(json) as ProviderProfile;
 }

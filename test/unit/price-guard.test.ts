@@ -1,6 +1,6 @@
 import { isStorableNumber } from '../../functions/core/storable';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { imageBody, rejectionOf, videoBody } from './core-fixtures';
+import { validateImageRequest, validateVideoRequest } from './mock-profile-rules';
 
 describe('the price guard: providerInput cannot buy more than was priced', () => {
   test.each([

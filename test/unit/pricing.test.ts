@@ -6,8 +6,8 @@ import {
   resolveVideoDuration,
   resolveVideoResolution,
 } from '../../functions/core/pricing';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { imageBody, videoBody } from './core-fixtures';
+import { validateImageRequest, validateVideoRequest } from './mock-profile-rules';
 
 const image = (model: string, extra: Record<string, unknown> = {}) => validateImageRequest(imageBody(model, extra));
 const video = (model: VideoModelId, extra: Record<string, unknown> = {}) =>

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { MODELS } from '../../functions/core/catalog';
 import {
   KIE_PROFILE,
@@ -9,10 +11,14 @@ import {
   shippedProfile,
   validateProfile,
 } from '../../functions/core/profiles';
-import { buildImageProviderRequest, buildVideoProviderRequest } from '../../functions/core/provider-request';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { providerProfileFromEnv } from '../../functions/runtime/provider-profile-from-env';
 import { IMAGE_URL, imageBody, rejectionOf, urls, videoBody } from './core-fixtures';
+import {
+  buildImageProviderRequest,
+  buildVideoProviderRequest,
+  validateImageRequest,
+  validateVideoRequest,
+} from './mock-profile-rules';
 
 /** A deep copy of the kie profile to break. */
 const kieCopy = (): Record<string, unknown> & { models: Record<string, Record<string, unknown>> } =>
@@ -31,14 +37,20 @@ describe('shipped profiles', () => {
     },
   );
 
-  test('kie names a documentation page for every model and flags the stand-ins', () => {
+  test('the kie profile file names its documentation pages, the date read, and flags the stand-ins', () => {
+    // Prepare
+    const file = readFileSync(join(__dirname, '../../functions/core/profiles/kie.ts'), 'utf8');
+
     // Act
-    const mappings = Object.entries(KIE_PROFILE.models);
-    const flagged = mappings.filter(([, m]) => m.flagged).map(([id]) => id);
+    const families = new Set(Object.values(KIE_PROFILE.models).map((m) => m.model.split('/')[0] ?? ''));
 
     // Assert
-    for (const [, mapping] of mappings) expect(mapping.source).toMatch(/docs\.kie\.ai/);
-    expect(flagged).toEqual(expect.arrayContaining(['video-d3_fast', 'video-d3', 'video-d3_lite', 'video-f/1.5-pro']));
+    expect(file).toContain('read on 2026-11-23');
+    for (const family of families) {
+      if (family !== 'nano-banana-pro') expect(file).toContain(`docs.kie.ai/market/${family}`);
+    }
+    expect(file).toMatch(/FLAGGED, family D: Veo 3\.1[\s\S]*only at POST \/api\/v1\/veo\/generate/);
+    expect(file).toMatch(/FLAGGED: the page read did not confirm[^\n]*\n\s*'video-f\/1\.5-pro'/);
   });
 
   test('an unknown profile name is refused with the names there are', () => {
@@ -136,7 +148,7 @@ describe('requests built with the kie profile', () => {
     // Assert
     expect(textCall).toEqual({
       model: 'google/nano-banana',
-      input: { output_format: 'png', prompt: text.prompt, image_size: '16:9' },
+      input: { prompt: text.prompt, image_size: '16:9' },
     });
     expect(editCall.model).toBe('google/nano-banana-edit');
     expect(editCall.input.image_urls).toEqual(urls(2));
@@ -231,23 +243,23 @@ describe('the price guard reads the profile', () => {
     expect(repeated.providerInput).toEqual({ max_images: 2 });
   });
 
-  test('the upstream spelling of the priced tier is accepted, another tier is not', () => {
-    // Act
+  test('a tier key the profile translates may repeat the priced tier, and is sent in the upstream spelling', () => {
+    // Prepare
     const same = validateImageRequest(
-      imageBody('image-model-3', { width: 3000, providerInput: { quality: 'high' } }),
+      imageBody('image-model-3', { width: 3000, providerInput: { quality: '4K' } }),
       KIE_PROFILE,
     );
+
+    // Act
+    const call = buildImageProviderRequest(same, KIE_PROFILE);
     const details = rejectionOf(() =>
-      validateImageRequest(
-        imageBody('image-model-3', { width: 3000, providerInput: { quality: 'basic' } }),
-        KIE_PROFILE,
-      ),
+      validateImageRequest(imageBody('image-model-3', { width: 3000, providerInput: { quality: '2K' } }), KIE_PROFILE),
     );
 
     // Assert
-    expect(same.providerInput).toEqual({ quality: 'high' });
+    expect(call.input.quality).toBe('high');
     expect(details.fieldErrors['providerInput.quality']).toEqual([
-      'Billed by the service: the resolution is priced from providerInput.resolution or width/height; omit it or send exactly "4K" or "high"',
+      'Billed by the service: the resolution is priced from providerInput.resolution or width/height; omit it or send exactly "4K"',
     ]);
   });
 
@@ -261,26 +273,52 @@ describe('the price guard reads the profile', () => {
 });
 
 describe('providerProfileFromEnv', () => {
-  test('PROVIDER_PROFILE names a shipped profile; unset is the mock', () => {
-    // Act
-    const kie = providerProfileFromEnv({ PROVIDER_PROFILE: 'kie' });
-    const fallback = providerProfileFromEnv({});
+  const saved = { name: process.env.PROVIDER_PROFILE, json: process.env.PROVIDER_PROFILE_JSON };
 
-    // Assert
-    expect(kie.name).toBe('kie');
-    expect(fallback.name).toBe('mock');
+  afterEach(() => {
+    for (const [key, value] of [
+      ['PROVIDER_PROFILE', saved.name],
+      ['PROVIDER_PROFILE_JSON', saved.json],
+    ] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   });
 
-  test('PROVIDER_PROFILE_JSON wins and is validated', () => {
-    // Prepare
-    const broken = kieCopy();
-    (broken.models['video-d3'] as Record<string, unknown>).model = 'has spaces';
-
+  test('PROVIDER_PROFILE names a shipped profile; unset is the mock', () => {
     // Act
-    const act = () =>
-      providerProfileFromEnv({ PROVIDER_PROFILE: 'kie', PROVIDER_PROFILE_JSON: JSON.stringify(broken) });
+    process.env.PROVIDER_PROFILE = 'kie';
+    const kie = providerProfileFromEnv();
+    delete process.env.PROVIDER_PROFILE;
+    const fallback = providerProfileFromEnv();
 
     // Assert
-    expect(act).toThrow(/video-d3: model: must be the provider model name/);
+    expect(kie).toBe(KIE_PROFILE);
+    expect(fallback).toBe(MOCK_PROFILE);
+  });
+
+  test('an unknown name stops the function with a message saying what it takes', () => {
+    // Prepare
+    process.env.PROVIDER_PROFILE = 'acme';
+
+    // Act
+    const act = () => providerProfileFromEnv();
+
+    // Assert
+    expect(act).toThrow(/PROVIDER_PROFILE "acme" names no shipped profile \(mock, kie\)/);
+  });
+
+  test('PROVIDER_PROFILE_JSON wins over the name', () => {
+    // Prepare
+    const custom = { ...JSON.parse(JSON.stringify(KIE_PROFILE)), name: 'custom' };
+    process.env.PROVIDER_PROFILE = 'mock';
+    process.env.PROVIDER_PROFILE_JSON = JSON.stringify(custom);
+
+    // Act
+    const profile = providerProfileFromEnv();
+
+    // Assert
+    expect(profile.name).toBe('custom');
+    expect(profile.models['image-model-1']?.model).toBe('google/nano-banana');
   });
 });

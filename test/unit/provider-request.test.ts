@@ -1,7 +1,11 @@
 import { VIDEO_MODEL_IDS, videoModel } from '../../functions/core/catalog';
-import { buildImageProviderRequest, buildVideoProviderRequest } from '../../functions/core/provider-request';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { IMAGE_URL, imageBody, urls, videoBody } from './core-fixtures';
+import {
+  buildImageProviderRequest,
+  buildVideoProviderRequest,
+  validateImageRequest,
+  validateVideoRequest,
+} from './mock-profile-rules';
 
 describe('buildImageProviderRequest', () => {
   test('maps every request field to snake_case provider input', () => {

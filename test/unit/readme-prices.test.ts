@@ -8,8 +8,8 @@ import {
   VIDEO_MODELS,
 } from '../../functions/core/catalog';
 import { priceImage, priceVideo } from '../../functions/core/pricing';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { imageBody, videoBody } from './core-fixtures';
+import { validateImageRequest, validateVideoRequest } from './mock-profile-rules';
 
 const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
 

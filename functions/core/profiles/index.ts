@@ -6,7 +6,8 @@
 
 import { KIE_PROFILE } from './kie';
 import { MOCK_PROFILE } from './mock';
-import { ProfileError, type ProviderProfile, validateProfile } from './profile';
+import { ProfileError, type ProviderProfile } from './profile';
+import { validateProfile } from './validate';
 
 /** Profiles bundled with the functions. */
 export const SHIPPED_PROFILES: Readonly<Record<string, ProviderProfile>> = {
@@ -48,3 +49,4 @@ export function profileFromJson(text: string, origin: string): ProviderProfile {
 export { KIE_PROFILE } from './kie';
 export { MOCK_PROFILE } from './mock';
 export * from './profile';
+export * from './validate';

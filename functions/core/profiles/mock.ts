@@ -17,42 +17,43 @@ const COMMON = {
   guidanceScale: 'guidance_scale',
 } as const satisfies InputShape;
 
-function imageMapping(model: ImageModel): ModelMapping {
-  return {
-    model: `provider/${model.id}`,
-    // image-model-1 is a unified text/edit model upstream: with reference images it has its own name.
-    ...(model.id === 'image-model-1' ? { editModel: 'provider/image-model-1-edit' } : {}),
-    input: {
-      ...COMMON,
-      numInferenceSteps: 'num_inference_steps',
-      referenceImages: { key: 'image_urls', form: 'list' },
-      outputCount: { key: 'num_outputs', format: 'number' },
-      ...(model.pricing.kind === 'tiered' ? { resolution: { key: 'resolution' } } : {}),
-    },
-  };
-}
-
-function videoMapping(model: VideoModel): ModelMapping {
-  return {
-    model: `provider/${model.id}`,
-    input: {
-      ...COMMON,
-      fps: 'fps',
-      motionStrength: 'motion_strength',
-      cameraMotion: 'camera_motion',
-      referenceImages: { key: 'image_url', form: 'single' },
-      resolution: { key: 'resolution' },
-      duration: { key: 'duration', format: 'number' },
-    },
-  };
-}
-
-/** The mock provider's profile. */
+/**
+ * The mock provider's profile. The mappings are built inline, in calls marked pure and without spreads
+ * (which esbuild must keep): a bundle built for another profile then drops all of this.
+ */
 export const MOCK_PROFILE: ProviderProfile = {
   name: 'mock',
-  description: 'The local mock provider (local/mock-provider.ts): provider/<model id>, snake_case input keys.',
-  models: Object.fromEntries([
-    ...IMAGE_MODELS.map((m) => [m.id, imageMapping(m)] as const),
-    ...VIDEO_MODELS.map((m) => [m.id, videoMapping(m)] as const),
-  ]),
+  models: /* @__PURE__ */ Object.fromEntries(
+    /* @__PURE__ */ IMAGE_MODELS.map((model: ImageModel): [string, ModelMapping] => [
+      model.id,
+      {
+        model: `provider/${model.id}`,
+        // image-model-1 is a unified text/edit model upstream: with reference images it has its own name.
+        ...(model.id === 'image-model-1' ? { editModel: 'provider/image-model-1-edit' } : {}),
+        input: {
+          ...COMMON,
+          numInferenceSteps: 'num_inference_steps',
+          referenceImages: { key: 'image_urls', form: 'list' },
+          outputCount: { key: 'num_outputs', format: 'number' },
+          ...(model.pricing.kind === 'tiered' ? { resolution: { key: 'resolution' } } : {}),
+        },
+      },
+    ]).concat(
+      /* @__PURE__ */ VIDEO_MODELS.map((model: VideoModel): [string, ModelMapping] => [
+        model.id,
+        {
+          model: `provider/${model.id}`,
+          input: {
+            ...COMMON,
+            fps: 'fps',
+            motionStrength: 'motion_strength',
+            cameraMotion: 'camera_motion',
+            referenceImages: { key: 'image_url', form: 'single' },
+            resolution: { key: 'resolution' },
+            duration: { key: 'duration', format: 'number' },
+          },
+        },
+      ]),
+    ),
+  ),
 };
