@@ -322,3 +322,22 @@ describe('providerProfileFromEnv', () => {
     expect(profile.models['image-model-1']?.model).toBe('google/nano-banana');
   });
 });
+
+describe('the README', () => {
+  test('its example profile entries are valid mappings', () => {
+    // Prepare
+    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('**Writing a profile for another upstream.**'));
+    const example = JSON.parse(section.slice(section.indexOf('```json') + 7, section.indexOf('```\n'))) as {
+      models: Record<string, unknown>;
+    };
+    const profile = { ...kieCopy(), name: 'acme', models: { ...kieCopy().models, ...example.models } };
+
+    // Act
+    const problems = profileProblems(profile);
+
+    // Assert
+    expect(Object.keys(example.models)).toEqual(['image-model-1', 'video-a/v2-1-standard']);
+    expect(problems).toEqual([]);
+  });
+});
