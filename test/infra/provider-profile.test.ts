@@ -5,8 +5,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { KIE_PROFILE } from '../../functions/core/profiles';
+import { build } from 'esbuild';
+import { KIE_PROFILE, MOCK_PROFILE } from '../../functions/core/profiles';
 import { resolveProviderProfile } from '../../lib/config';
+import { BUNDLE_OPTIONS, providerProfileDefine } from '../../lib/generation-function';
 import { ROUTES } from '../../lib/routes';
 import { cleanUp, logicalIdOf, type SynthesizedService, synthesize } from './support';
 
@@ -97,4 +99,44 @@ describe('a valid profile reaches the provider functions', () => {
     expect(resolved.profile.name).toBe('my-upstream');
     expect(resolved.json).toBe(JSON.stringify(custom));
   });
+});
+
+describe('the bundles carry only the chosen profile', () => {
+  /** The submit-image bundle built with the construct's options and this profile define. */
+  async function submitBundle(define: Record<string, string>): Promise<string> {
+    const result = await build({
+      ...BUNDLE_OPTIONS,
+      mainFields: [...BUNDLE_OPTIONS.mainFields],
+      define: { ...BUNDLE_OPTIONS.define, ...define },
+      entryPoints: [path.join(__dirname, '../../functions/submit-image/handler.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      write: false,
+    });
+    return result.outputFiles[0]?.text ?? '';
+  }
+
+  test('kie drops the mock profile, mock drops kie, a JSON profile drops both and carries its own', async () => {
+    // Prepare
+    // The mock profile under other names: what it contains can only come from the JSON.
+    const custom = JSON.parse(JSON.stringify(MOCK_PROFILE).replaceAll('provider/', 'acme/'));
+    custom.name = 'acme';
+
+    // Act
+    const kie = await submitBundle(providerProfileDefine('kie'));
+    const mock = await submitBundle(providerProfileDefine('mock'));
+    const json = await submitBundle(providerProfileDefine('acme', JSON.stringify(custom)));
+
+    // Assert
+    // (Booleans, not toContain: a failure would print the whole bundle.)
+    const has = (bundle: string, text: string) => bundle.includes(text);
+    expect([has(kie, 'google/nano-banana-edit'), has(kie, 'provider/image-model-1-edit')]).toEqual([true, false]);
+    expect([has(mock, 'provider/image-model-1-edit'), has(mock, 'google/nano-banana-edit')]).toEqual([true, false]);
+    expect([
+      has(json, 'acme/image-model-1-edit'),
+      has(json, 'provider/image-model-1-edit'),
+      has(json, 'google/nano-banana-edit'),
+    ]).toEqual([true, false, false]);
+  }, 120_000);
 });
