@@ -150,6 +150,8 @@ export class GenerationServiceStack extends Stack {
   readonly mediaBucket: Bucket;
   /** The provider API key (created empty or referenced by name). */
   readonly providerSecret: ISecret;
+  /** Signs the provider callback URLs of tasks (generated; only the service's functions read it). */
+  readonly callbackSecret: Secret;
   /** The REST API. */
   readonly api: RestApi;
   /** One function per route, keyed by route name. */
@@ -179,6 +181,10 @@ export class GenerationServiceStack extends Stack {
     this.table = this.createTable(config, dataRemoval);
     this.mediaBucket = this.createMediaBucket(config, dataRemoval);
     this.providerSecret = this.createProviderSecret(config, dataRemoval);
+    this.callbackSecret = new Secret(this, 'ProviderCallbackSecret', {
+      description: 'Signs the provider callback URL of each task (HMAC-SHA256); generated, never shown',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    });
 
     const build = (definition: LambdaDefinition, options: { timeout?: Duration; inlineAuthorizer?: boolean }) =>
       this.createFunction(definition, config, options);
@@ -326,6 +332,8 @@ export class GenerationServiceStack extends Stack {
       fn.bindProvider(this.providerSecret, config.providerBaseUrl);
       fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
       fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
+      // Signing (submit, retries) and checking (the callback route) callback URLs need the secret.
+      fn.bindCallbackSecret(this.callbackSecret);
     }
     if (needs.media === 'write') {
       fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds));
@@ -647,6 +655,8 @@ export class GenerationServiceStack extends Stack {
     for (const route of ROUTES) {
       const fn = this.functionFor(route);
       fn.addEnvironment('PUBLIC_ORIGIN', origin);
+      // The provider calls back through the distribution's /api/* (tasks get a callBackUrl only with it).
+      if (route.needs.provider) fn.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
       if (route.needs.oidc) {
         fn.addEnvironment('OIDC_ISSUER', issuer);
         fn.addEnvironment('OIDC_CLIENT_ID', client.userPoolClientId);
@@ -654,6 +664,9 @@ export class GenerationServiceStack extends Stack {
         clientSecret.grantRead(fn);
       }
     }
+
+    // The sweeper resends tasks the provider never took: they get a callback URL too.
+    this.sweeperFunction.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
 
     new CfnOutput(this, 'DashboardUrl', { value: `${origin}/`, description: 'The dashboard and /api/* for browsers' });
     new CfnOutput(this, 'DashboardBucketName', {
@@ -828,6 +841,11 @@ export class GenerationServiceStack extends Stack {
         'A third-party provider API key: it can only be rotated at the provider, by the operator (put-secret-value), so there is no rotation Lambda to attach',
       );
     }
+    acknowledge(
+      this.callbackSecret,
+      'AwsSolutions-SMG4',
+      'Signs the callback URLs of pending tasks: rotating it would void the URL of every task in flight (those tasks then finish by polling); rotate by hand with put-secret-value when it must change',
+    );
     acknowledge(
       this.api,
       'AwsSolutions-APIG2',

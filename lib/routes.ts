@@ -101,6 +101,16 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/get-task/handler.ts',
     needs: lifecycleNeeds,
   },
+  {
+    // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
+    // It reads the task at the provider and completes it like a poll does, hence the lifecycle's needs.
+    name: 'provider-callback',
+    method: 'POST',
+    path: '/api/provider/callbacks/{taskId}',
+    entry: 'functions/provider-callback/handler.ts',
+    needs: lifecycleNeeds,
+    auth: 'none',
+  },
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
   {
     name: 'list-tasks',

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -138,6 +138,20 @@ async function settleAll<T extends readonly Promise<Started<unknown>>[]>(
   };
 }
 
+/**
+ * The secret that signs provider callback URLs (Secrets Manager holds it when deployed): made once and
+ * kept in the data directory (readable by its owner only), so callback URLs of tasks sent before a
+ * restart stay valid; a new one per start with `:memory:`.
+ */
+function localCallbackSecret(dataDir: string): string {
+  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+  const file = resolve(dataDir, 'provider-callback-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}
+
 /** Starts everything; on any failure, stops what already started. */
 export async function startLocalStack(
   settings: LocalSettings,
@@ -223,6 +237,9 @@ export async function startLocalStack(
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
       MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
       PUBLIC_ORIGIN: url,
+      // The mock provider calls back here when a task ends (the same route as deployed).
+      PROVIDER_CALLBACK_BASE_URL: apiUrl,
+      PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
       OIDC_ISSUER: oidc.issuer,
       OIDC_CLIENT_ID,
       OIDC_CLIENT_SECRET: oidcClientSecret,

@@ -98,6 +98,8 @@ export interface TaskRecord {
   providerTaskId?: string;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */
   lastCheckedAt?: number;
+  /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */
+  lastCallbackReadAt?: number;
   /** How many times the lifecycle has claimed this task (send retries and queries). */
   attempts: number;
   /** Media keys of the results, set when status is COMPLETED. */

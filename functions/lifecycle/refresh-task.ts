@@ -2,12 +2,12 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
-import { isRefreshDue, nextRefreshStep } from '../core/lifecycle';
+import { DEFAULT_CALLBACK_READ_INTERVAL_MS, isRefreshDue, nextRefreshStep } from '../core/lifecycle';
 import { paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import { MediaCopyError, mediaKey } from '../media/port';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
-import { claimRefresh } from '../store/tasks';
+import { claimCallbackRead, claimRefresh } from '../store/tasks';
 import { completeWithResults, failTask } from './finish-task';
 import { type Lifecycle, timedProviderCall } from './lifecycle';
 import { sendToProvider } from './send-to-provider';
@@ -38,6 +38,34 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
     case 'query':
       return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
   }
+}
+
+/** What a provider callback led to. */
+export interface CallbackOutcome {
+  /** Whether this callback won the claim and read the task at the provider. */
+  providerRead: boolean;
+  task: TaskRecord;
+}
+
+/**
+ * Acts on a provider callback for a pending task. The callback's body is never trusted: a callback
+ * only says "look now", and the task's state comes from the same provider read a poll makes, driving
+ * the same completion code. A conditional claim (`lastCallbackReadAt`) allows one read per task and
+ * interval, however many callbacks arrive; a task the provider does not have yet is left to the send
+ * path. Being early costs nothing: the task stays pending and a later callback or poll finishes it.
+ */
+export async function refreshFromCallback(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<CallbackOutcome> {
+  if (task.status !== TaskStatus.PENDING || task.providerTaskId === undefined) return { providerRead: false, task };
+  const claimed = await claimCallbackRead(lc.store, {
+    userId: task.userId,
+    taskId: task.taskId,
+    now: lc.now(),
+    intervalMs: lc.config.callbackReadIntervalMs ?? DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  });
+  if (!claimed?.providerTaskId) return { providerRead: false, task };
+  const taskLog = log.child({ taskId: task.taskId });
+  // Never `final`: ending a task that is too old is the poll's and the sweeper's decision.
+  return { providerRead: true, task: await queryProvider(lc, claimed, claimed.providerTaskId, false, taskLog) };
 }
 
 /**

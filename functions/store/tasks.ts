@@ -273,6 +273,30 @@ export async function claimRefresh(
   );
 }
 
+/**
+ * Claims the provider read a callback asks for: the task is pending, the provider has it, and no
+ * callback read was claimed within `intervalMs`. Undefined when the claim is lost (nothing to do).
+ */
+export async function claimCallbackRead(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date; intervalMs: number },
+): Promise<TaskRecord | undefined> {
+  const nowMs = input.now.getTime();
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { lastCallbackReadAt: nowMs } }),
+      and(
+        conditions.taskIsPending(),
+        conditions.providerTaskRecorded(),
+        conditions.callbackReadIntervalElapsed(nowMs - input.intervalMs),
+      ),
+    ),
+  );
+}
+
 /** Records the provider's id of a pending task, once; undefined when the task is not pending or has one. */
 export async function recordProviderTask(
   ctx: RetryingStoreContext,

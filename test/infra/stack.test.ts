@@ -239,7 +239,14 @@ describe('least privilege', () => {
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
       expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
-      expect(secret?.Resource).toEqual({ Ref: expect.stringMatching(/^ProviderSecret/) });
+      // The provider key and the callback-signing secret, nothing else.
+      expect(secret?.Resource).toHaveLength(2);
+      expect(secret?.Resource).toEqual(
+        expect.arrayContaining([
+          { Ref: expect.stringMatching(/^ProviderSecret/) },
+          { Ref: expect.stringMatching(/^ProviderCallbackSecret/) },
+        ]),
+      );
     }
   });
 
@@ -252,6 +259,7 @@ describe('least privilege', () => {
       'submit-image': ['USER#*'],
       'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
+      'provider-callback': ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),

@@ -414,6 +414,7 @@ export const TASK_INTERNALS = [
   'request',
   'providerTaskId',
   'lastCheckedAt',
+  'lastCallbackReadAt',
   'attempts',
   'resultKeys',
   'PK',
