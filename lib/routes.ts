@@ -230,3 +230,25 @@ export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as cons
 
 /** The only cache TTL the identity sources above allow. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
+
+/**
+ * Copies finished tasks' results into media storage, fed by the table's stream (deployed: an event
+ * source mapping; locally: local/stream-poller.ts). Reads and completes tasks (USER#*), writes results.
+ */
+export const MEDIA_WORKER: LambdaDefinition = {
+  name: 'media-worker',
+  entry: 'functions/media-worker/handler.ts',
+  // `provider`: it shares the lifecycle's wiring (which needs the provider settings to start) and
+  // fails tasks through the same code; it never calls the provider.
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: true, media: 'write' },
+};
+
+/**
+ * The stream records the media worker is invoked for (an event source mapping filter pattern): a task
+ * still pending with results ready to copy. The worker itself also checks that the record is the write
+ * that made them ready (`readyTaskOf`), so other writes to such a task cost no copy.
+ */
+export const MEDIA_WORKER_FILTER = {
+  eventName: ['MODIFY'],
+  dynamodb: { NewImage: { status: { N: ['0'] }, resultsReadyAt: { N: [{ exists: true }] } } },
+} as const;

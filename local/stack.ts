@@ -12,7 +12,7 @@ import { listApiKeys, putApiKey } from '../functions/store/api-keys';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
-import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
+import { AUTHORIZER, type LambdaDefinition, MEDIA_WORKER, MEDIA_WORKER_FILTER, ROUTES, SWEEPER } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -22,6 +22,7 @@ import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { createUsageLimiter, storePlanLookup } from './usage-plans';
+import { type StreamHandler, startStreamPoller } from './stream-poller';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';
@@ -250,6 +251,15 @@ export async function startLocalStack(
     resetLifecycleFromEnv();
     await ensureTable(storeFromEnv());
     const { routes, authorizer, sweeper } = handlers;
+    // The media worker on the table's stream, as the deployed event source mapping runs it.
+    const poller = await startStreamPoller({
+      endpoint: dynamodb.endpoint,
+      tableName: settings.tableName,
+      handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
+      filter: MEDIA_WORKER_FILTER,
+      log,
+    });
+    cleanups.push(() => poller.stop());
 
     const server: Server = createServer(
       createGateway({

@@ -3,7 +3,12 @@
  * container. Kept apart from the media wiring (`lifecycle-from-env.ts`) so that the submit functions,
  * which never store results, do not bundle the media code: it would put them over their bundle budget.
  */
-import { DEFAULT_CALLBACK_READ_INTERVAL_MS, DEFAULT_LIFECYCLE_CONFIG, type LifecycleConfig } from '../core/lifecycle';
+import {
+  DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  DEFAULT_COPY_STALE_MS,
+  DEFAULT_LIFECYCLE_CONFIG,
+  type LifecycleConfig,
+} from '../core/lifecycle';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
 import { providerApiKeyFromEnv } from '../provider/api-key-source';
 import { providerCallbacksFromEnv } from '../provider/callback-secret';
@@ -28,6 +33,7 @@ export function lifecycleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Li
     maxPendingMs: seconds(env.MAX_PENDING_SECONDS, DEFAULT_LIFECYCLE_CONFIG.maxPendingMs),
     maxSendAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : DEFAULT_LIFECYCLE_CONFIG.maxSendAttempts,
     callbackReadIntervalMs: seconds(env.PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, DEFAULT_CALLBACK_READ_INTERVAL_MS),
+    copyStaleMs: seconds(env.MEDIA_COPY_STALE_SECONDS, DEFAULT_COPY_STALE_MS),
   };
   if (env.RESULT_RETENTION_DAYS !== undefined && env.RESULT_RETENTION_DAYS !== '') {
     const days = Number(env.RESULT_RETENTION_DAYS);

@@ -98,6 +98,13 @@ export const conditions = {
     values: {},
   }),
 
+  /** The task's results have not been recorded as ready to copy yet. */
+  resultsNotYetReady: (): Expr => ({
+    expression: `attribute_not_exists(${attr('resultsToCopy')})`,
+    names: namesOf('resultsToCopy'),
+    values: {},
+  }),
+
   /** The provider task id has not been recorded yet. */
   providerTaskNotRecorded: (): Expr => ({
     expression: `attribute_not_exists(${attr('providerTaskId')})`,

@@ -297,6 +297,26 @@ export async function claimCallbackRead(
   );
 }
 
+/**
+ * Records that the provider finished a pending task and where its results are: the media worker copies
+ * them (it is triggered by this very write, through the table's stream). Once per task; undefined when
+ * the task is not pending or already has its results recorded.
+ */
+export async function recordResultsReady(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; urls: string[]; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { resultsToCopy: input.urls, resultsReadyAt: input.now.getTime() } }),
+      and(conditions.taskIsPending(), conditions.resultsNotYetReady()),
+    ),
+  );
+}
+
 /** Records the provider's id of a pending task, once; undefined when the task is not pending or has one. */
 export async function recordProviderTask(
   ctx: RetryingStoreContext,

@@ -6,7 +6,14 @@ import * as path from 'node:path';
 import { Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { TABLE } from '../../functions/store/table';
-import { AUTHORIZER, AUTHORIZER_IDENTITY_SOURCES, ROUTES, SWEEPER } from '../../lib/routes';
+import {
+  AUTHORIZER,
+  AUTHORIZER_IDENTITY_SOURCES,
+  MEDIA_WORKER,
+  MEDIA_WORKER_FILTER,
+  ROUTES,
+  SWEEPER,
+} from '../../lib/routes';
 import {
   actionsOf,
   cleanUp,
@@ -40,7 +47,9 @@ function functionId(name: string): string {
       ? service.stack.authorizerFunction
       : name === SWEEPER.name
         ? service.stack.sweeperFunction
-        : service.stack.routeFunctions.get(name);
+        : name === MEDIA_WORKER.name
+          ? service.stack.mediaWorkerFunction
+          : service.stack.routeFunctions.get(name);
   if (!fn) throw new Error(`no function ${name}`);
   return logicalIdOf(service, fn);
 }
@@ -146,7 +155,7 @@ describe('functions', () => {
       .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
 
     // Assert
-    expect(assetDirs).toHaveLength(ROUTES.length + 2);
+    expect(assetDirs).toHaveLength(ROUTES.length + 3); // and the authorizer, the sweeper, the media worker
     let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
@@ -256,6 +265,7 @@ describe('least privilege', () => {
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
       [SWEEPER.name]: ['USER#*', 'PENDING#*'],
+      [MEDIA_WORKER.name]: ['USER#*'],
       'submit-image': ['USER#*'],
       'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
@@ -269,7 +279,7 @@ describe('least privilege', () => {
       'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 2 - 2); // sign-in and the OpenAPI document touch no table
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 3 - 2); // sign-in and the OpenAPI document touch no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       const table = statementsOf(name).filter((statement) =>
@@ -717,5 +727,29 @@ describe('operations', () => {
     expect(report.violations.map((violation) => violation.ruleName)).toEqual([]);
     expect(acknowledged.length).toBeGreaterThan(0);
     for (const reason of acknowledged) expect(reason.length).toBeGreaterThan(40);
+  });
+});
+
+describe('the media worker', () => {
+  test('reads the table stream through a filtered mapping with bisect, partial batch failures and a DLQ', () => {
+    // Act
+    const mappings = service.template.findResources('AWS::Lambda::EventSourceMapping');
+    const [mapping] = Object.values(mappings);
+
+    // Assert
+    expect(Object.keys(mappings)).toHaveLength(1);
+    expect(mapping?.Properties).toMatchObject({
+      FunctionName: { Ref: functionId(MEDIA_WORKER.name) },
+      EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },
+      BisectBatchOnFunctionError: true,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify(MEDIA_WORKER_FILTER) }] },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringMatching(/^MediaWorkerDlq/), 'Arn'] } },
+      },
+    });
+    service.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    });
   });
 });
