@@ -18,6 +18,9 @@ import {
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from './dynamodb-local';
 
+/** Batches handed to the worker at once (the deployed mapping runs up to 10 per shard). */
+const MAX_BATCHES_IN_FLIGHT = 8;
+
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined>;
 
 export interface StreamPollerOptions {
@@ -71,15 +74,18 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const maxRetries = options.maxRetries ?? 3;
   const log = options.log ?? (() => undefined);
   const iterators = new Map<string, string | null>();
+  const inFlight = new Set<Promise<void>>();
   let stopped = false;
-  let wake: (() => void) | undefined;
+  const sleepers = new Set<() => void>();
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
+      const done = () => {
         clearTimeout(timer);
+        sleepers.delete(done);
         resolve();
       };
+      const timer = setTimeout(done, ms);
+      sleepers.add(done);
     });
 
   async function discoverShards(): Promise<void> {
@@ -129,7 +135,13 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
           iterators.set(id, page.NextShardIterator ?? null);
           const records = page.Records ?? [];
           got += records.length;
-          if (records.length > 0) await deliver(records);
+          if (records.length > 0) {
+            // Batches are handled side by side (tasks are independent), as the mapping's
+            // parallelization does: a slow copy never holds up the records behind it.
+            const job = deliver(records).finally(() => inFlight.delete(job));
+            inFlight.add(job);
+            if (inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+          }
         }
         if (got === 0) await sleep(idleMs);
       } catch (error) {
@@ -145,8 +157,9 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   return {
     async stop() {
       stopped = true;
-      wake?.();
+      for (const wake of [...sleepers]) wake();
       await loop;
+      await Promise.all(inFlight);
       streams.destroy();
     },
   };

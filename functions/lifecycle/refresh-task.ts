@@ -7,7 +7,7 @@ import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskSt
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
 import { claimCallbackRead, claimRefresh, getTask, recordResultsReady } from '../store/tasks';
-import { completeWithResults, failTask } from './finish-task';
+import { failTask } from './finish-task';
 import { type Lifecycle, timedProviderCall } from './lifecycle';
 import { sendToProvider } from './send-to-provider';
 
