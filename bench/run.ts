@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleSizes } from './bundles';
+import { eventTimes } from './events';
 import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
 import { loadTimes } from './load-time';
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   'one-account': oneAccount,
   cli: cliTimes,
   start: startTimes,
+  events: eventTimes,
 };
 
 async function main(): Promise<void> {

@@ -857,6 +857,11 @@ export class GenerationServiceStack extends Stack {
     const resultsFinding = `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_RESULTS_PREFIX}*]`;
     const secretFinding = `AwsSolutions-IAM5[Resource::${this.secretArnPattern()}]`;
     acknowledge(
+      this.mediaWorkerFunction.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
+    );
+    acknowledge(
       this.mediaWorkerDlq,
       'AwsSolutions-SQS3',
       'This queue is itself the dead-letter queue of the media worker; nothing consumes it automatically',

@@ -62,7 +62,7 @@ test("functions run on the host's architecture, so LocalStack needs no emulation
     .map((fn) => fn.Properties.Architectures ?? ['x86_64']);
 
   // Assert
-  expect(architectures).toHaveLength(ROUTES.length + 2);
+  expect(architectures).toHaveLength(ROUTES.length + 3); // and the authorizer, the sweeper, the media worker
   for (const architecture of architectures) {
     expect(architecture).toEqual([process.arch === 'arm64' ? 'arm64' : 'x86_64']);
   }

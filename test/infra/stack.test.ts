@@ -282,8 +282,15 @@ describe('least privilege', () => {
     expect(Object.keys(expected)).toHaveLength(ROUTES.length + 3 - 2); // sign-in and the OpenAPI document touch no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
+      // (the stream actions of the media worker are on the stream, which has no items: not counted)
+      const streamActions = [
+        'dynamodb:ListStreams',
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+      ];
       const table = statementsOf(name).filter((statement) =>
-        actionsOf([statement]).some((action) => action.startsWith('dynamodb:')),
+        actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
       );
 
       // Assert
