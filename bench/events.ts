@@ -80,7 +80,7 @@ export async function eventTimes(): Promise<void> {
     }
     rows.push([label, count, ms(percentile(samples, 50)), ms(percentile(samples, 99)), ms(Math.max(...samples))]);
   }
-  table(['Completion path', 'Tasks', 'p50', 'p99', 'max'], rows, ['l', 'r', 'r', 'r', 'r']);
+  table(['Completion path', 'Tasks', 'p50 ms', 'p99 ms', 'max ms'], rows, ['l', 'r', 'r', 'r', 'r']);
   out();
   out(
     'Callbacks: the provider calls back when it finishes, the callback route reads the task at the provider and records its results ready, and the media worker (on the table stream) copies them and sets status 1. Dropped: the sweeper (every 10 s locally, every minute in AWS) or a poll after the 30 s interval finds it.',

@@ -14,6 +14,7 @@ import { oneAccount } from './one-account';
 import { cliTimes, startTimes } from './operator';
 import { requestCounts } from './request-counts';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
+import { workerMemory } from './worker-memory';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
   bundles: bundleSizes,
@@ -25,6 +26,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   cli: cliTimes,
   start: startTimes,
   events: eventTimes,
+  'worker-memory': workerMemory,
 };
 
 async function main(): Promise<void> {
