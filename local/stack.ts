@@ -21,8 +21,8 @@ import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
-import { createUsageLimiter, storePlanLookup } from './usage-plans';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
+import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';

@@ -6,9 +6,9 @@
  * alone, and after the retries goes to the dead-letter queue. The local stack feeds it the same stream
  * (local/stream-poller.ts).
  */
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { copyResults } from '../lifecycle/copy-results';
-import { logger } from '../observability/logger';
+import { logger, withInvocation } from '../observability/logger';
 import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 
 /** The task a record announces as ready to copy, or undefined when the record is anything else. */
@@ -22,7 +22,10 @@ export function readyTaskOf(record: DynamoDBRecord): { userId: string; taskId: s
   return userId && taskId ? { userId, taskId } : undefined;
 }
 
-export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+async function copyBatch(
+  event: DynamoDBStreamEvent,
+  _context?: Pick<Context, 'awsRequestId'>,
+): Promise<DynamoDBBatchResponse> {
   const log = logger.child({ function: 'media-worker' });
   const lc = workerLifecycleFromEnv();
   const failures: DynamoDBBatchResponse['batchItemFailures'] = [];
@@ -41,4 +44,10 @@ export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     }),
   );
   return { batchItemFailures: failures };
-};
+}
+
+/** The Lambda entry; the local stream poller and the tests call it without a context. */
+export const handler: (
+  event: DynamoDBStreamEvent,
+  context?: Pick<Context, 'awsRequestId'>,
+) => Promise<DynamoDBBatchResponse> = withInvocation(copyBatch, (_event, context) => context?.awsRequestId);
