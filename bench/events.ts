@@ -82,8 +82,87 @@ export async function eventTimes(): Promise<void> {
   }
   table(['Completion path', 'Tasks', 'p50 ms', 'p99 ms', 'max ms'], rows, ['l', 'r', 'r', 'r', 'r']);
   out();
+  await getWhileCopying(stack.baseUrl, apiKey);
+  out();
   out(
     'Callbacks: the provider calls back when it finishes, the callback route reads the task at the provider and records its results ready, and the media worker (on the table stream) copies them and sets status 1. Dropped: the sweeper (every 10 s locally, every minute in AWS) or a poll after the 30 s interval finds it.',
+  );
+  out();
+}
+
+const LARGE_BYTES = 200 * 1024 * 1024;
+const LARGE_COPIES = 4;
+const GET_WINDOW_MS = 5_000;
+const GET_LOOPS = 4;
+
+/** GETs of one completed task from GET_LOOPS loops for GET_WINDOW_MS; latencies in ms. */
+async function getLatencies(baseUrl: string, apiKey: string, taskId: string): Promise<number[]> {
+  const headers = { Authorization: `Bearer ${apiKey}` };
+  const samples: number[] = [];
+  const deadline = performance.now() + GET_WINDOW_MS;
+  await Promise.all(
+    Array.from({ length: GET_LOOPS }, async () => {
+      while (performance.now() < deadline) {
+        const started = performance.now();
+        const answer = await fetch(`${baseUrl}/api/ai/tasks/${taskId}`, { headers });
+        await answer.arrayBuffer();
+        if (answer.status !== 200) throw new Error(`GET answered ${answer.status}`);
+        samples.push(performance.now() - started);
+      }
+    }),
+  );
+  return samples;
+}
+
+/** GET latency of a completed task, idle and while the media worker copies large videos. */
+async function getWhileCopying(baseUrl: string, apiKey: string): Promise<void> {
+  const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+  const submit = async (path: string, body: Record<string, unknown>) => {
+    const answer = await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    return ((await answer.json()) as { taskId: string }).taskId;
+  };
+  const statusOf = async (taskId: string) => {
+    const answer = await fetch(`${baseUrl}/api/ai/tasks/${taskId}`, { headers });
+    return ((await answer.json()) as { status: number }).status;
+  };
+  const done = await submit('/api/ai/image/generate', {
+    model: 'image-model-1',
+    prompt: 'bench get',
+    providerInput: { mockDelayMs: 0 },
+  });
+  for (let wait = 0; wait < 100 && (await statusOf(done)) === 0; wait++) await sleep(100);
+
+  note(`GET of a completed task, ${GET_LOOPS} loops x ${GET_WINDOW_MS / 1000} s, idle`);
+  const idle = await getLatencies(baseUrl, apiKey, done);
+  note(`the same while the media worker copies ${LARGE_COPIES} videos of ${LARGE_BYTES / 1024 / 1024} MiB`);
+  const large = await Promise.all(
+    Array.from({ length: LARGE_COPIES }, () =>
+      submit('/api/ai/video/generate', {
+        model: 'video-b-2-text-to-video',
+        prompt: 'bench large copy',
+        inputMode: 'text_to_video',
+        providerInput: { mockDelayMs: 0, mockResultBytes: LARGE_BYTES },
+      }),
+    ),
+  );
+  await sleep(300); // the callbacks come in and the copies start
+  const busy = await getLatencies(baseUrl, apiKey, done);
+  const stillCopying = (await Promise.all(large.map(statusOf))).filter((status) => status === 0).length;
+  for (let wait = 0; wait < 600 && (await Promise.all(large.map(statusOf))).some((s) => s === 0); wait++) {
+    await sleep(500);
+  }
+  table(
+    ['GET of a completed task', 'Requests', 'p50 ms', 'p99 ms'],
+    [
+      ['idle', idle.length, ms(percentile(idle, 50)), ms(percentile(idle, 99))],
+      [
+        `while copying (${stillCopying} of ${LARGE_COPIES} still copying at the end)`,
+        busy.length,
+        ms(percentile(busy, 50)),
+        ms(percentile(busy, 99)),
+      ],
+    ],
+    ['l', 'r', 'r', 'r'],
   );
   out();
 }

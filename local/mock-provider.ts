@@ -12,6 +12,8 @@
  *   URL answers 302 to `mockRedirectTo`, default the cloud metadata address) | `svg_result` (an SVG
  *   served as `image/svg+xml`) | `disguised_result` (the same SVG served as `image/png`).
  * - `mockExtraResults`: this many result URLs beyond what was asked for (a provider that over-delivers).
+ * - `mockResultBytes`: a video result of this many bytes (up to 1 GiB; an MP4 header, then zeros),
+ *   streamed, instead of the small sample: large copies for the benchmarks.
  * - `mockDelayMs`: time from creation to the outcome (default 1500); the task reports `waiting` for the
  *   first third of it, then `generating`.
  * - `mockKind`: `image` | `video`, to force the kind of result; otherwise a model name containing
@@ -126,6 +128,8 @@ interface MockTask {
   failMsg: string;
   redirectTo: string;
   extra: number;
+  /** Size of a generated video result (`mockResultBytes`), instead of the sample file. */
+  resultBytes?: number;
 }
 
 /** How the mock calls a task's `callBackUrl` (see the controls above). */
@@ -159,6 +163,7 @@ const FAULTS: readonly MockFault[] = [
   'missing_fields',
 ];
 const DEFAULT_DELAY_MS = 1500;
+const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 const IMAGE_SIZE = 64;
 
 /** Starts the mock provider and resolves once it is listening. */
@@ -336,6 +341,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         typeof input.mockExtraResults === 'number' && Number.isInteger(input.mockExtraResults)
           ? Math.min(Math.max(input.mockExtraResults, 0), 20)
           : 0,
+      ...(typeof input.mockResultBytes === 'number' &&
+      Number.isInteger(input.mockResultBytes) &&
+      input.mockResultBytes >= 16 &&
+      input.mockResultBytes <= MAX_RESULT_BYTES
+        ? { resultBytes: input.mockResultBytes }
+        : {}),
     };
     tasks.set(task.taskId, task);
     if (typeof body.callBackUrl === 'string') {
@@ -460,7 +471,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       videoIndex !== undefined &&
       Number(videoIndex) <= task.extra
     ) {
-      sendBytes(res, 'video/mp4', video);
+      if (task.resultBytes !== undefined) streamVideo(res, task.resultBytes);
+      else sendBytes(res, 'video/mp4', video);
       return;
     }
     const index = /^(\d+)\.png$/.exec(name)?.[1];
@@ -669,6 +681,27 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+/** A generated MP4 of `size` bytes (an `ftyp` box, then zeros), written as the client takes it. */
+function streamVideo(res: ServerResponse, size: number): void {
+  res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(size) });
+  const chunk = Buffer.alloc(1024 * 1024);
+  const head = Buffer.alloc(chunk.length);
+  head.write('\u0000\u0000\u0000\u0018ftypisom', 0, 'latin1');
+  let sent = 0;
+  const pump = () => {
+    while (sent < size) {
+      const next = (sent === 0 ? head : chunk).subarray(0, Math.min(chunk.length, size - sent));
+      sent += next.length;
+      if (!res.write(next)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
 }
 
 function sendBytes(res: ServerResponse, contentType: string, bytes: Buffer): void {

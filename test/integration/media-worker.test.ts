@@ -4,7 +4,7 @@
  * completes the task. Exactly once under redelivery: the same stream record handled twice (at once,
  * or by the worker and the sweeper) completes or refunds a task once.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -23,6 +23,7 @@ import { logger } from '../../functions/observability/logger';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
+import { handler as submitVideo } from '../../functions/submit-video/handler';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { matchesFilter } from '../../local/stream-poller';
@@ -36,6 +37,7 @@ import {
   startServiceHarness,
   submitEvent,
   type TestUser,
+  videoRequest,
 } from '../support/service-harness';
 
 jest.setTimeout(30_000);
@@ -232,5 +234,23 @@ describe('the media worker', () => {
     expect(afterEarly?.status).toBe(0);
     expect((await getTask(h.store, user.userId, taskId))?.status).toBe(1);
     expect(await filesOf(user, taskId)).toEqual(['0.png']);
+  });
+
+  test('a large video result is streamed into storage by the worker, byte for byte', async () => {
+    // Prepare: a 6 MiB video from the mock (several chunks, more than one read of the source)
+    const user = await h.createUser(100);
+    const size = 6 * 1024 * 1024;
+    const answer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockResultBytes: size })));
+    const taskId = String(answer.body.taskId);
+    const later = () => new Date(Date.now() + INTERVAL_MS + 100);
+    await h.withClock(later, () => invoke(getTaskHandler, getTaskEvent(user, taskId)));
+
+    // Act
+    await mediaWorker({ Records: [await readyRecordOf(taskId)] });
+
+    // Assert
+    const stored = await getTask(h.store, user.userId, taskId);
+    expect(stored).toMatchObject({ status: 1, resultKeys: [expect.stringMatching(/\.mp4$/)] });
+    expect((await stat(join(h.mediaDir, stored?.resultKeys?.[0] ?? 'missing'))).size).toBe(size);
   });
 });
