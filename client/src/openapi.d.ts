@@ -64,7 +64,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** POST /api/provider/callbacks/{taskId} */
+        /**
+         * The upstream provider's task-ended callback (not for API clients)
+         * @description Called by the provider at the `callBackUrl` the service gave it. The signature in the URL is the credential; the body is ignored, and the task is read from the provider.
+         */
         post: operations["providerCallback"];
         delete?: never;
         options?: never;
@@ -839,24 +842,33 @@ export interface operations {
     };
     providerCallback: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description The task's owner. */
+                u: string;
+                /** @description The URL signature. */
+                sig: string;
+            };
             header?: never;
-            path?: never;
+            path: {
+                taskId: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
+            /** @description Heard. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        received?: boolean;
+                    };
                 };
             };
-            /** @description An error: `{ error, ... }`. */
-            default: {
+            /** @description Unknown task or a wrong signature. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
