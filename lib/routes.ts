@@ -238,9 +238,8 @@ export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
 export const MEDIA_WORKER: LambdaDefinition = {
   name: 'media-worker',
   entry: 'functions/media-worker/handler.ts',
-  // `provider`: it shares the lifecycle's wiring (which needs the provider settings to start) and
-  // fails tasks through the same code; it never calls the provider.
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: true, media: 'write' },
+  // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
 };
 
 /**

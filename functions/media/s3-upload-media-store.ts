@@ -75,9 +75,10 @@ export function createS3UploadMediaStore(options: S3UploadMediaStoreOptions): Me
           client: s3(),
           partSize: Math.max(options.partSize ?? MIN_PART_SIZE, MIN_PART_SIZE),
           queueSize: options.queueSize ?? 2,
-          // A failed multipart upload is aborted, so no parts are left behind (the bucket's rule
-          // would remove them after a day anyway).
-          leavePartsOnError: false,
+          // The parts of a failed upload are left to the bucket's rule, which removes incomplete
+          // multipart uploads after a day: the functions may only put and get objects (no
+          // AbortMultipartUpload), and a denied abort would hide the copy's real error.
+          leavePartsOnError: true,
           params: {
             Bucket: options.bucket,
             Key: key,

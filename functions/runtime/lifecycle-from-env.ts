@@ -37,7 +37,8 @@ export function mediaUrlTtlSecondsFromEnv(env: NodeJS.ProcessEnv = process.env):
  */
 const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
 
-function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
+/** The media store this environment names (S3 deployed, the filesystem locally). */
+export function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
   const timeoutMs = Number(env.MEDIA_COPY_TIMEOUT_MS) || DEFAULT_MEDIA_COPY_TIMEOUT_MS;
   const sourcePolicy = sourcePolicyFromEnv(env);
   if (env.MEDIA_BUCKET) {

@@ -759,4 +759,15 @@ describe('the media worker', () => {
       StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
     });
   });
+
+  test('has no access to the provider: no secret, no provider settings', () => {
+    // Act
+    const actions = actionsOf(statementsOf(MEDIA_WORKER.name));
+    const env = environmentOf(MEDIA_WORKER.name);
+
+    // Assert
+    expect(actions.filter((action) => action.startsWith('secretsmanager:'))).toEqual([]);
+    expect(Object.keys(env).filter((name) => name.startsWith('PROVIDER_'))).toEqual([]);
+    expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 'dynamodb:UpdateItem', 'dynamodb:GetRecords']));
+  });
 });
