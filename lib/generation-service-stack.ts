@@ -806,6 +806,18 @@ export class GenerationServiceStack extends Stack {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
+      new Alarm(this, 'MediaWorkerDlqAlarm', {
+        alarmDescription:
+          'The media worker gave up on a stream record (it is in MediaWorkerDlq): the sweeper copies such a task after 5 minutes; look at the worker logs',
+        metric: this.mediaWorkerDlq.metricApproximateNumberOfMessagesVisible({
+          period: fiveMinutes,
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
       new Alarm(this, 'ProviderErrorsAlarm', {
         alarmDescription: `At least ${config.providerErrorAlarmThreshold} provider calls failed within 5 minutes`,
         metric: custom(MetricName.ProviderErrors, fiveMinutes),

@@ -760,6 +760,24 @@ describe('the media worker', () => {
     });
   });
 
+  test('an alarm fires when a record lands in the dead-letter queue', () => {
+    // Act
+    const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties,
+    );
+    const dlq = alarms.filter((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible');
+
+    // Assert
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]).toMatchObject({
+      Namespace: 'AWS/SQS',
+      Threshold: 1,
+      Dimensions: [
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [expect.stringMatching(/^MediaWorkerDlq/), 'QueueName'] } },
+      ],
+    });
+  });
+
   test('has no access to the provider: no secret, no provider settings', () => {
     // Act
     const actions = actionsOf(statementsOf(MEDIA_WORKER.name));
