@@ -253,7 +253,8 @@ export async function startLocalStack(
     const { routes, authorizer, sweeper } = handlers;
     // The media worker on the table's stream, as the deployed event source mapping runs it.
     const poller = await startStreamPoller({
-      endpoint: dynamodb.endpoint,
+      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+      endpoint: started.endpoint,
       tableName: settings.tableName,
       handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
       filter: MEDIA_WORKER_FILTER,

@@ -8,7 +8,12 @@ import { createS3UploadMediaStore } from '../media/s3-upload-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
 import type { GenerationProvider } from '../provider/port';
 import { storeFromEnv } from '../store/from-env';
-import { lifecycleConfigFromEnv, lifecycleFromEnv, mediaFromEnv, mediaUrlTtlSecondsFromEnv } from './lifecycle-from-env';
+import {
+  lifecycleConfigFromEnv,
+  lifecycleFromEnv,
+  mediaFromEnv,
+  mediaUrlTtlSecondsFromEnv,
+} from './lifecycle-from-env';
 
 /**
  * The media worker never talks to the provider, so it is deployed without its URL or key (least
