@@ -245,4 +245,19 @@ describe('provider callbacks', () => {
     expect(answer.status).toBe(200);
     expect(h.provider.stats.getTaskCalls(task.providerTaskId ?? '')).toBe(reads);
   });
+
+  test('a callback delayed past the end (mockCallbackDelayMs) has not come while the task waits', async () => {
+    // Prepare: the mock finishes at once but calls back only a minute later
+    const user = await h.createUser(100);
+    const task = await submit(user, { mockDelayMs: 0, mockCallbackDelayMs: 60_000 });
+
+    // Act
+    await sleep(500);
+    const stored = await getTask(h.store, user.userId, task.taskId);
+
+    // Assert: no callback yet, so (with polling an hour apart) nothing moved the task
+    expect(h.provider.stats.callbacks.filter((sent) => sent.providerTaskId === task.providerTaskId)).toEqual([]);
+    expect(stored?.status).toBe(0);
+    expect(h.provider.stats.getTaskCalls(task.providerTaskId ?? '')).toBe(0);
+  });
 });
