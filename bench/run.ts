@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleSizes } from './bundles';
+import { eventTimes } from './events';
 import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
 import { loadTimes } from './load-time';
@@ -13,6 +14,7 @@ import { oneAccount } from './one-account';
 import { cliTimes, startTimes } from './operator';
 import { requestCounts } from './request-counts';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
+import { workerMemory } from './worker-memory';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
   bundles: bundleSizes,
@@ -23,6 +25,8 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   'one-account': oneAccount,
   cli: cliTimes,
   start: startTimes,
+  events: eventTimes,
+  'worker-memory': workerMemory,
 };
 
 async function main(): Promise<void> {

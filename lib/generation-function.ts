@@ -235,6 +235,19 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
+   * Grants `secretsmanager:GetSecretValue` (nothing else) on the secret that signs provider callback
+   * URLs and sets `PROVIDER_CALLBACK_SECRET_ARN`.
+   */
+  bindCallbackSecret(secret: ISecret): this {
+    this.addToRolePolicy(
+      new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
+    );
+    secret.encryptionKey?.grantDecrypt(this);
+    this.addEnvironment('PROVIDER_CALLBACK_SECRET_ARN', secret.secretArn);
+    return this;
+  }
+
+  /**
    * Grants writing and reading result files under `results/` of the media bucket (nothing else in
    * it, no listing, no deletes) and sets `MEDIA_BUCKET`, plus `MEDIA_URL_TTL_SECONDS` when given.
    */

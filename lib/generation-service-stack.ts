@@ -57,16 +57,25 @@ import {
   UserPool,
   type UserPoolClient,
 } from 'aws-cdk-lib/aws-cognito';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, type CfnBucket, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
 import { ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER } from '../functions/auth/viewer-address';
@@ -86,6 +95,8 @@ import {
   AUTHORIZER_CACHE_TTL_SECONDS,
   AUTHORIZER_IDENTITY_SOURCES,
   type LambdaDefinition,
+  MEDIA_WORKER,
+  MEDIA_WORKER_FILTER,
   ROUTES,
   SWEEPER,
   withInlineKeyReads,
@@ -150,6 +161,8 @@ export class GenerationServiceStack extends Stack {
   readonly mediaBucket: Bucket;
   /** The provider API key (created empty or referenced by name). */
   readonly providerSecret: ISecret;
+  /** Signs the provider callback URLs of tasks (generated; only the service's functions read it). */
+  readonly callbackSecret: Secret;
   /** The REST API. */
   readonly api: RestApi;
   /** One function per route, keyed by route name. */
@@ -158,6 +171,10 @@ export class GenerationServiceStack extends Stack {
   readonly authorizerFunction: GenerationFunction;
   /** The scheduled sweeper. */
   readonly sweeperFunction: GenerationFunction;
+  /** Copies finished tasks' results into the bucket, fed by the table's stream. */
+  readonly mediaWorkerFunction: GenerationFunction;
+  /** Stream records the media worker gave up on (the sweeper still copies those tasks). */
+  readonly mediaWorkerDlq: Queue;
   /** The identity provider of the dashboard's sign-in (absent in LocalStack mode). */
   readonly userPool?: UserPool;
   /** The service as the user pool's confidential OpenID client. */
@@ -179,6 +196,10 @@ export class GenerationServiceStack extends Stack {
     this.table = this.createTable(config, dataRemoval);
     this.mediaBucket = this.createMediaBucket(config, dataRemoval);
     this.providerSecret = this.createProviderSecret(config, dataRemoval);
+    this.callbackSecret = new Secret(this, 'ProviderCallbackSecret', {
+      description: 'Signs the provider callback URL of each task (HMAC-SHA256); generated, never shown',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    });
 
     const build = (definition: LambdaDefinition, options: { timeout?: Duration; inlineAuthorizer?: boolean }) =>
       this.createFunction(definition, config, options);
@@ -186,6 +207,9 @@ export class GenerationServiceStack extends Stack {
     // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
     // longer than its one-minute period when a large video is being copied.
     this.sweeperFunction = build(SWEEPER, { timeout: Duration.minutes(2) });
+    // A 1 GB video streams through in minutes; the copy's own deadline (MEDIA_COPY_TIMEOUT_MS) is shorter.
+    this.mediaWorkerFunction = build(MEDIA_WORKER, { timeout: Duration.minutes(15) });
+    this.mediaWorkerDlq = this.connectMediaWorker();
     this.routeFunctions = new Map(
       ROUTES.map((route) => [route.name, build(route, { inlineAuthorizer: config.localstack })] as const),
     );
@@ -234,6 +258,8 @@ export class GenerationServiceStack extends Stack {
       encryption: TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       timeToLiveAttribute: TABLE.ttlAttribute,
+      // The media worker's feed: both images, so it can tell the write that made results ready.
+      stream: StreamViewType.NEW_AND_OLD_IMAGES,
       deletionProtection: config.retainData,
       removalPolicy,
     });
@@ -289,6 +315,34 @@ export class GenerationServiceStack extends Stack {
     });
   }
 
+  /**
+   * The event source mapping of the media worker: only the stream records the filter keeps (tasks whose
+   * results just became ready) invoke it; a batch that throws is split in two until the bad record is
+   * alone (bisect), records the worker reports are retried alone, and after the retries they go to the
+   * dead-letter queue (the sweeper copies a task whose copy waited too long anyway).
+   */
+  private connectMediaWorker(): Queue {
+    const dlq = new Queue(this, 'MediaWorkerDlq', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.mediaWorkerFunction.addEventSource(
+      new DynamoEventSource(this.table, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize: 10,
+        bisectBatchOnError: true,
+        reportBatchItemFailures: true,
+        retryAttempts: 5,
+        maxRecordAge: Duration.hours(1),
+        parallelizationFactor: 10,
+        onFailure: new SqsDlq(dlq),
+        filters: [FilterCriteria.filter(MEDIA_WORKER_FILTER as unknown as Record<string, unknown>)],
+      }),
+    );
+    return dlq;
+  }
+
   private createProviderSecret(config: ServiceConfig, removalPolicy: RemovalPolicy): ISecret {
     if (config.providerSecretName !== '') {
       return Secret.fromSecretNameV2(this, 'ProviderSecret', config.providerSecretName);
@@ -328,6 +382,8 @@ export class GenerationServiceStack extends Stack {
       fn.addEnvironment('PROVIDER_PROFILE', resolveProviderProfile(config.providerProfile).profile.name);
       fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
       fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
+      // Signing (submit, retries) and checking (the callback route) callback URLs need the secret.
+      fn.bindCallbackSecret(this.callbackSecret);
     }
     if (needs.media === 'write') {
       fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds));
@@ -649,6 +705,8 @@ export class GenerationServiceStack extends Stack {
     for (const route of ROUTES) {
       const fn = this.functionFor(route);
       fn.addEnvironment('PUBLIC_ORIGIN', origin);
+      // The provider calls back through the distribution's /api/* (tasks get a callBackUrl only with it).
+      if (route.needs.provider) fn.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
       if (route.needs.oidc) {
         fn.addEnvironment('OIDC_ISSUER', issuer);
         fn.addEnvironment('OIDC_CLIENT_ID', client.userPoolClientId);
@@ -656,6 +714,9 @@ export class GenerationServiceStack extends Stack {
         clientSecret.grantRead(fn);
       }
     }
+
+    // The sweeper resends tasks the provider never took: they get a callback URL too.
+    this.sweeperFunction.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
 
     new CfnOutput(this, 'DashboardUrl', { value: `${origin}/`, description: 'The dashboard and /api/* for browsers' });
     new CfnOutput(this, 'DashboardBucketName', {
@@ -747,6 +808,18 @@ export class GenerationServiceStack extends Stack {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
+      new Alarm(this, 'MediaWorkerDlqAlarm', {
+        alarmDescription:
+          'The media worker gave up on a stream record (it is in MediaWorkerDlq): the sweeper copies such a task after 5 minutes; look at the worker logs',
+        metric: this.mediaWorkerDlq.metricApproximateNumberOfMessagesVisible({
+          period: fiveMinutes,
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
       new Alarm(this, 'ProviderErrorsAlarm', {
         alarmDescription: `At least ${config.providerErrorAlarmThreshold} provider calls failed within 5 minutes`,
         metric: custom(MetricName.ProviderErrors, fiveMinutes),
@@ -782,7 +855,12 @@ export class GenerationServiceStack extends Stack {
     const acknowledge = (scope: IConstruct, id: string, reason: string) =>
       Validations.of(scope).acknowledge({ id, reason });
     this.acknowledgeAccountFindings(acknowledge);
-    for (const fn of [this.authorizerFunction, this.sweeperFunction, ...this.routeFunctions.values()]) {
+    for (const fn of [
+      this.authorizerFunction,
+      this.sweeperFunction,
+      this.mediaWorkerFunction,
+      ...this.routeFunctions.values(),
+    ]) {
       acknowledge(
         fn,
         'AwsSolutions-L1',
@@ -792,7 +870,17 @@ export class GenerationServiceStack extends Stack {
     const bucketArn = `<${this.getLogicalId(this.mediaBucket.node.defaultChild as CfnBucket)}.Arn>`;
     const resultsFinding = `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_RESULTS_PREFIX}*]`;
     const secretFinding = `AwsSolutions-IAM5[Resource::${this.secretArnPattern()}]`;
-    for (const definition of [AUTHORIZER, SWEEPER, ...ROUTES]) {
+    acknowledge(
+      this.mediaWorkerFunction.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
+    );
+    acknowledge(
+      this.mediaWorkerDlq,
+      'AwsSolutions-SQS3',
+      'This queue is itself the dead-letter queue of the media worker; nothing consumes it automatically',
+    );
+    for (const definition of [AUTHORIZER, SWEEPER, MEDIA_WORKER, ...ROUTES]) {
       const fn = this.functionFor(definition);
       if (definition.needs.media === 'write') {
         acknowledge(
@@ -830,6 +918,11 @@ export class GenerationServiceStack extends Stack {
         'A third-party provider API key: it can only be rotated at the provider, by the operator (put-secret-value), so there is no rotation Lambda to attach',
       );
     }
+    acknowledge(
+      this.callbackSecret,
+      'AwsSolutions-SMG4',
+      'Signs the callback URLs of pending tasks: rotating it would void the URL of every task in flight (those tasks then finish by polling); rotate by hand with put-secret-value when it must change',
+    );
     acknowledge(
       this.api,
       'AwsSolutions-APIG2',
@@ -938,6 +1031,7 @@ export class GenerationServiceStack extends Stack {
   private functionFor(definition: LambdaDefinition): GenerationFunction {
     if (definition === AUTHORIZER) return this.authorizerFunction;
     if (definition === SWEEPER) return this.sweeperFunction;
+    if (definition === MEDIA_WORKER) return this.mediaWorkerFunction;
     const fn = this.routeFunctions.get(definition.name);
     if (!fn) throw new Error(`no function for ${definition.name}`);
     return fn;

@@ -366,6 +366,21 @@ function operations(): Record<string, Json> {
       security: [],
       responses: { '200': json({ type: 'object' }, 'The OpenAPI document.') },
     },
+    'POST /api/provider/callbacks/{taskId}': {
+      summary: "The upstream provider's task-ended callback (not for API clients)",
+      description:
+        'Called by the provider at the `callBackUrl` the service gave it. The signature in the URL is the credential; the body is ignored, and the task is read from the provider.',
+      security: [],
+      parameters: [
+        { name: 'taskId', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'u', in: 'query', required: true, schema: { type: 'string' }, description: "The task's owner." },
+        { name: 'sig', in: 'query', required: true, schema: { type: 'string' }, description: 'The URL signature.' },
+      ],
+      responses: {
+        '200': json({ type: 'object', properties: { received: { type: 'boolean' } } }, 'Heard.'),
+        '404': json(ref('Error'), 'Unknown task or a wrong signature.'),
+      },
+    },
   };
 }
 

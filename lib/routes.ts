@@ -101,6 +101,16 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/get-task/handler.ts',
     needs: lifecycleNeeds,
   },
+  {
+    // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
+    // It reads the task at the provider and completes it like a poll does, hence the lifecycle's needs.
+    name: 'provider-callback',
+    method: 'POST',
+    path: '/api/provider/callbacks/{taskId}',
+    entry: 'functions/provider-callback/handler.ts',
+    needs: lifecycleNeeds,
+    auth: 'none',
+  },
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
   {
     name: 'list-tasks',
@@ -220,3 +230,24 @@ export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as cons
 
 /** The only cache TTL the identity sources above allow. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
+
+/**
+ * Copies finished tasks' results into media storage, fed by the table's stream (deployed: an event
+ * source mapping; locally: local/stream-poller.ts). Reads and completes tasks (USER#*), writes results.
+ */
+export const MEDIA_WORKER: LambdaDefinition = {
+  name: 'media-worker',
+  entry: 'functions/media-worker/handler.ts',
+  // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
+};
+
+/**
+ * The stream records the media worker is invoked for (an event source mapping filter pattern): a task
+ * still pending with results ready to copy. The worker itself also checks that the record is the write
+ * that made them ready (`readyTaskOf`), so other writes to such a task cost no copy.
+ */
+export const MEDIA_WORKER_FILTER = {
+  eventName: ['MODIFY'],
+  dynamodb: { NewImage: { status: { N: ['0'] }, resultsReadyAt: { N: [{ exists: true }] } } },
+} as const;

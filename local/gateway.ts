@@ -136,10 +136,15 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** The request target for the log: the sign-in callback's query (a one-time code, `state`) is left out. */
+/**
+ * The request target for the log: the sign-in callback's query (a one-time code, `state`) and a
+ * provider callback's (the task's signature) are left out.
+ */
 function loggedUrl(target: string | undefined): string {
   const url = target ?? '';
-  return url.startsWith('/api/auth/callback?') ? '/api/auth/callback?<redacted>' : url;
+  if (url.startsWith('/api/auth/callback?')) return '/api/auth/callback?<redacted>';
+  const query = url.indexOf('?');
+  return query >= 0 && url.includes('/api/provider/callbacks/') ? `${url.slice(0, query)}?<redacted>` : url;
 }
 
 /** Policy resources may use `*` wildcards (the authorizer allows `.../<stage>/*\/*`). */

@@ -12,10 +12,17 @@
  *   URL answers 302 to `mockRedirectTo`, default the cloud metadata address) | `svg_result` (an SVG
  *   served as `image/svg+xml`) | `disguised_result` (the same SVG served as `image/png`).
  * - `mockExtraResults`: this many result URLs beyond what was asked for (a provider that over-delivers).
+ * - `mockResultBytes`: a video result of this many bytes (up to 1 GiB; an MP4 header, then zeros),
+ *   streamed, instead of the small sample: large copies for the benchmarks.
  * - `mockDelayMs`: time from creation to the outcome (default 1500); the task reports `waiting` for the
  *   first third of it, then `generating`.
  * - `mockKind`: `image` | `video`, to force the kind of result; otherwise a model name containing
  *   "video" means video, anything else image.
+ * - Callbacks: when createTask carried a `callBackUrl`, the mock POSTs the task's record (the
+ *   `recordInfo` envelope) to it when the task ends. `mockCallback`: `send` (default) | `drop` (never
+ *   called) | `twice` (the same callback twice) | `early` (one callback only, halfway through, whose
+ *   body claims success with result URLs while the task is still generating: a lying hint).
+ *   `mockCallbackDelayMs`: time from the end to the callback (default 0).
  * - Image result count: the first positive integer among `num_images`, `numOutputs`, `num_outputs`,
  *   `numImages`, `n` (default 1, at most 10).
  *
@@ -83,6 +90,8 @@ export interface MockProviderStats {
   readonly totalGetTaskCalls: number;
   /** Result-file downloads since the last reset. */
   readonly fileDownloads: number;
+  /** Callbacks sent since the last reset, with the status each got (0: no answer). */
+  readonly callbacks: readonly { providerTaskId: string; status: number }[];
   reset(): void;
 }
 
@@ -127,7 +136,14 @@ interface MockTask {
   failMsg: string;
   redirectTo: string;
   extra: number;
+  /** Size of a generated video result (`mockResultBytes`), instead of the sample file. */
+  resultBytes?: number;
 }
+
+/** How the mock calls a task's `callBackUrl` (see the controls above). */
+export type MockCallbackMode = 'send' | 'drop' | 'twice' | 'early';
+const CALLBACK_MODES: readonly MockCallbackMode[] = ['send', 'drop', 'twice', 'early'];
+const CALLBACK_TIMEOUT_MS = 5_000;
 
 const OUTCOMES: readonly MockOutcome[] = [
   'success',
@@ -155,6 +171,7 @@ const FAULTS: readonly MockFault[] = [
   'missing_fields',
 ];
 const DEFAULT_DELAY_MS = 1500;
+const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 const IMAGE_SIZE = 64;
 
 /** Starts the mock provider and resolves once it is listening. */
@@ -166,6 +183,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
 
   let createTaskCalls = 0;
   let fileDownloads = 0;
+  let callbacks: { providerTaskId: string; status: number }[] = [];
+  const callbackTimers = new Set<NodeJS.Timeout>();
   let getCalls = new Map<string, number>();
   let faults: Required<MockFaults> = {
     createFault: null,
@@ -188,9 +207,13 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     get fileDownloads() {
       return fileDownloads;
     },
+    get callbacks() {
+      return callbacks;
+    },
     reset() {
       createTaskCalls = 0;
       fileDownloads = 0;
+      callbacks = [];
       getCalls = new Map();
     },
   };
@@ -267,7 +290,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       return;
     }
     if (route === 'GET /__stats') {
-      sendJson(res, 200, { createTaskCalls, getTaskCalls: Object.fromEntries(getCalls), fileDownloads });
+      sendJson(res, 200, { createTaskCalls, getTaskCalls: Object.fromEntries(getCalls), fileDownloads, callbacks });
       return;
     }
     sendJson(res, 404, { code: 404, msg: 'Not found' });
@@ -290,6 +313,11 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     }
     if (body.callBackUrl !== undefined && typeof body.callBackUrl !== 'string') {
       sendJson(res, 422, { code: 422, msg: 'callBackUrl must be a string' });
+      return;
+    }
+    const callbackMode = input.mockCallback ?? 'send';
+    if (!CALLBACK_MODES.includes(callbackMode as MockCallbackMode)) {
+      sendJson(res, 422, { code: 422, msg: `unknown mockCallback ${String(callbackMode)}` });
       return;
     }
 
@@ -327,9 +355,66 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         typeof input.mockExtraResults === 'number' && Number.isInteger(input.mockExtraResults)
           ? Math.min(Math.max(input.mockExtraResults, 0), 20)
           : 0,
+      ...(typeof input.mockResultBytes === 'number' &&
+      Number.isInteger(input.mockResultBytes) &&
+      input.mockResultBytes >= 16 &&
+      input.mockResultBytes <= MAX_RESULT_BYTES
+        ? { resultBytes: input.mockResultBytes }
+        : {}),
     };
     tasks.set(task.taskId, task);
+    if (typeof body.callBackUrl === 'string') {
+      const extraDelay = input.mockCallbackDelayMs;
+      scheduleCallbacks(
+        task,
+        body.callBackUrl,
+        callbackMode as MockCallbackMode,
+        typeof extraDelay === 'number' && Number.isFinite(extraDelay) && extraDelay >= 0 ? extraDelay : 0,
+      );
+    }
     sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
+  }
+
+  /** Calls the task's callback URL as `mode` says, on timers that `stop()` cancels. */
+  function scheduleCallbacks(task: MockTask, url: string, mode: MockCallbackMode, extraDelayMs: number): void {
+    if (mode === 'drop') return;
+    const at = (delayMs: number, body: () => unknown) => {
+      const timer = setTimeout(() => {
+        callbackTimers.delete(timer);
+        void sendCallback(task.taskId, url, body());
+      }, delayMs);
+      callbackTimers.add(timer);
+    };
+    if (mode === 'early') {
+      // Claims success with results while the task is still generating: only a provider read can tell.
+      const lie = {
+        taskId: task.taskId,
+        state: 'success',
+        resultJson: JSON.stringify({ resultUrls: resultUrls(task) }),
+      };
+      at(task.delayMs / 2, () => ({ code: 200, msg: 'success', data: lie }));
+      return;
+    }
+    const end = task.delayMs + extraDelayMs;
+    at(end, () => recordEnvelope(task));
+    if (mode === 'twice') at(end, () => recordEnvelope(task));
+  }
+
+  async function sendCallback(providerTaskId: string, url: string, body: unknown): Promise<void> {
+    let status = 0;
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
+      });
+      status = response.status;
+      await response.arrayBuffer();
+    } catch {
+      // Unreachable or too slow: recorded as status 0, as a real provider would give up.
+    }
+    callbacks.push({ providerTaskId, status });
   }
 
   function recordInfo(taskId: string, res: ServerResponse): void {
@@ -338,6 +423,11 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       sendJson(res, 200, { code: 404, msg: 'Task not found', data: null });
       return;
     }
+    sendJson(res, 200, recordEnvelope(task));
+  }
+
+  /** The `recordInfo` answer for a task as it stands now (also the body of its callback). */
+  function recordEnvelope(task: MockTask): Record<string, unknown> {
     const now = Date.now();
     const elapsed = now - task.createdAt;
     const done = elapsed >= task.delayMs;
@@ -357,7 +447,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       data.failCode = task.failCode;
       data.failMsg = task.failMsg;
     }
-    sendJson(res, 200, { code: 200, msg: 'success', data });
+    return { code: 200, msg: 'success', data };
   }
 
   function resultUrls(task: MockTask): string[] {
@@ -395,7 +485,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       videoIndex !== undefined &&
       Number(videoIndex) <= task.extra
     ) {
-      sendBytes(res, 'video/mp4', video);
+      if (task.resultBytes !== undefined) streamVideo(res, task.resultBytes);
+      else sendBytes(res, 'video/mp4', video);
       return;
     }
     const index = /^(\d+)\.png$/.exec(name)?.[1];
@@ -464,6 +555,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     clearFaults: () => setFaults({ createFault: null, getFault: null, createFaultTimes: null, getFaultTimes: null }),
     stop: () =>
       new Promise<void>((resolve, reject) => {
+        for (const timer of callbackTimers) clearTimeout(timer);
+        callbackTimers.clear();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       }),
@@ -602,6 +695,27 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+/** A generated MP4 of `size` bytes (an `ftyp` box, then zeros), written as the client takes it. */
+function streamVideo(res: ServerResponse, size: number): void {
+  res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(size) });
+  const chunk = Buffer.alloc(1024 * 1024);
+  const head = Buffer.alloc(chunk.length);
+  head.write('\u0000\u0000\u0000\u0018ftypisom', 0, 'latin1');
+  let sent = 0;
+  const pump = () => {
+    while (sent < size) {
+      const next = (sent === 0 ? head : chunk).subarray(0, Math.min(chunk.length, size - sent));
+      sent += next.length;
+      if (!res.write(next)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
 }
 
 function sendBytes(res: ServerResponse, contentType: string, bytes: Buffer): void {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
-import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../lib/routes';
+import { AUTHORIZER, type LambdaDefinition, MEDIA_WORKER, MEDIA_WORKER_FILTER, ROUTES, SWEEPER } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -23,6 +23,7 @@ import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
+import { type StreamHandler, startStreamPoller } from './stream-poller';
 import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -153,6 +154,20 @@ function localProfile(value: string): ResolvedProfile {
   }
 }
 
+/**
+ * The secret that signs provider callback URLs (Secrets Manager holds it when deployed): made once and
+ * kept in the data directory (readable by its owner only), so callback URLs of tasks sent before a
+ * restart stay valid; a new one per start with `:memory:`.
+ */
+function localCallbackSecret(dataDir: string): string {
+  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+  const file = resolve(dataDir, 'provider-callback-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}
+
 /** Starts everything; on any failure, stops what already started. */
 export async function startLocalStack(
   settings: LocalSettings,
@@ -251,6 +266,9 @@ export async function startLocalStack(
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
       MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
       PUBLIC_ORIGIN: url,
+      // The mock provider calls back here when a task ends (the same route as deployed).
+      PROVIDER_CALLBACK_BASE_URL: apiUrl,
+      PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
       OIDC_ISSUER: oidc.issuer,
       OIDC_CLIENT_ID,
       OIDC_CLIENT_SECRET: oidcClientSecret,
@@ -261,6 +279,16 @@ export async function startLocalStack(
     resetLifecycleFromEnv();
     await ensureTable(storeFromEnv());
     const { routes, authorizer, sweeper } = handlers;
+    // The media worker on the table's stream, as the deployed event source mapping runs it.
+    const poller = await startStreamPoller({
+      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+      endpoint: started.endpoint,
+      tableName: settings.tableName,
+      handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
+      filter: MEDIA_WORKER_FILTER,
+      log,
+    });
+    cleanups.push(() => poller.stop());
 
     const server: Server = createServer(
       createGateway({

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   );
   log(`  curl -s ${stack.apiUrl}/api/ai/tasks/<taskId> ${auth}`);
   log(
-    `The provider is asked about a task at most every ${settings.providerRefreshIntervalSeconds} s, so the first result shows up after about that long (PROVIDER_REFRESH_INTERVAL_SECONDS=2 npm start to shorten it).`,
+    `The mock provider calls back when a task ends, so a result shows up within about a second; a task whose callback is lost is asked about at most every ${settings.providerRefreshIntervalSeconds} s (PROVIDER_REFRESH_INTERVAL_SECONDS).`,
   );
   log(
     settings.dataDir === ':memory:'

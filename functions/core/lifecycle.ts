@@ -26,7 +26,20 @@ export interface LifecycleConfig {
    * results are kept (the local stack).
    */
   resultRetentionDays?: number;
+  /**
+   * Minimum time between two provider reads a callback may trigger for one task (default
+   * `DEFAULT_CALLBACK_READ_INTERVAL_MS`): a flood of callbacks costs at most one read per interval.
+   */
+  callbackReadIntervalMs?: number;
+  /** After how long a copy still waiting for the media worker is done by the sweeper (default 5 min). */
+  copyStaleMs?: number;
 }
+
+/** A copy the media worker has not done after this long is done by the sweeper. */
+export const DEFAULT_COPY_STALE_MS = 300_000;
+
+/** One provider read per second and task at most, whatever the number of callbacks. */
+export const DEFAULT_CALLBACK_READ_INTERVAL_MS = 1_000;
 
 export const DEFAULT_LIFECYCLE_CONFIG: LifecycleConfig = {
   refreshIntervalMs: 30_000,

@@ -98,8 +98,18 @@ export interface TaskRecord {
   providerTaskId?: string;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */
   lastCheckedAt?: number;
+  /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */
+  lastCallbackReadAt?: number;
   /** How many times the lifecycle has claimed this task (send retries and queries). */
   attempts: number;
+  /**
+   * The provider's result URLs (at most the paid count), recorded when the provider reported success:
+   * the results are ready to copy and the media worker copies them. The task stays PENDING (status 0
+   * to clients) until every result is stored. Its presence is the internal "results ready to copy" state.
+   */
+  resultsToCopy?: string[];
+  /** Epoch milliseconds at which the results were found ready to copy. */
+  resultsReadyAt?: number;
   /** Media keys of the results, set when status is COMPLETED. */
   resultKeys?: string[];
   errorCode?: ErrorCode;
@@ -120,6 +130,14 @@ export function paidOutputs(task: TaskRecord): number {
   const recorded = task.request.outputs ?? providerRequest?.input?.num_outputs;
   return typeof recorded === 'number' && Number.isInteger(recorded) && recorded >= 1 ? recorded : 1;
 }
+
+/** A pending task whose results are waiting for the media worker: nobody asks the provider again. */
+export function awaitsCopy(task: TaskRecord): boolean {
+  return task.status === TaskStatus.PENDING && Array.isArray(task.resultsToCopy) && task.resultsToCopy.length > 0;
+}
+
+/** The longest provider result URL kept on a task (longer ones cannot be a file we would fetch). */
+export const MAX_RESULT_URL_LENGTH = 4096;
 
 /** The Task resource of the spec, as GET /api/ai/tasks/{id} returns it. */
 export interface TaskResource {

@@ -6,6 +6,7 @@ import type { LifecycleConfig } from '../core/lifecycle';
 import type { MediaStore } from '../media/port';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
+import type { ProviderCallbacks } from '../provider/callback-secret';
 import type { GenerationProvider } from '../provider/port';
 import type { StoreContext } from '../store/client';
 
@@ -16,6 +17,8 @@ export interface ProviderLifecycle {
   config: LifecycleConfig;
   /** The clock; tests move it instead of sleeping. */
   now: () => Date;
+  /** Signed callback URLs for the provider; absent when callbacks are off (polling only). */
+  callbacks?: ProviderCallbacks;
 }
 
 /** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */

@@ -2,13 +2,12 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
-import { isRefreshDue, nextRefreshStep } from '../core/lifecycle';
-import { paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
-import { MediaCopyError, mediaKey } from '../media/port';
+import { DEFAULT_CALLBACK_READ_INTERVAL_MS, isRefreshDue, nextRefreshStep } from '../core/lifecycle';
+import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
-import { claimRefresh } from '../store/tasks';
-import { completeWithResults, failTask } from './finish-task';
+import { claimCallbackRead, claimRefresh, getTask, recordResultsReady } from '../store/tasks';
+import { failTask } from './finish-task';
 import { type Lifecycle, timedProviderCall } from './lifecycle';
 import { sendToProvider } from './send-to-provider';
 
@@ -18,7 +17,8 @@ import { sendToProvider } from './send-to-provider';
  * @returns the task as it stands after this refresh
  */
 export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
-  if (task.status !== TaskStatus.PENDING) return task;
+  // Results ready to copy: the provider is done and the media worker has the task.
+  if (task.status !== TaskStatus.PENDING || awaitsCopy(task)) return task;
   const now = lc.now();
   if (!isRefreshDue(task, now, lc.config)) return task;
   const claimed = await claimRefresh(lc.store, {
@@ -38,6 +38,36 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
     case 'query':
       return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
   }
+}
+
+/** What a provider callback led to. */
+export interface CallbackOutcome {
+  /** Whether this callback won the claim and read the task at the provider. */
+  providerRead: boolean;
+  task: TaskRecord;
+}
+
+/**
+ * Acts on a provider callback for a pending task. The callback's body is never trusted: a callback
+ * only says "look now", and the task's state comes from the same provider read a poll makes, driving
+ * the same completion code. A conditional claim (`lastCallbackReadAt`) allows one read per task and
+ * interval, however many callbacks arrive; a task the provider does not have yet is left to the send
+ * path. Being early costs nothing: the task stays pending and a later callback or poll finishes it.
+ */
+export async function refreshFromCallback(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<CallbackOutcome> {
+  if (task.status !== TaskStatus.PENDING || task.providerTaskId === undefined || awaitsCopy(task)) {
+    return { providerRead: false, task };
+  }
+  const claimed = await claimCallbackRead(lc.store, {
+    userId: task.userId,
+    taskId: task.taskId,
+    now: lc.now(),
+    intervalMs: lc.config.callbackReadIntervalMs ?? DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  });
+  if (!claimed?.providerTaskId) return { providerRead: false, task };
+  const taskLog = log.child({ taskId: task.taskId });
+  // Never `final`: ending a task that is too old is the poll's and the sweeper's decision.
+  return { providerRead: true, task: await queryProvider(lc, claimed, claimed.providerTaskId, false, taskLog) };
 }
 
 /**
@@ -78,29 +108,31 @@ async function queryProvider(
   if (status.resultUrls.length === 0) {
     return failTask(lc, task, { errorCode: 'PROVIDER_ERROR', detail: 'success without results' }, log);
   }
-  return storeResults(lc, task, status.resultUrls, log);
+  return recordReady(lc, task, status.resultUrls, log);
 }
 
 /**
- * Copies the paid-for results into media storage: at most the task's output count (one for a video).
+ * Records the paid-for results as ready to copy: at most the task's output count (one for a video).
  * More URLs than that are ignored (and logged): a provider answer never delivers more than was paid.
- * One failed copy fails the task with STORAGE_ERROR.
+ * The copy itself is the media worker's (copy-results.ts), off the request path.
  */
-async function storeResults(lc: Lifecycle, task: TaskRecord, urls: string[], log: Logger): Promise<TaskRecord> {
+async function recordReady(lc: Lifecycle, task: TaskRecord, urls: string[], log: Logger): Promise<TaskRecord> {
   const paid = paidOutputs(task);
   if (urls.length > paid)
     log.warn('Provider returned more results than were paid for', { returned: urls.length, paid });
-  try {
-    const stored = await Promise.all(
-      urls.slice(0, paid).map(async (url, index) => {
-        const result = await lc.media.copyFromUrl(url, mediaKey(task.userId, task.taskId, index), task.type);
-        return result.key;
-      }),
-    );
-    return completeWithResults(lc, task, stored, log);
-  } catch (error) {
-    if (!(error instanceof MediaCopyError)) throw error;
-    log.warn('Result copy failed', { error });
-    return failTask(lc, task, { errorCode: 'STORAGE_ERROR', detail: error }, log);
+  const kept = urls.slice(0, paid);
+  if (kept.some((url) => url.length > MAX_RESULT_URL_LENGTH)) {
+    return failTask(lc, task, { errorCode: 'STORAGE_ERROR', detail: 'result URL too long' }, log);
   }
+  const recorded = await recordResultsReady(lc.store, {
+    userId: task.userId,
+    taskId: task.taskId,
+    urls: kept,
+    now: lc.now(),
+  });
+  if (recorded) {
+    log.info('Results ready to copy', { results: kept.length });
+    return recorded;
+  }
+  return (await getTask(lc.store, task.userId, task.taskId)) ?? task;
 }

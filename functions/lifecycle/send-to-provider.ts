@@ -38,7 +38,10 @@ function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
 export async function sendToProvider(lc: ProviderLifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
   const request = storedProviderRequest(task);
   try {
-    const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(request), log);
+    // The callback URL is made on each send, never stored: it carries the task's signature.
+    const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
+    const create = callBackUrl === undefined ? request : { ...request, callBackUrl };
+    const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(create), log);
     const recorded = await recordProviderTask(lc.store, {
       userId: task.userId,
       taskId: task.taskId,

@@ -2,10 +2,23 @@
  * The sweeper's walk: every pending task gets the same refresh a poller would give it, so every task
  * reaches a terminal state and every failure is refunded even when nobody polls.
  */
+import { DEFAULT_COPY_STALE_MS } from '../core/lifecycle';
+import { awaitsCopy, type TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { allPendingTasks, getTask } from '../store/tasks';
+import { copyResults } from './copy-results';
 import type { Lifecycle } from './lifecycle';
 import { refreshTask } from './refresh-task';
+
+/**
+ * A task whose results have waited for the media worker longer than `copyStaleMs` (its stream record
+ * lost or parked in the dead-letter queue) is copied by the sweeper itself, with the worker's code.
+ */
+async function copyIfStale(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
+  const waitedMs = lc.now().getTime() - (task.resultsReadyAt ?? 0);
+  if (waitedMs < (lc.config.copyStaleMs ?? DEFAULT_COPY_STALE_MS)) return task;
+  return (await copyResults(lc, task, log)) ?? task;
+}
 
 export interface SweepReport {
   seen: number;
@@ -34,7 +47,7 @@ export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: Swe
     try {
       const task = await getTask(lc.store, userId, taskId);
       if (!task) return;
-      const after = await refreshTask(lc, task, log);
+      const after = awaitsCopy(task) ? await copyIfStale(lc, task, log) : await refreshTask(lc, task, log);
       if (after.status === 1) report.completed++;
       else if (after.status === 2) report.failed++;
       else report.pending++;

@@ -30,12 +30,15 @@ export function mediaUrlTtlSecondsFromEnv(env: NodeJS.ProcessEnv = process.env):
 }
 
 /**
- * A result copy must end inside the API Lambda's 29 s (a GET may do it), leaving time to record the
- * outcome; MEDIA_COPY_TIMEOUT_MS overrides it. A copy cut short fails the task with STORAGE_ERROR.
+ * The deadline of one result copy by this wiring (MEDIA_COPY_TIMEOUT_MS overrides it). API requests no
+ * longer copy; the sweeper's stale-copy fallback does, within its two minutes on the fetch-based store
+ * (the media worker has its own, longer one: worker-lifecycle-from-env.ts). A copy cut short is retried,
+ * then fails the task with STORAGE_ERROR.
  */
 const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
 
-function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
+/** The media store this environment names (S3 deployed, the filesystem locally). */
+export function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
   const timeoutMs = Number(env.MEDIA_COPY_TIMEOUT_MS) || DEFAULT_MEDIA_COPY_TIMEOUT_MS;
   const sourcePolicy = sourcePolicyFromEnv(env);
   if (env.MEDIA_BUCKET) {

@@ -3,9 +3,15 @@
  * container. Kept apart from the media wiring (`lifecycle-from-env.ts`) so that the submit functions,
  * which never store results, do not bundle the media code: it would put them over their bundle budget.
  */
-import { DEFAULT_LIFECYCLE_CONFIG, type LifecycleConfig } from '../core/lifecycle';
+import {
+  DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  DEFAULT_COPY_STALE_MS,
+  DEFAULT_LIFECYCLE_CONFIG,
+  type LifecycleConfig,
+} from '../core/lifecycle';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
 import { providerApiKeyFromEnv } from '../provider/api-key-source';
+import { providerCallbacksFromEnv } from '../provider/callback-secret';
 import { createHttpProvider } from '../provider/http-provider';
 import { storeFromEnv } from '../store/from-env';
 
@@ -16,7 +22,7 @@ function seconds(value: string | undefined, fallbackMs: number): number {
 
 /**
  * Lifecycle timings from PROVIDER_REFRESH_INTERVAL_SECONDS, MAX_PENDING_SECONDS,
- * PROVIDER_MAX_SEND_ATTEMPTS, and RESULT_RETENTION_DAYS (the media bucket's expiry; unset locally,
+ * PROVIDER_MAX_SEND_ATTEMPTS, PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, and RESULT_RETENTION_DAYS (the media bucket's expiry; unset locally,
  * where results are kept).
  * @throws Error when RESULT_RETENTION_DAYS is set but not a positive integer
  */
@@ -26,6 +32,8 @@ export function lifecycleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Li
     refreshIntervalMs: seconds(env.PROVIDER_REFRESH_INTERVAL_SECONDS, DEFAULT_LIFECYCLE_CONFIG.refreshIntervalMs),
     maxPendingMs: seconds(env.MAX_PENDING_SECONDS, DEFAULT_LIFECYCLE_CONFIG.maxPendingMs),
     maxSendAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : DEFAULT_LIFECYCLE_CONFIG.maxSendAttempts,
+    callbackReadIntervalMs: seconds(env.PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, DEFAULT_CALLBACK_READ_INTERVAL_MS),
+    copyStaleMs: seconds(env.MEDIA_COPY_STALE_SECONDS, DEFAULT_COPY_STALE_MS),
   };
   if (env.RESULT_RETENTION_DAYS !== undefined && env.RESULT_RETENTION_DAYS !== '') {
     const days = Number(env.RESULT_RETENTION_DAYS);
@@ -42,7 +50,9 @@ export function providerLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): 
   if (cached) return cached;
   const baseUrl = env.PROVIDER_BASE_URL;
   if (!baseUrl) throw new Error('PROVIDER_BASE_URL is not set');
+  const callbacks = providerCallbacksFromEnv(env);
   cached = {
+    ...(callbacks ? { callbacks } : {}),
     store: storeFromEnv(env),
     provider: createHttpProvider({
       baseUrl,

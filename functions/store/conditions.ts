@@ -84,6 +84,27 @@ export const conditions = {
     values: { ':checkedBefore': checkedBeforeMs },
   }),
 
+  /** No callback claimed a provider read since `readBeforeMs` (epoch ms), or none ever did. */
+  callbackReadIntervalElapsed: (readBeforeMs: number): Expr => ({
+    expression: `attribute_not_exists(${attr('lastCallbackReadAt')}) OR ${attr('lastCallbackReadAt')} <= :callbackReadBefore`,
+    names: namesOf('lastCallbackReadAt'),
+    values: { ':callbackReadBefore': readBeforeMs },
+  }),
+
+  /** The provider accepted the task (there is something to read). */
+  providerTaskRecorded: (): Expr => ({
+    expression: `attribute_exists(${attr('providerTaskId')})`,
+    names: namesOf('providerTaskId'),
+    values: {},
+  }),
+
+  /** The task's results have not been recorded as ready to copy yet. */
+  resultsNotYetReady: (): Expr => ({
+    expression: `attribute_not_exists(${attr('resultsToCopy')})`,
+    names: namesOf('resultsToCopy'),
+    values: {},
+  }),
+
   /** The provider task id has not been recorded yet. */
   providerTaskNotRecorded: (): Expr => ({
     expression: `attribute_not_exists(${attr('providerTaskId')})`,

@@ -13,7 +13,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { StoreContext } from './client';
-import { createTableInput, TABLE, taskIndexDefinition } from './table';
+import { createTableInput, TABLE, TASK_STREAM, taskIndexDefinition } from './table';
 
 const POLL_MS = 100;
 
@@ -46,6 +46,11 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
     );
   }
   await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
+  // A table made before the media worker has no stream: turn it on (records start from now on).
+  if (existing && !existing.Table?.StreamSpecification?.StreamEnabled) {
+    await ctx.doc.send(new UpdateTableCommand({ TableName: ctx.tableName, StreamSpecification: TASK_STREAM }));
+    await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
+  }
   if (!existing) {
     await ctx.doc.send(
       new UpdateTimeToLiveCommand({

@@ -76,8 +76,13 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
       },
       taskIndexDefinition(),
     ],
+    // The media worker reads the table's stream (the deployed table has the same).
+    StreamSpecification: TASK_STREAM,
   };
 }
+
+/** The table's stream: both images, so the worker can tell the write that made results ready. */
+export const TASK_STREAM = { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' as const };
 
 /** The task-listing index as CreateTable / UpdateTable take it (ensure-table adds it to older tables). */
 export function taskIndexDefinition() {

@@ -273,6 +273,50 @@ export async function claimRefresh(
   );
 }
 
+/**
+ * Claims the provider read a callback asks for: the task is pending, the provider has it, and no
+ * callback read was claimed within `intervalMs`. Undefined when the claim is lost (nothing to do).
+ */
+export async function claimCallbackRead(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date; intervalMs: number },
+): Promise<TaskRecord | undefined> {
+  const nowMs = input.now.getTime();
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { lastCallbackReadAt: nowMs } }),
+      and(
+        conditions.taskIsPending(),
+        conditions.providerTaskRecorded(),
+        conditions.callbackReadIntervalElapsed(nowMs - input.intervalMs),
+      ),
+    ),
+  );
+}
+
+/**
+ * Records that the provider finished a pending task and where its results are: the media worker copies
+ * them (it is triggered by this very write, through the table's stream). Once per task; undefined when
+ * the task is not pending or already has its results recorded.
+ */
+export async function recordResultsReady(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; urls: string[]; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { resultsToCopy: input.urls, resultsReadyAt: input.now.getTime() } }),
+      and(conditions.taskIsPending(), conditions.resultsNotYetReady()),
+    ),
+  );
+}
+
 /** Records the provider's id of a pending task, once; undefined when the task is not pending or has one. */
 export async function recordProviderTask(
   ctx: RetryingStoreContext,

@@ -6,7 +6,14 @@ import * as path from 'node:path';
 import { Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { TABLE } from '../../functions/store/table';
-import { AUTHORIZER, AUTHORIZER_IDENTITY_SOURCES, ROUTES, SWEEPER } from '../../lib/routes';
+import {
+  AUTHORIZER,
+  AUTHORIZER_IDENTITY_SOURCES,
+  MEDIA_WORKER,
+  MEDIA_WORKER_FILTER,
+  ROUTES,
+  SWEEPER,
+} from '../../lib/routes';
 import {
   actionsOf,
   cleanUp,
@@ -40,7 +47,9 @@ function functionId(name: string): string {
       ? service.stack.authorizerFunction
       : name === SWEEPER.name
         ? service.stack.sweeperFunction
-        : service.stack.routeFunctions.get(name);
+        : name === MEDIA_WORKER.name
+          ? service.stack.mediaWorkerFunction
+          : service.stack.routeFunctions.get(name);
   if (!fn) throw new Error(`no function ${name}`);
   return logicalIdOf(service, fn);
 }
@@ -147,7 +156,7 @@ describe('functions', () => {
       .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
 
     // Assert
-    expect(assetDirs).toHaveLength(ROUTES.length + 2);
+    expect(assetDirs).toHaveLength(ROUTES.length + 3); // and the authorizer, the sweeper, the media worker
     let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
@@ -240,7 +249,14 @@ describe('least privilege', () => {
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
       expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
-      expect(secret?.Resource).toEqual({ Ref: expect.stringMatching(/^ProviderSecret/) });
+      // The provider key and the callback-signing secret, nothing else.
+      expect(secret?.Resource).toHaveLength(2);
+      expect(secret?.Resource).toEqual(
+        expect.arrayContaining([
+          { Ref: expect.stringMatching(/^ProviderSecret/) },
+          { Ref: expect.stringMatching(/^ProviderCallbackSecret/) },
+        ]),
+      );
     }
   });
 
@@ -250,9 +266,11 @@ describe('least privilege', () => {
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
       [SWEEPER.name]: ['USER#*', 'PENDING#*'],
+      [MEDIA_WORKER.name]: ['USER#*'],
       'submit-image': ['USER#*'],
       'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
+      'provider-callback': ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
@@ -262,11 +280,18 @@ describe('least privilege', () => {
       'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 2 - 2); // sign-in and the OpenAPI document touch no table
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 3 - 2); // sign-in and the OpenAPI document touch no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
+      // (the stream actions of the media worker are on the stream, which has no items: not counted)
+      const streamActions = [
+        'dynamodb:ListStreams',
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+      ];
       const table = statementsOf(name).filter((statement) =>
-        actionsOf([statement]).some((action) => action.startsWith('dynamodb:')),
+        actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
       );
 
       // Assert
@@ -710,5 +735,58 @@ describe('operations', () => {
     expect(report.violations.map((violation) => violation.ruleName)).toEqual([]);
     expect(acknowledged.length).toBeGreaterThan(0);
     for (const reason of acknowledged) expect(reason.length).toBeGreaterThan(40);
+  });
+});
+
+describe('the media worker', () => {
+  test('reads the table stream through a filtered mapping with bisect, partial batch failures and a DLQ', () => {
+    // Act
+    const mappings = service.template.findResources('AWS::Lambda::EventSourceMapping');
+    const [mapping] = Object.values(mappings);
+
+    // Assert
+    expect(Object.keys(mappings)).toHaveLength(1);
+    expect(mapping?.Properties).toMatchObject({
+      FunctionName: { Ref: functionId(MEDIA_WORKER.name) },
+      EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },
+      BisectBatchOnFunctionError: true,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify(MEDIA_WORKER_FILTER) }] },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringMatching(/^MediaWorkerDlq/), 'Arn'] } },
+      },
+    });
+    service.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    });
+  });
+
+  test('an alarm fires when a record lands in the dead-letter queue', () => {
+    // Act
+    const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties,
+    );
+    const dlq = alarms.filter((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible');
+
+    // Assert
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]).toMatchObject({
+      Namespace: 'AWS/SQS',
+      Threshold: 1,
+      Dimensions: [
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [expect.stringMatching(/^MediaWorkerDlq/), 'QueueName'] } },
+      ],
+    });
+  });
+
+  test('has no access to the provider: no secret, no provider settings', () => {
+    // Act
+    const actions = actionsOf(statementsOf(MEDIA_WORKER.name));
+    const env = environmentOf(MEDIA_WORKER.name);
+
+    // Assert
+    expect(actions.filter((action) => action.startsWith('secretsmanager:'))).toEqual([]);
+    expect(Object.keys(env).filter((name) => name.startsWith('PROVIDER_'))).toEqual([]);
+    expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 'dynamodb:UpdateItem', 'dynamodb:GetRecords']));
   });
 });

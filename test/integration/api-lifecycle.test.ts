@@ -21,6 +21,7 @@ import {
   type ServiceHarness,
   sleep,
   startServiceHarness,
+  storedWhenEnded,
   submitEvent,
   type TestUser,
   VIDEO_COST,
@@ -247,8 +248,9 @@ describe('the task lifecycle through the API handlers', () => {
         logger,
       );
 
-      // Assert
-      expect(after).toMatchObject({ status: 1, creditsRefunded: false });
+      // Assert: the results are ready to copy, and the media worker completes the task
+      expect(after).toMatchObject({ status: 0, creditsRefunded: false, resultsToCopy: [expect.any(String)] });
+      expect(await storedWhenEnded(h, user.userId, taskId)).toMatchObject({ status: 1, creditsRefunded: false });
       await expectLedger(user, 10 - IMAGE_COST);
     });
 

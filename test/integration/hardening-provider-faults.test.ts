@@ -10,6 +10,7 @@
  */
 import { TaskStatus } from '../../functions/core/task';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { copyResults } from '../../functions/lifecycle/copy-results';
 import { refreshTask } from '../../functions/lifecycle/refresh-task';
 import { sweepPendingTasks } from '../../functions/lifecycle/sweep';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
@@ -27,6 +28,7 @@ import {
   type ServiceHarness,
   sleep,
   startServiceHarness,
+  storedWhenEnded,
   submitEvent,
   type TestUser,
   videoRequest,
@@ -230,14 +232,16 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     };
     await sleep(INTERVAL_MS + 100);
 
-    // Act: several refreshes of the same tasks at once, as racing pollers and a sweeper would.
+    // Act: several refreshes of the same tasks at once, as racing pollers and a sweeper would, and the
+    // same copies by the media worker (on the stream) and directly, with the short deadline.
     const stored = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
     await Promise.all(
       stored.flatMap((task) => (task ? [refreshTask(lc, task, logger), refreshTask(lc, task, logger)] : [])),
     );
+    await Promise.all(taskIds.map((taskId) => copyResults(lc, { userId: user.userId, taskId }, logger)));
 
     // Assert
-    const tasks = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
+    const tasks = await Promise.all(taskIds.map((id) => storedWhenEnded(h, user.userId, id)));
     for (const task of tasks) {
       expect(task).toMatchObject({ status: 2, errorCode: 'STORAGE_ERROR', creditsRefunded: true });
       // Clients read the stable message; the cause (with the source's address) is in the logs only.

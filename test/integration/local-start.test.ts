@@ -222,7 +222,8 @@ describe('npm start', () => {
       expect(banner).toMatch(/kept from an earlier start\). A key for this run, working until \S+Z, shown only now:/);
       expect(submitted.status).toBe(202);
       expect(banner).toContain('/api/ai/video/generate');
-      expect(banner).toContain('PROVIDER_REFRESH_INTERVAL_SECONDS=2 npm start');
+      expect(banner).toContain('The mock provider calls back when a task ends');
+      expect(banner).toContain('at most every 30 s (PROVIDER_REFRESH_INTERVAL_SECONDS)');
       expect(banner).toContain(`rm -rf ${dataDir}`);
       expect(banner).toContain('PORT_BASE=4000 npm start');
       expect(cli.code).toBe(0);

@@ -18,14 +18,19 @@ import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
+import { handler as mediaWorker } from '../../functions/media-worker/handler';
 import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
+import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
+import { getTask as getStoredTask } from '../../functions/store/tasks';
+import { MEDIA_WORKER_FILTER } from '../../lib/routes';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { type MockProvider, startMockProvider } from '../../local/mock-provider';
-import { createTestStore, type TestStore } from './dynamodb';
+import { startStreamPoller } from '../../local/stream-poller';
+import { createTestStore, type TestStore, testEndpoint } from './dynamodb';
 
 /** What a test may tune; everything else is what the deployed stack sets. */
 export interface ServiceHarnessOptions {
@@ -35,6 +40,8 @@ export interface ServiceHarnessOptions {
   maxPendingSeconds?: number;
   /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
   maxSendAttempts?: number;
+  /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
+  mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
 }
@@ -83,6 +90,7 @@ function resetWiring(): void {
   storeFromEnv().doc.destroy();
   resetStoreFromEnv();
   resetLifecycleFromEnv();
+  resetWorkerLifecycleFromEnv();
 }
 
 function applyEnv(values: Record<string, string | undefined>): Record<string, string | undefined> {
@@ -153,6 +161,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),
     MAX_PENDING_SECONDS: String(options.maxPendingSeconds ?? 1800),
     PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
+    // The mock's files are tiny: a copy that takes seconds is a hung source (the worker retries it).
+    MEDIA_COPY_TIMEOUT_MS: '3000',
     METRICS: 'off',
     LOG_LEVEL: 'error',
   };
@@ -162,6 +172,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
 
   const logs: string[] = [];
   const previousSink: LogSink = setLogSink((line) => logs.push(line));
+  // The media worker on the table's stream, as deployed: results are copied off the request path.
+  const poller =
+    options.mediaWorker === false
+      ? undefined
+      : await startStreamPoller({
+          // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+          endpoint: testEndpoint(),
+          tableName: store.tableName,
+          handler: mediaWorker,
+          filter: MEDIA_WORKER_FILTER,
+        });
 
   return {
     store,
@@ -208,6 +229,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     },
 
     async dispose() {
+      await poller?.stop();
       resetWiring();
       setLogSink(previousSink);
       applyEnv(previousEnv);
@@ -407,6 +429,19 @@ export async function pollUntilTerminal(
   return answer;
 }
 
+/**
+ * Reads the stored task (reading the table never moves a task) until it is terminal, e.g. until the
+ * media worker has copied its results; bounded, returns the last read (the caller asserts on it).
+ */
+export async function storedWhenEnded(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
+  let stored = await getStoredTask(h.store, userId, taskId);
+  for (let read = 1; read < maxReads && stored?.status === 0; read++) {
+    await sleep(100);
+    stored = await getStoredTask(h.store, userId, taskId);
+  }
+  return stored;
+}
+
 /** The internals a Task resource must never show. */
 export const TASK_INTERNALS = [
   'userId',
@@ -414,6 +449,9 @@ export const TASK_INTERNALS = [
   'request',
   'providerTaskId',
   'lastCheckedAt',
+  'lastCallbackReadAt',
+  'resultsToCopy',
+  'resultsReadyAt',
   'attempts',
   'resultKeys',
   'PK',

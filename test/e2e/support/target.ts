@@ -68,7 +68,8 @@ export type Capability =
   | 'ipRestrictedKey'
   | 'expiringKey'
   | 'fuzzKey'
-  | 'localSignIn';
+  | 'localSignIn'
+  | 'ownLocalStack';
 
 /** Checks that not every target can run, with what each needs. Every other check runs everywhere. */
 export const CONDITIONAL_CHECKS = {
@@ -100,6 +101,14 @@ export const CONDITIONAL_CHECKS = {
     needs: ['fuzzKey'],
     what: 'HTTP fuzzing moves no credit on a rejected request (balance of a dedicated user, read from a 402)',
   },
+  providerCallbacks: {
+    needs: ['mockProvider'],
+    what: 'a dropped provider callback still completes by polling; a forged callback gets 404 and changes nothing',
+  },
+  callbackCompletes: {
+    needs: ['ownLocalStack'],
+    what: 'a task completes by the provider callback alone (a second local stack with polling and the sweeper off)',
+  },
   accounts: {
     needs: ['localSignIn', 'mockProvider'],
     what: 'sign-in through the OpenID provider, sessions, CSRF, key management with the session',
@@ -130,6 +139,7 @@ export function missingCapabilities(context: E2eContext): Partial<Record<Capabil
   if (!context.accounts) {
     missing.localSignIn = 'signing in needs accounts at the identity provider; only the local stack makes them';
   }
+  if (!local) missing.ownLocalStack = 'only a local run can start a second local stack of its own';
   if (!context.keys.fuzz) missing.fuzzKey = 'only the local stack seeds a dedicated fuzzing user';
   if (!context.keys.expiring) {
     missing.expiringKey = 'the suite can only create a short-lived key in the store of the local stack';

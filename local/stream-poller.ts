@@ -1,0 +1,166 @@
+/**
+ * The local stand-in for a DynamoDB Streams event source mapping: it reads the table's stream on
+ * DynamoDB Local (which implements the Streams API) shard by shard, keeps the records the deployed
+ * mapping's filter keeps (`MEDIA_WORKER_FILTER`), and invokes the same worker handler with a Lambda
+ * stream event. Records the handler reports as failed are handed to it again (up to `maxRetries`
+ * times), as the mapping's retries would; after that they are logged, where AWS would send them to the
+ * dead-letter queue.
+ */
+
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type _Record as StreamRecord,
+} from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from './dynamodb-local';
+
+/** Batches handed to the worker at once (the deployed mapping runs up to 10 per shard). */
+const MAX_BATCHES_IN_FLIGHT = 8;
+
+export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined>;
+
+export interface StreamPollerOptions {
+  endpoint: string;
+  tableName: string;
+  handler: StreamHandler;
+  /** An event source mapping filter pattern (literal values and `{ exists }` only). */
+  filter: unknown;
+  /** Pause between two reads of a shard with nothing new (default 100 ms). */
+  idleMs?: number;
+  maxRetries?: number;
+  log?: (line: string) => void;
+}
+
+export interface StreamPoller {
+  stop(): Promise<void>;
+}
+
+/** Whether a value matches an event filter pattern (the subset the service's filters use). */
+export function matchesFilter(value: unknown, pattern: unknown): boolean {
+  if (Array.isArray(pattern)) {
+    return pattern.some((option) => {
+      if (option !== null && typeof option === 'object' && 'exists' in option) {
+        return (option as { exists: boolean }).exists === (value !== undefined);
+      }
+      return value === option;
+    });
+  }
+  if (pattern !== null && typeof pattern === 'object') {
+    const record = value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+    return Object.entries(pattern).every(([key, inner]) => {
+      const exists = Array.isArray(inner) && inner.some((o) => typeof o === 'object' && o !== null && 'exists' in o);
+      // `exists: false` must match a missing key; everything else needs the key.
+      if (!(key in record) && !exists) return false;
+      return matchesFilter(record[key], inner);
+    });
+  }
+  return value === pattern;
+}
+
+/** Starts polling; records written from now on (and those still in the stream) reach the handler. */
+export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
+  const config = { ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: options.endpoint };
+  const dynamodb = new DynamoDBClient(config);
+  const streams = new DynamoDBStreamsClient(config);
+  const described = await dynamodb.send(new DescribeTableCommand({ TableName: options.tableName }));
+  dynamodb.destroy();
+  const streamArn = described.Table?.LatestStreamArn;
+  if (!streamArn) throw new Error(`Table ${options.tableName} has no stream`);
+  const idleMs = options.idleMs ?? 100;
+  const maxRetries = options.maxRetries ?? 3;
+  const log = options.log ?? (() => undefined);
+  const iterators = new Map<string, string | null>();
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  const sleepers = new Set<() => void>();
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      sleepers.add(done);
+    });
+
+  async function discoverShards(): Promise<void> {
+    const stream = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+    for (const shard of stream.StreamDescription?.Shards ?? []) {
+      const id = shard.ShardId;
+      if (!id || iterators.has(id)) continue;
+      const iterator = await streams.send(
+        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: id, ShardIteratorType: 'TRIM_HORIZON' }),
+      );
+      iterators.set(id, iterator.ShardIterator ?? null);
+    }
+  }
+
+  async function deliver(records: StreamRecord[]): Promise<void> {
+    let batch = records
+      .map((record) => record as unknown as DynamoDBRecord)
+      .filter((record) => matchesFilter(record, options.filter));
+    for (let attempt = 0; batch.length > 0; attempt++) {
+      let failed: Set<string>;
+      try {
+        const answer = await options.handler({ Records: batch });
+        failed = new Set((answer?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
+      } catch (error) {
+        log(`media worker failed: ${(error as Error).message}`);
+        failed = new Set(batch.map((record) => record.dynamodb?.SequenceNumber ?? ''));
+      }
+      batch = batch.filter((record) => failed.has(record.dynamodb?.SequenceNumber ?? ''));
+      if (batch.length > 0 && attempt >= maxRetries) {
+        log(
+          `media worker: ${batch.length} record(s) failed ${maxRetries + 1} times; dropped (the sweeper copies them)`,
+        );
+        return;
+      }
+      if (batch.length > 0) await sleep(200 * 2 ** attempt);
+    }
+  }
+
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await discoverShards();
+        let got = 0;
+        for (const [id, iterator] of iterators) {
+          if (!iterator || stopped) continue;
+          const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+          iterators.set(id, page.NextShardIterator ?? null);
+          const records = page.Records ?? [];
+          got += records.length;
+          if (records.length > 0) {
+            // Batches are handled side by side (tasks are independent), as the mapping's
+            // parallelization does: a slow copy never holds up the records behind it.
+            const job = deliver(records).finally(() => inFlight.delete(job));
+            inFlight.add(job);
+            if (inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+          }
+        }
+        if (got === 0) await sleep(idleMs);
+      } catch (error) {
+        if (!stopped) log(`stream poller: ${(error as Error).message}`);
+        // Iterators do not survive a restart of DynamoDB Local: read every shard again from its start.
+        // Records seen before are harmless (the worker skips tasks that are no longer waiting).
+        iterators.clear();
+        await sleep(1000);
+      }
+    }
+  })();
+
+  return {
+    async stop() {
+      stopped = true;
+      for (const wake of [...sleepers]) wake();
+      await loop;
+      await Promise.all(inFlight);
+      streams.destroy();
+    },
+  };
+}
