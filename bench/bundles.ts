@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { type BuildOptions, build, type Metafile } from 'esbuild';
-import { BUNDLE_OPTIONS } from '../lib/generation-function';
+import { BUNDLE_OPTIONS, providerReadsDefine } from '../lib/generation-function';
 import { AUTHORIZER, ROUTES, SWEEPER } from '../lib/routes';
 import { bytes, goal, note, out, ROOT, ratio, table } from './support';
 
@@ -67,9 +67,14 @@ export function constructOptions(format: BundleFormat): BuildOptions {
 }
 
 /** Every Lambda of the route table, the authorizer and the sweeper, then the floor. */
-export function lambdas(): Array<{ name: string; entry?: string }> {
+export function lambdas(): Array<{ name: string; entry?: string; define?: Record<string, string> }> {
   return [
-    ...ROUTES.map((route) => ({ name: route.name, entry: route.entry })),
+    // As the stack builds them: submit's bundles leave the provider's state reading out.
+    ...ROUTES.map((route) => ({
+      name: route.name,
+      entry: route.entry,
+      define: { ...BUNDLE_OPTIONS.define, ...providerReadsDefine(route.needs) },
+    })),
     { name: AUTHORIZER.name, entry: AUTHORIZER.entry },
     { name: SWEEPER.name, entry: SWEEPER.entry },
     { name: FLOOR },
@@ -91,7 +96,12 @@ export function buildBundles(): Promise<BuiltBundle[]> {
         const input: BuildOptions = lambda.entry
           ? { entryPoints: [join(ROOT, lambda.entry)] }
           : { stdin: { contents: FLOOR_SOURCE, loader: 'js', resolveDir: ROOT, sourcefile: 'floor-entry.js' } };
-        const result = await build({ ...constructOptions(format), ...input, outfile: file });
+        const result = await build({
+          ...constructOptions(format),
+          ...(lambda.define ? { define: lambda.define } : {}),
+          ...input,
+          outfile: file,
+        });
         const content = readFileSync(file);
         results.push({
           name: lambda.name,

@@ -55,6 +55,16 @@ export function inlineAuthorizerDefine(inline: boolean): Record<string, string> 
  * functions stay within their size budget only this way). A custom profile's JSON travels the same way,
  * as it is too large for the environment's 4 KB.
  */
+/**
+ * `PROVIDER_READS` fixed at build time: a function that only creates provider tasks (submit) gets
+ * "off", and esbuild drops the adapter's state-reading code (about 2 KB, measured: it kept the submit
+ * functions within their bundle budget once callbacks and profiles had grown them). The source reads
+ * the variable at run time, so the local stack and the tests, which run the source, read as usual.
+ */
+export function providerReadsDefine(needs: { providerReads?: boolean }): Record<string, string> {
+  return needs.providerReads === false ? { 'process.env.PROVIDER_READS': JSON.stringify('off') } : {};
+}
+
 export function providerProfileDefine(name: string, json?: string): Record<string, string> {
   return {
     'process.env.PROVIDER_PROFILE': JSON.stringify(name),

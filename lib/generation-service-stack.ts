@@ -89,7 +89,12 @@ import {
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
 import { resolveProviderProfile, type ServiceConfig } from './config';
-import { GenerationFunction, MEDIA_RESULTS_PREFIX, providerProfileDefine } from './generation-function';
+import {
+  GenerationFunction,
+  MEDIA_RESULTS_PREFIX,
+  providerProfileDefine,
+  providerReadsDefine,
+} from './generation-function';
 import {
   AUTHORIZER,
   AUTHORIZER_CACHE_TTL_SECONDS,
@@ -373,7 +378,9 @@ export class GenerationServiceStack extends Stack {
         LOG_LEVEL: config.logLevel,
         ...(options.inlineAuthorizer ? { INLINE_AUTHORIZER: 'true' } : {}),
       },
-      define: definition.needs.provider ? profileDefine(config) : undefined,
+      define: definition.needs.provider
+        ? { ...profileDefine(config), ...providerReadsDefine(definition.needs) }
+        : undefined,
     });
     const { needs } = definition;
     fn.bindTable(this.table, options.inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);

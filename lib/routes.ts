@@ -26,6 +26,11 @@ export interface FunctionNeeds {
   table: TableNeeds;
   /** Calls the upstream provider (needs the provider URL and key secret). */
   provider: boolean;
+  /**
+   * `false`: only creates provider tasks, never reads their state (the submit functions); the bundle
+   * then leaves the state-reading code out (`providerReadsDefine`). Default: reads too.
+   */
+  providerReads?: boolean;
   /** `write` copies results into the media bucket and signs URLs; `none` never touches it. */
   media: 'write' | 'none';
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
@@ -84,14 +89,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: lifecycleNeeds,
+    needs: { ...lifecycleNeeds, providerReads: false },
   },
   {
     name: 'submit-video',
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: lifecycleNeeds,
+    needs: { ...lifecycleNeeds, providerReads: false },
   },
   {
     // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.

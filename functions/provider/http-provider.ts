@@ -160,33 +160,50 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       return { providerTaskId: taskId };
     },
 
-    async getTask(providerTaskId: string): Promise<ProviderTaskStatus> {
-      const url = new URL(PROVIDER_PATHS.recordInfo, base);
-      url.searchParams.set('taskId', providerTaskId);
-      const init: RequestInit = {
-        method: 'GET',
-        headers: { authorization: await authorization(), accept: 'application/json', ...requestIdHeader() },
-      };
-
-      let result: Exchange | undefined;
-      for (let attempt = 1; attempt <= 2 && result === undefined; attempt++) {
-        const last = attempt === 2;
-        try {
-          const answer = await exchange(url, init, 'getTask');
-          if (answer.status >= 500 && !last) continue;
-          result = answer;
-        } catch (error) {
-          if (error instanceof TransportError && !error.timedOut && !last) continue;
-          throw asUnavailable(error);
-        }
-      }
-      if (!result) throw new ProviderUnavailableError('getTask: no answer');
-      if (result.status < 200 || result.status > 299) {
-        throw new ProviderUnavailableError(`getTask: provider answered HTTP ${result.status}`);
-      }
-      return parseRecordInfo(result.text);
-    },
+    // Fixed at build time for functions that only create tasks (lib/generation-function.ts): esbuild
+    // then keeps only the refusal, and the reading and parsing code below is left out of their bundles.
+    getTask:
+      process.env.PROVIDER_READS === 'off'
+        ? async () => {
+            throw new ProviderUnavailableError('getTask: this function only creates provider tasks');
+          }
+        : (providerTaskId: string) => readTask({ base, authorization, exchange }, providerTaskId),
   };
+}
+
+/** What reading a task needs from the adapter. */
+interface ReadIo {
+  base: string;
+  authorization(): Promise<string>;
+  exchange(url: URL, init: RequestInit, operation: string): Promise<Exchange>;
+}
+
+/** `recordInfo`, retried once on a connection error or a 5xx (see the error mapping above). */
+async function readTask(io: ReadIo, providerTaskId: string): Promise<ProviderTaskStatus> {
+  const url = new URL(PROVIDER_PATHS.recordInfo, io.base);
+  url.searchParams.set('taskId', providerTaskId);
+  const init: RequestInit = {
+    method: 'GET',
+    headers: { authorization: await io.authorization(), accept: 'application/json', ...requestIdHeader() },
+  };
+
+  let result: Exchange | undefined;
+  for (let attempt = 1; attempt <= 2 && result === undefined; attempt++) {
+    const last = attempt === 2;
+    try {
+      const answer = await io.exchange(url, init, 'getTask');
+      if (answer.status >= 500 && !last) continue;
+      result = answer;
+    } catch (error) {
+      if (error instanceof TransportError && !error.timedOut && !last) continue;
+      throw asUnavailable(error);
+    }
+  }
+  if (!result) throw new ProviderUnavailableError('getTask: no answer');
+  if (result.status < 200 || result.status > 299) {
+    throw new ProviderUnavailableError(`getTask: provider answered HTTP ${result.status}`);
+  }
+  return parseRecordInfo(result.text);
 }
 
 /** The service's request id for the provider's logs and support (`X-Request-Id`), when serving one. */

@@ -171,6 +171,31 @@ describe('functions', () => {
     // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
     expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table.access === 'none').length);
   });
+
+  test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
+    // Prepare
+    const assembly = service.app.synth();
+    const template = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+      string,
+      { Type: string; Properties: { Code?: { S3Key?: unknown }; Description?: string } }
+    >;
+    const codeOf = (name: string) => {
+      const fn = Object.values(template).find((r) => r.Properties.Description === `generation-service ${name}`);
+      const key = String(fn?.Properties.Code?.S3Key ?? '');
+      return fs.readFileSync(path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`, 'index.js'), 'utf8');
+    };
+    // A message only the state parser has.
+    const parser = 'success without usable resultUrls';
+
+    // Act
+    const [submitImage, submitVideo, getTask] = ['submit-image', 'submit-video', 'get-task'].map(codeOf);
+
+    // Assert
+    expect(submitImage?.includes(parser)).toBe(false);
+    expect(submitVideo?.includes(parser)).toBe(false);
+    expect(submitImage).toContain('this function only creates provider tasks');
+    expect(getTask).toContain(parser);
+  });
 });
 
 describe('least privilege', () => {
