@@ -17,7 +17,7 @@ export const DASHBOARD_SRC = resolve(__dirname, 'src');
 /** Where `npm start` serves the built files from. */
 export const DASHBOARD_DIST = resolve(__dirname, 'dist');
 
-const STATIC_FILES = ['index.html', 'app.css'];
+const STATIC_FILES = ['index.html', 'app.css', 'favicon.svg'];
 
 function writeAtomically(file: string, write: (temporary: string) => void): void {
   const temporary = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;

@@ -56,7 +56,8 @@ async function doSignOut(): Promise<void> {
   } finally {
     current = undefined;
     renderAccount();
-    location.hash = '#/';
+    // Without a hashchange event, which would render the sign-in page again without the message.
+    history.replaceState(null, '', '#/');
     renderSignedOut('You are signed out.');
   }
 }
@@ -81,7 +82,12 @@ function markNav(section: string): void {
   }
 }
 
-async function route(): Promise<void> {
+/**
+ * Renders the page of the address. `moveFocus` (navigation inside the dashboard) puts the focus on the
+ * new page's heading, so keyboard and screen-reader users start there; a fresh load leaves it at the
+ * top of the document, where the skip link is.
+ */
+async function route(moveFocus: boolean): Promise<void> {
   if (!current) await refreshBalance();
   if (!current) {
     renderSignedOut();
@@ -126,8 +132,7 @@ async function route(): Promise<void> {
     if (error instanceof ApiError && error.status === 401) return;
     main.append(h('p', { class: 'error', role: 'alert' }, `Could not load this page: ${(error as Error).message}`));
   }
-  // Move focus to the new page's heading, so keyboard and screen-reader users start there.
-  if (context.alive()) main.querySelector<HTMLElement>('h1')?.focus();
+  if (moveFocus && context.alive()) main.querySelector<HTMLElement>('h1')?.focus();
 }
 
 whenSignedOut(() => {
@@ -135,5 +140,5 @@ whenSignedOut(() => {
   renderAccount();
   renderSignedOut('Your session has ended. Sign in again.');
 });
-window.addEventListener('hashchange', () => void route());
-void route();
+window.addEventListener('hashchange', () => void route(true));
+void route(false);

@@ -294,9 +294,10 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
       for (const [path, messages] of Object.entries(error.fieldErrors)) {
         const text = messages.join(' ');
         const cidr = /^allowedCidrs\.(\d+)$/.exec(path);
-        if (path === 'name') name.setError(`Name ${text}`);
-        else if (path === 'expiresAt') expiry.setError(`The expiry ${text}`);
-        else if (cidr) allowlistMessages.push(`Line ${Number(cidr[1]) + 1} (${lines[Number(cidr[1])] ?? ''}) ${text}`);
+        // The API's messages name the field and the value ("Expiry ... is not in the future").
+        if (path === 'name') name.setError(text);
+        else if (path === 'expiresAt') expiry.setError(text);
+        else if (cidr) allowlistMessages.push(`Line ${Number(cidr[1]) + 1}: ${text}`);
         else if (path === 'allowedCidrs') allowlistMessages.push(text);
         else formErrorAppend(`${path}: ${text}`);
       }
