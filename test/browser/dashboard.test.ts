@@ -69,7 +69,9 @@ beforeAll(async () => {
   page = await session.newPage();
   page.setDefaultTimeout(WAIT_MS);
   page.on('console', (message) => {
-    if (message.type() === 'error') consoleErrors.push(message.text());
+    // Only the dashboard's own pages (the identity provider's login page is not ours).
+    if (!page.url().startsWith(`${base}/`)) return;
+    if (message.type() === 'error') consoleErrors.push(`${message.text()} at ${message.location().url}`);
   });
   page.on('pageerror', (error) => consoleErrors.push(`page error: ${error.message}`));
 }, STEP_TIMEOUT_MS);
