@@ -78,3 +78,37 @@ export function field(
 export function statusLine(className = 'notice'): HTMLParagraphElement {
   return h('p', { class: className, role: 'status', 'aria-live': 'polite' });
 }
+
+/** One row of `dataTable`: its attributes and one cell per column (a ready cell keeps its own class). */
+export interface TableRow {
+  attributes?: Attributes;
+  cells: (Child | HTMLTableCellElement)[];
+}
+
+/**
+ * A table with a caption for screen readers and column headers; every cell carries its column's name
+ * (`data-label`), which the phone layout shows in front of the value when rows become cards.
+ */
+export function dataTable(caption: string, columns: string[], rows: TableRow[]): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'data' },
+    h('caption', { class: 'visually-hidden' }, caption),
+    h('thead', {}, h('tr', {}, ...columns.map((name) => h('th', { scope: 'col' }, name)))),
+    h(
+      'tbody',
+      {},
+      ...rows.map((row) =>
+        h(
+          'tr',
+          row.attributes ?? {},
+          ...row.cells.map((cell, index) => {
+            const td = cell instanceof HTMLTableCellElement ? cell : h('td', {}, cell);
+            td.dataset.label = columns[index] ?? '';
+            return td;
+          }),
+        ),
+      ),
+    ),
+  );
+}

@@ -210,7 +210,7 @@ test(
     await page.waitForFunction(
       (id) => {
         const image = document.querySelector<HTMLImageElement>(`tr[data-task-id="${id}"] img.thumb`);
-        return image !== null && image.complete && image.naturalWidth > 0;
+        return Boolean(image?.complete) && (image?.naturalWidth ?? 0) > 0;
       },
       keyTaskId,
       { timeout: WAIT_MS },
@@ -221,7 +221,7 @@ test(
     await result.waitFor();
     await page.waitForFunction(() => {
       const image = document.querySelector<HTMLImageElement>('.results img');
-      return image !== null && image.complete && image.naturalWidth > 0;
+      return Boolean(image?.complete) && (image?.naturalWidth ?? 0) > 0;
     });
     await screenshot('task-image');
 

@@ -3,7 +3,7 @@
  * linked to its task, one page at a time (the cursor rides in the address).
  */
 import { getCredits } from '../api';
-import { h, replace } from '../dom';
+import { dataTable, h, replace, type TableRow } from '../dom';
 import { credits, dateTime, signed } from '../format';
 import type { PageContext } from './page';
 
@@ -14,22 +14,17 @@ export async function renderCredits(main: HTMLElement, context: PageContext): Pr
   const cursor = context.params.get('cursor') ?? undefined;
   const page = await getCredits(cursor);
   if (!context.alive()) return;
-  const rows = page.entries.map((entry) =>
-    h(
-      'tr',
-      { 'data-kind': entry.kind },
-      h('td', {}, dateTime(entry.at)),
-      h('td', {}, KIND_NAMES[entry.kind]),
+  const rows: TableRow[] = page.entries.map((entry) => ({
+    attributes: { 'data-kind': entry.kind },
+    cells: [
+      dateTime(entry.at),
+      KIND_NAMES[entry.kind],
       h('td', { class: `amount ${entry.delta < 0 ? 'negative' : 'positive'}` }, signed(entry.delta)),
-      h(
-        'td',
-        {},
-        entry.taskId
-          ? h('a', { href: `#/tasks/${encodeURIComponent(entry.taskId)}` }, `Task ${entry.taskId}`)
-          : `Grant ${entry.grantId ?? ''}`,
-      ),
-    ),
-  );
+      entry.taskId
+        ? h('a', { href: `#/tasks/${encodeURIComponent(entry.taskId)}` }, `Task ${entry.taskId}`)
+        : `Grant ${entry.grantId ?? ''}`,
+    ],
+  }));
   replace(
     main,
     h('h1', { tabindex: -1 }, 'Credits'),
@@ -37,21 +32,7 @@ export async function renderCredits(main: HTMLElement, context: PageContext): Pr
     h('p', { class: 'hint' }, 'Credits are taken when a task is accepted and given back if it fails.'),
     page.entries.length === 0
       ? h('p', {}, 'No entries.')
-      : h(
-          'div',
-          { class: 'table-wrap' },
-          h(
-            'table',
-            {},
-            h('caption', { class: 'visually-hidden' }, 'Ledger, newest first'),
-            h(
-              'thead',
-              {},
-              h('tr', {}, ...['When', 'Kind', 'Credits', 'For'].map((name) => h('th', { scope: 'col' }, name))),
-            ),
-            h('tbody', {}, ...rows),
-          ),
-        ),
+      : h('div', { class: 'table-wrap' }, dataTable('Ledger, newest first', ['When', 'Kind', 'Credits', 'For'], rows)),
     h(
       'nav',
       { class: 'pager', 'aria-label': 'Pages' },

@@ -4,7 +4,7 @@
  * shown next to the field they name.
  */
 import { ApiError, createKey, type IssuedKey, type KeyListing, listKeys, revokeKey, rotateKey } from '../api';
-import { field, h, replace, statusLine, uid } from '../dom';
+import { dataTable, field, h, replace, statusLine, uid } from '../dom';
 import { dateTime } from '../format';
 import type { PageContext } from './page';
 
@@ -130,60 +130,38 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
   };
 
   const keyTable = (keys: KeyListing[]) =>
-    h(
-      'table',
-      {},
-      h('caption', { class: 'visually-hidden' }, 'Your API keys'),
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          ...['Name', 'Key', 'Status', 'Allowed addresses', 'Created', 'Expires', 'Last used', 'Actions'].map((name) =>
-            h('th', { scope: 'col' }, name),
-          ),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        ...keys.map((key) =>
+    dataTable(
+      'Your API keys',
+      ['Name', 'Key', 'Status', 'Allowed addresses', 'Created', 'Expires', 'Last used', 'Actions'],
+      keys.map((key) => ({
+        attributes: { 'data-key-id': key.keyId },
+        cells: [
+          key.name,
+          h('code', {}, `${key.prefix}…`),
+          h('td', { class: `key-${key.status}` }, key.status, key.replacedBy ? ' (replaced)' : ''),
+          key.allowedCidrs.length === 0 ? 'Any' : key.allowedCidrs.join(', '),
+          dateTime(key.createdAt),
+          key.expiresAt ? dateTime(key.expiresAt) : 'Never',
+          dateTime(key.lastUsedAt),
           h(
-            'tr',
-            { 'data-key-id': key.keyId },
-            h('td', {}, key.name),
-            h('td', {}, h('code', {}, `${key.prefix}…`)),
-            h('td', { class: `key-${key.status}` }, key.status, key.replacedBy ? ' (replaced)' : ''),
-            h('td', {}, key.allowedCidrs.length === 0 ? 'Any' : key.allowedCidrs.join(', ')),
-            h('td', {}, dateTime(key.createdAt)),
-            h('td', {}, key.expiresAt ? dateTime(key.expiresAt) : 'Never'),
-            h('td', {}, dateTime(key.lastUsedAt)),
-            h(
-              'td',
-              { class: 'actions' },
-              key.status === 'active' &&
-                !key.replacedBy &&
-                h(
-                  'button',
-                  {
-                    type: 'button',
-                    class: 'secondary',
-                    onclick: () => rotate(key),
-                    'aria-label': `Rotate ${key.name}`,
-                  },
-                  'Rotate',
-                ),
-              key.status === 'active' &&
-                h(
-                  'button',
-                  { type: 'button', class: 'danger', onclick: () => revoke(key), 'aria-label': `Revoke ${key.name}` },
-                  'Revoke',
-                ),
-            ),
+            'td',
+            { class: 'actions' },
+            key.status === 'active' &&
+              !key.replacedBy &&
+              h(
+                'button',
+                { type: 'button', class: 'secondary', onclick: () => rotate(key), 'aria-label': `Rotate ${key.name}` },
+                'Rotate',
+              ),
+            key.status === 'active' &&
+              h(
+                'button',
+                { type: 'button', class: 'danger', onclick: () => revoke(key), 'aria-label': `Revoke ${key.name}` },
+                'Revoke',
+              ),
           ),
-        ),
-      ),
+        ],
+      })),
     );
 
   const rotate = (key: KeyListing) => {

@@ -4,7 +4,7 @@
  * page reads the list again every few seconds; completed image tasks show their first image.
  */
 import { getTask, listTasks, type TaskSummary } from '../api';
-import { field, h, replace, statusLine } from '../dom';
+import { dataTable, field, h, replace, statusLine, type TableRow } from '../dom';
 import { credits, dateTime, statusName } from '../format';
 import { type PageContext, POLL_INTERVAL_MS, pause } from './page';
 
@@ -96,41 +96,27 @@ export async function renderTasks(main: HTMLElement, context: PageContext): Prom
             preview.append(image);
           });
         }
-        return h(
-          'tr',
-          { 'data-task-id': task.taskId, 'data-status': task.status },
-          h('td', {}, h('a', { href: `#/tasks/${encodeURIComponent(task.taskId)}` }, dateTime(task.createdAt))),
-          h('td', {}, task.type === 'image' ? 'Image' : 'Video'),
-          h('td', {}, task.model),
-          h(
-            'td',
-            { class: `state state-${task.status}` },
-            statusName(task.status),
-            task.errorCode ? ` (${task.errorCode})` : '',
-          ),
-          h('td', {}, credits(task.creditsUsed), task.creditsRefunded ? ' (refunded)' : ''),
-          preview,
-        );
+        const row: TableRow = {
+          attributes: { 'data-task-id': task.taskId, 'data-status': task.status },
+          cells: [
+            h('a', { href: `#/tasks/${encodeURIComponent(task.taskId)}` }, dateTime(task.createdAt)),
+            task.type === 'image' ? 'Image' : 'Video',
+            task.model,
+            h(
+              'td',
+              { class: `state state-${task.status}` },
+              statusName(task.status),
+              task.errorCode ? ` (${task.errorCode})` : '',
+            ),
+            `${credits(task.creditsUsed)}${task.creditsRefunded ? ' (refunded)' : ''}`,
+            preview,
+          ],
+        };
+        return row;
       });
       replace(
         table,
-        h(
-          'table',
-          {},
-          h('caption', { class: 'visually-hidden' }, 'Your tasks, newest first'),
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              ...['Created', 'Type', 'Model', 'State', 'Cost', 'Preview'].map((name) =>
-                h('th', { scope: 'col' }, name),
-              ),
-            ),
-          ),
-          h('tbody', {}, ...rows),
-        ),
+        dataTable('Your tasks, newest first', ['Created', 'Type', 'Model', 'State', 'Cost', 'Preview'], rows),
       );
     }
     replace(
