@@ -1094,7 +1094,12 @@ export class GenerationServiceStack extends Stack {
         "CDK's bucket-deployment handler writes its logs with the basic execution role; it runs only during a deploy",
       );
       const bucketArn = `<${this.getLogicalId(this.dashboardBucket.node.defaultChild as CfnBucket)}.Arn>`;
+      // The bootstrap bucket's ARN prints with the partition and region literal when the stack's
+      // environment fixes them (cdk.json), and as placeholders otherwise: both spellings, one bucket.
       const region = Token.isUnresolved(this.region) ? '<AWS::Region>' : this.region;
+      const bootstrapAssets = [`arn:aws:s3:::`, 'arn:<AWS::Partition>:s3:::'].flatMap((prefix) =>
+        [region, '<AWS::Region>'].map((where) => `Resource::${prefix}cdk-hnb659fds-assets-<AWS::AccountId>-${where}/*`),
+      );
       const grants = [
         'Action::s3:GetBucket*',
         'Action::s3:GetObject*',
@@ -1102,7 +1107,7 @@ export class GenerationServiceStack extends Stack {
         'Action::s3:Abort*',
         'Action::s3:DeleteObject*',
         `Resource::${bucketArn}/*`,
-        `Resource::arn:${this.partitionLiteral()}:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-${region}/*`,
+        ...new Set(bootstrapAssets),
         'Resource::*',
       ];
       for (const grant of grants) {
@@ -1126,11 +1131,6 @@ export class GenerationServiceStack extends Stack {
         'The value is the Cognito app client secret, which Cognito cannot rotate in place; rotating it means a new app client and a redeploy',
       );
     }
-  }
-
-  /** The partition as cdk-nag prints it in the bootstrap bucket's ARN. */
-  private partitionLiteral(): string {
-    return Token.isUnresolved(this.partition) ? 'aws' : this.partition;
   }
 
   /** The resource pattern `bindProvider` grants for a secret referenced by name, as cdk-nag prints it. */
