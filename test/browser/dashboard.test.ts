@@ -237,6 +237,35 @@ test(
 );
 
 test(
+  'a task request the API refuses is explained next to the field it names, and nothing is debited',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Image', { exact: true }).check();
+    await page.getByLabel('Model').selectOption('image-model-1');
+    await page.getByLabel('Prompt').fill('');
+    const before = await page.locator('#balance').textContent();
+
+    // Act
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const promptError = await fieldError('Prompt');
+    await page.locator('summary', { hasText: 'Advanced' }).click();
+    await page.getByLabel('Provider options (JSON object, optional)').fill('[1, 2');
+    await page.getByLabel('Prompt').fill('a valid prompt');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const optionsError = await fieldError('Provider options (JSON object, optional)');
+    await screenshot('new-task-errors');
+
+    // Assert
+    expect(promptError).toMatch(/^prompt: /);
+    expect(optionsError).toContain('Enter a JSON object');
+    expect(page.url()).toMatch(/#\/new$/);
+    expect(await page.locator('#balance').textContent()).toBe(before);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
   'a video task from the form shows its price, is submitted with the session, and plays when complete',
   async () => {
     // Prepare
@@ -324,6 +353,37 @@ test(
     await rowFor('refund', failedId).getByRole('link').click();
     await page.locator('.state[data-status="2"]').waitFor();
     expect(await taskIdOfPage()).toBe(failedId);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the task list filters by status and by type',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const all = await page.locator('tr[data-task-id]').count();
+
+    // Act
+    await page.getByLabel('Status').selectOption({ label: 'Failed' });
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/status=2/);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const failedStates = await page
+      .locator('tr[data-task-id]')
+      .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.status));
+    await page.getByLabel('Status').selectOption({ label: 'Any' });
+    await page.getByLabel('Type').selectOption({ label: 'Video' });
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/type=video/);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const videoModels = await page.locator('tr[data-task-id] td[data-label="Model"]').allTextContents();
+
+    // Assert
+    expect(all).toBe(3);
+    expect(failedStates).toEqual(['2']);
+    expect(videoModels).toEqual(['video-b-2-text-to-video']);
   },
   STEP_TIMEOUT_MS,
 );

@@ -5,8 +5,10 @@
  * debits what it computes itself; the price shown here is the one the models answer lists.
  */
 import { ApiError, listModels, type Model, submitTask } from '../api';
+
 import { field, h, replace, uid } from '../dom';
 import { credits } from '../format';
+import { priceOf } from '../price';
 import type { PageContext } from './page';
 
 const MODE_NAMES: Record<string, string> = {
@@ -20,21 +22,6 @@ function options(select: HTMLSelectElement, values: { value: string; label: stri
   const keep = preferred ?? select.value;
   replace(select, ...values.map(({ value, label }) => h('option', { value }, label)));
   if (values.some(({ value }) => value === keep)) select.value = keep;
-}
-
-/** The price of the choices, or undefined when the model lists none for them. */
-export function priceOf(
-  model: Model,
-  choice: { resolution: string; duration: number; numOutputs: number },
-): number | undefined {
-  if (model.type === 'image') {
-    const tier = model.prices.find((price) => price.resolution === choice.resolution);
-    return tier && Number.isInteger(choice.numOutputs) && choice.numOutputs >= 1 && choice.numOutputs <= 10
-      ? tier.creditsPerImage * choice.numOutputs
-      : undefined;
-  }
-  return model.prices.find((price) => price.duration === choice.duration && price.resolution === choice.resolution)
-    ?.credits;
 }
 
 export async function renderNewTask(main: HTMLElement, context: PageContext): Promise<void> {
