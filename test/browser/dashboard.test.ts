@@ -255,6 +255,8 @@ test(
     await page.getByRole('button', { name: 'Submit' }).click();
     const optionsError = await fieldError('Provider options (JSON object, optional)');
     await screenshot('new-task-errors');
+    // Leave the form as the next step expects to find it (it stays on this page).
+    await page.getByLabel('Provider options (JSON object, optional)').fill('');
 
     // Assert
     expect(promptError).toMatch(/^prompt: /);
