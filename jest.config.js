@@ -30,6 +30,12 @@ module.exports = {
       globalTeardown: '<rootDir>/test/support/dynamodb-global-teardown.ts',
     }),
     project('infra'),
+    // The dashboard in Debian's Chromium (playwright-core): the setup stops the run at once, saying how
+    // to get Chromium, when there is none.
+    project('browser', {
+      globalSetup: '<rootDir>/test/browser/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/browser/support/global-teardown.ts',
+    }),
     project('e2e', {
       globalSetup: '<rootDir>/test/e2e/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/e2e/support/global-teardown.ts',

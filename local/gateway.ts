@@ -17,6 +17,7 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
 } from 'aws-lambda';
+import { dashboardHeaders } from '../lib/dashboard-headers';
 import { AUTHORIZER_IDENTITY_SOURCES, type RouteDefinition } from '../lib/routes';
 import type { UsageLimiter } from './usage-plans';
 
@@ -339,7 +340,7 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     res.writeHead(200, {
       'Content-Type': STATIC_TYPES[extname(file)] ?? 'application/octet-stream',
       'Content-Length': String(info.size),
-      'X-Content-Type-Options': 'nosniff',
+      ...dashboardHeaders(),
     });
     createReadStream(file).pipe(res);
     return true;

@@ -1,15 +1,20 @@
 /**
  * `npm start`: runs the whole service locally and stops it cleanly on Ctrl-C.
  */
+import { buildDashboard } from '../dashboard/build';
 import { localSettingsFromEnv } from './settings';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 
 async function main(): Promise<void> {
   const settings = localSettingsFromEnv();
   const log = (line: string) => process.stdout.write(`${line}\n`);
-  // DynamoDB Local's JVM is the long pole: it starts first, while the rest of the code loads.
+  // DynamoDB Local's JVM is the long pole: it starts first, while the rest of the code loads and the
+  // dashboard is built.
   const dynamodb = startSettingsDynamoDb(settings);
   dynamodb.catch(() => undefined); // its failure is reported by startLocalStack
+  // The dashboard is built from its sources on every start (well under a second), unless
+  // DASHBOARD_DIR names a folder of files built elsewhere.
+  if (!process.env.DASHBOARD_DIR) buildDashboard();
   const { DEMO_CREDITS, DEMO_USER, startLocalStack } = await import('./stack');
   const stack = await startLocalStack(settings, log, dynamodb);
   // Installed before the ready line, so whoever reacts to it can stop us cleanly at once.

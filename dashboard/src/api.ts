@@ -1,0 +1,178 @@
+/**
+ * The dashboard's one way to the API: same-origin `fetch` with the session cookie, and on every
+ * state-changing request the CSRF token from `GET /api/session` (the browser adds `Origin` itself).
+ * Task, listing and ledger shapes are the typed client's (generated from the OpenAPI document); the
+ * session, key and model shapes the document leaves open are written out here.
+ */
+import type { Credits, Task, TaskList } from '../../client/src/index';
+
+export type { Credits, Task, TaskList };
+export type TaskSummary = TaskList['tasks'][number];
+export type LedgerEntry = Credits['entries'][number];
+
+/** `GET /api/session`. */
+export interface Session {
+  userId: string;
+  email: string;
+  balance: number;
+  csrfToken: string;
+  signedInAt: string;
+  idleExpiresAt: string;
+  expiresAt: string;
+}
+
+/** A key as `GET /api/keys` lists it (never the key itself). */
+export interface KeyListing {
+  keyId: string;
+  name: string;
+  prefix: string;
+  status: 'active' | 'revoked' | 'expired';
+  allowedCidrs: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  replacedBy: string | null;
+  rotatedFrom: string | null;
+}
+
+/** `POST /api/keys` and `/rotate`: the only answers that carry `apiKey`. */
+export interface IssuedKey {
+  keyId: string;
+  apiKey: string;
+  prefix: string;
+  name: string;
+  expiresAt: string | null;
+  previous?: { keyId: string; expiresAt: string | null; revokedAt: string | null };
+}
+
+/** An image model of `GET /api/ai/models`. */
+export interface ImageModel {
+  id: string;
+  type: 'image';
+  inputModes: string[];
+  maxPromptLength: number;
+  maxReferenceImages: number;
+  aspectRatios: string[];
+  prices: { resolution: string; creditsPerImage: number }[];
+  flatRate: boolean;
+}
+
+/** A video model of `GET /api/ai/models`. */
+export interface VideoModel {
+  id: string;
+  type: 'video';
+  family: string;
+  inputModes: string[];
+  maxPromptLength: number;
+  maxReferenceImages: number;
+  aspectRatios: string[];
+  durations: number[];
+  defaultDuration: number;
+  resolutions: string[];
+  prices: { duration: number; resolution: string; credits: number }[];
+}
+
+export type Model = ImageModel | VideoModel;
+
+/** An answer other than 2xx, with the API's `{ error, ... }` body. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: { error?: string; [extra: string]: unknown },
+  ) {
+    super(body.error ?? `HTTP ${status}`);
+    this.name = 'ApiError';
+  }
+
+  /** `details.fieldErrors` of a 400, by dotted path (`allowedCidrs.1`, `prompt`). */
+  get fieldErrors(): Record<string, string[]> {
+    const details = this.body.details as { fieldErrors?: Record<string, string[]> } | undefined;
+    return details?.fieldErrors ?? {};
+  }
+
+  /** `details.formErrors` of a 400. */
+  get formErrors(): string[] {
+    const details = this.body.details as { formErrors?: string[] } | undefined;
+    return details?.formErrors ?? [];
+  }
+}
+
+let csrfToken: string | undefined;
+
+/** Called with every 401: the session has ended (signed out, expired, or revoked elsewhere). */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(callback: () => void): void {
+  onSignedOut = callback;
+}
+
+async function request<T>(method: string, path: string, json?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (method !== 'GET') {
+    if (csrfToken === undefined) await session();
+    if (csrfToken !== undefined) headers['X-CSRF-Token'] = csrfToken;
+  }
+  if (json !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+  });
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : {};
+  } catch {
+    body = { error: `Unexpected answer (HTTP ${response.status})` };
+  }
+  if (!response.ok) {
+    if (response.status === 401) {
+      csrfToken = undefined;
+      if (path !== '/api/session') onSignedOut();
+    }
+    throw new ApiError(response.status, (typeof body === 'object' && body !== null ? body : {}) as ApiError['body']);
+  }
+  return body as T;
+}
+
+/** The signed-in session (and a fresh CSRF token and balance); rejects with a 401 `ApiError` when signed out. */
+export async function session(): Promise<Session> {
+  const current = await request<Session>('GET', '/api/session');
+  csrfToken = current.csrfToken;
+  return current;
+}
+
+/** Ends this session; the cookie is cleared by the answer. */
+export async function signOut(): Promise<void> {
+  await request('POST', '/api/auth/sign-out');
+  csrfToken = undefined;
+}
+
+export const listKeys = () => request<{ keys: KeyListing[] }>('GET', '/api/keys');
+export const createKey = (body: { name: string; allowedCidrs?: string[]; expiresAt?: string }) =>
+  request<IssuedKey>('POST', '/api/keys', body);
+export const rotateKey = (keyId: string, graceSeconds: number) =>
+  request<IssuedKey>('POST', `/api/keys/${encodeURIComponent(keyId)}/rotate`, { graceSeconds });
+export const revokeKey = (keyId: string) =>
+  request<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }>(
+    'POST',
+    `/api/keys/${encodeURIComponent(keyId)}/revoke`,
+  );
+
+/** A query string from the parameters that are set. */
+function query(parameters: Record<string, string | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value) search.set(name, value);
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+export const listTasks = (filter: { status?: string; type?: string; cursor?: string; limit?: string }) =>
+  request<TaskList>('GET', `/api/ai/tasks${query(filter)}`);
+export const getTask = (taskId: string) => request<Task>('GET', `/api/ai/tasks/${encodeURIComponent(taskId)}`);
+export const getCredits = (cursor?: string) =>
+  request<Credits>('GET', `/api/ai/credits${query({ cursor, limit: '20' })}`);
+export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');
+export const submitTask = (type: 'image' | 'video', body: Record<string, unknown>) =>
+  request<{ taskId: string; status: number; creditsUsed: number }>('POST', `/api/ai/${type}/generate`, body);

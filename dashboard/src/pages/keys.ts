@@ -1,0 +1,290 @@
+/**
+ * API keys: the list; create with a name, an allowlist and an expiry; the new key shown once with a
+ * copy button; rotate with a grace period; revoke after a confirmation. The API's 400 answers are
+ * shown next to the field they name.
+ */
+import { ApiError, createKey, type IssuedKey, type KeyListing, listKeys, revokeKey, rotateKey } from '../api';
+import { dataTable, field, h, replace, statusLine, uid } from '../dom';
+import { dateTime } from '../format';
+import type { PageContext } from './page';
+
+/** Grace periods offered on rotation (seconds; 0 ends the old key at once, right for a leaked key). */
+const GRACE_CHOICES: [number, string][] = [
+  [0, 'None: the old key stops now (for a leaked key)'],
+  [3600, '1 hour'],
+  [86_400, '1 day'],
+  [7 * 86_400, '7 days'],
+];
+
+/** The panel that shows a new key once. */
+function issuedPanel(issued: IssuedKey, onDone: () => void): HTMLElement {
+  const keyId = uid('new-key');
+  const copied = statusLine('hint');
+  const input = h('input', { id: keyId, class: 'secret', readonly: true, value: issued.apiKey, spellcheck: 'false' });
+  const panel = h(
+    'section',
+    { class: 'issued', 'aria-labelledby': `${keyId}-title`, tabindex: -1 },
+    h('h2', { id: `${keyId}-title` }, `New key “${issued.name}”`),
+    h(
+      'p',
+      { class: 'warning', role: 'alert' },
+      'Copy this key now. It will not be shown again: only its fingerprint is stored.',
+    ),
+    h('label', { for: keyId }, 'API key'),
+    h(
+      'div',
+      { class: 'copy-row' },
+      input,
+      h(
+        'button',
+        {
+          type: 'button',
+          onclick: () => {
+            input.select();
+            navigator.clipboard.writeText(issued.apiKey).then(
+              () => {
+                copied.textContent = 'Copied to the clipboard.';
+              },
+              () => {
+                copied.textContent = 'Copying was refused by the browser; select the key and copy it by hand.';
+              },
+            );
+          },
+        },
+        'Copy',
+      ),
+    ),
+    copied,
+    issued.previous
+      ? h(
+          'p',
+          {},
+          issued.previous.revokedAt
+            ? 'The old key has stopped working.'
+            : `The old key keeps working until ${dateTime(issued.previous.expiresAt)}.`,
+        )
+      : null,
+    h('button', { type: 'button', class: 'secondary', onclick: onDone }, 'I have saved it'),
+  );
+  return panel;
+}
+
+/** A modal dialog (the native one: focus stays inside, Escape closes it). */
+function dialog(title: string, body: Node[], confirmLabel: string, onConfirm: () => Promise<void>): HTMLDialogElement {
+  const titleId = uid('dialog');
+  const error = h('p', { class: 'field-error', role: 'alert', hidden: true });
+  const element: HTMLDialogElement = h(
+    'dialog',
+    { 'aria-labelledby': titleId },
+    h(
+      'form',
+      {
+        method: 'dialog',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          onConfirm().then(
+            () => element.close(),
+            (failure: unknown) => {
+              error.textContent = (failure as Error).message;
+              error.hidden = false;
+            },
+          );
+        },
+      },
+      h('h2', { id: titleId }, title),
+      ...body,
+      error,
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'button', class: 'secondary', onclick: () => element.close() }, 'Cancel'),
+        h('button', { type: 'submit', class: 'danger' }, confirmLabel),
+      ),
+    ),
+  );
+  element.addEventListener('close', () => element.remove());
+  document.body.append(element);
+  element.showModal();
+  return element;
+}
+
+export async function renderKeys(main: HTMLElement, context: PageContext): Promise<void> {
+  context.setTitle('API keys');
+  const issuedSlot = h('div', {});
+  const listSlot = h('div', { class: 'table-wrap' });
+  const notice = statusLine();
+
+  const showIssued = (issued: IssuedKey) => {
+    const panel = issuedPanel(issued, () => {
+      replace(issuedSlot);
+      main.querySelector<HTMLElement>('h1')?.focus();
+    });
+    replace(issuedSlot, panel);
+    panel.focus();
+  };
+
+  const refresh = async () => {
+    const { keys } = await listKeys();
+    if (!context.alive()) return;
+    replace(listSlot, keys.length === 0 ? h('p', {}, 'No keys yet.') : keyTable(keys));
+  };
+
+  const keyTable = (keys: KeyListing[]) =>
+    dataTable(
+      'Your API keys',
+      ['Name', 'Key', 'Status', 'Allowed addresses', 'Created', 'Expires', 'Last used', 'Actions'],
+      keys.map((key) => ({
+        attributes: { 'data-key-id': key.keyId },
+        cells: [
+          key.name,
+          h('code', {}, `${key.prefix}…`),
+          h('td', { class: `key-${key.status}` }, key.status, key.replacedBy ? ' (replaced)' : ''),
+          key.allowedCidrs.length === 0 ? 'Any' : key.allowedCidrs.join(', '),
+          dateTime(key.createdAt),
+          key.expiresAt ? dateTime(key.expiresAt) : 'Never',
+          dateTime(key.lastUsedAt),
+          h(
+            'td',
+            { class: 'actions' },
+            key.status === 'active' &&
+              !key.replacedBy &&
+              h(
+                'button',
+                { type: 'button', class: 'secondary', onclick: () => rotate(key), 'aria-label': `Rotate ${key.name}` },
+                'Rotate',
+              ),
+            key.status === 'active' &&
+              h(
+                'button',
+                { type: 'button', class: 'danger', onclick: () => revoke(key), 'aria-label': `Revoke ${key.name}` },
+                'Revoke',
+              ),
+          ),
+        ],
+      })),
+    );
+
+  const rotate = (key: KeyListing) => {
+    const grace = field(
+      'Old key keeps working for',
+      h(
+        'select',
+        {},
+        ...GRACE_CHOICES.map(([seconds, label]) => h('option', { value: seconds, selected: seconds === 3600 }, label)),
+      ),
+    );
+    dialog(
+      `Rotate “${key.name}”?`,
+      [
+        h('p', {}, 'A new key replaces this one. Programs using the old key must switch before it stops.'),
+        grace.element,
+      ],
+      'Rotate',
+      async () => {
+        const issued = await rotateKey(key.keyId, Number(grace.control.value));
+        notice.textContent = `Key “${key.name}” rotated.`;
+        showIssued(issued);
+        await refresh();
+      },
+    );
+  };
+
+  const revoke = (key: KeyListing) => {
+    dialog(
+      `Revoke “${key.name}”?`,
+      [h('p', {}, 'Programs using this key are refused from the next request. This cannot be undone.')],
+      'Revoke',
+      async () => {
+        await revokeKey(key.keyId);
+        notice.textContent = `Key “${key.name}” revoked.`;
+        await refresh();
+      },
+    );
+  };
+
+  const name = field('Name', h('input', { name: 'name', required: true, maxlength: 100, autocomplete: 'off' }));
+  const allowlist = field(
+    'Allowed addresses (optional)',
+    h('textarea', { name: 'allowedCidrs', rows: 3, spellcheck: 'false' }),
+    'One IPv4/IPv6 address or CIDR block per line, e.g. 203.0.113.0/24. Empty: any address.',
+  );
+  const expiry = field(
+    'Expires (optional)',
+    h('input', { name: 'expiresAt', type: 'datetime-local' }),
+    'Your local time. Empty: the key does not expire.',
+  );
+  const formError = h('p', { class: 'field-error', role: 'alert', hidden: true });
+  const form = h(
+    'form',
+    {
+      class: 'card',
+      'aria-labelledby': 'create-key-title',
+      novalidate: true,
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        void create();
+      },
+    },
+    h('h2', { id: 'create-key-title' }, 'Create a key'),
+    name.element,
+    allowlist.element,
+    expiry.element,
+    formError,
+    h('button', { type: 'submit' }, 'Create key'),
+  );
+
+  const formErrorAppend = (text: string) => {
+    formError.textContent = `${formError.textContent ?? ''} ${text}`.trim();
+    formError.hidden = false;
+  };
+
+  const create = async () => {
+    for (const one of [name, allowlist, expiry]) one.setError(undefined);
+    formError.textContent = '';
+    formError.hidden = true;
+    const lines = allowlist.control.value
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+    const body: { name: string; allowedCidrs?: string[]; expiresAt?: string } = { name: name.control.value.trim() };
+    if (lines.length > 0) body.allowedCidrs = lines;
+    if (expiry.control.value) {
+      const when = new Date(expiry.control.value);
+      if (Number.isNaN(when.getTime())) {
+        expiry.setError('Enter a date and time.');
+        return;
+      }
+      body.expiresAt = when.toISOString();
+    }
+    try {
+      const issued = await createKey(body);
+      form.reset();
+      notice.textContent = `Key “${issued.name}” created.`;
+      showIssued(issued);
+      await refresh();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 400) {
+        formError.textContent = (error as Error).message;
+        formError.hidden = false;
+        return;
+      }
+      const allowlistMessages: string[] = [];
+      for (const [path, messages] of Object.entries(error.fieldErrors)) {
+        const text = messages.join(' ');
+        const cidr = /^allowedCidrs\.(\d+)$/.exec(path);
+        // The API's messages name the field and the value ("Expiry ... is not in the future").
+        if (path === 'name') name.setError(text);
+        else if (path === 'expiresAt') expiry.setError(text);
+        else if (cidr) allowlistMessages.push(`Line ${Number(cidr[1]) + 1}: ${text}`);
+        else if (path === 'allowedCidrs') allowlistMessages.push(text);
+        else formErrorAppend(`${path}: ${text}`);
+      }
+      if (allowlistMessages.length > 0) allowlist.setError(allowlistMessages.join(' '));
+      if (error.formErrors.length > 0) formErrorAppend(error.formErrors.join(' '));
+      form.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+    }
+  };
+
+  replace(main, h('h1', { tabindex: -1 }, 'API keys'), notice, issuedSlot, listSlot, form);
+  await refresh();
+}

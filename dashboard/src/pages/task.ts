@@ -1,0 +1,99 @@
+/**
+ * One task: prompt, model, cost, state, the error text of a failure, and the results (image previews,
+ * a playable video) with download links. A pending task is read again every few seconds until it ends;
+ * then the balance is refreshed (a failure refunds).
+ */
+import { getTask, type Task } from '../api';
+import { h, replace, statusLine } from '../dom';
+import { credits, dateTime, statusName } from '../format';
+import { type PageContext, POLL_INTERVAL_MS, pause } from './page';
+
+function row(term: string, ...value: (Node | string)[]): HTMLElement[] {
+  return [h('dt', {}, term), h('dd', {}, ...value)];
+}
+
+function results(task: Task): HTMLElement | undefined {
+  if (task.status !== 1) return undefined;
+  if (task.type === 'image') {
+    const urls = task.imageUrls ?? [];
+    if (urls.length === 0) return h('p', {}, 'The results have expired and were deleted.');
+    return h(
+      'ul',
+      { class: 'results' },
+      ...urls.map((url, index) =>
+        h(
+          'li',
+          {},
+          h('img', { src: url, alt: `Result image ${index + 1} of ${urls.length}` }),
+          h('a', { href: url, download: '' }, `Download image ${index + 1}`),
+        ),
+      ),
+    );
+  }
+  if (!task.videoUrl) return h('p', {}, 'The result has expired and was deleted.');
+  return h(
+    'div',
+    { class: 'results' },
+    h('video', { src: task.videoUrl, controls: true, preload: 'metadata', 'aria-label': 'Result video' }),
+    h('a', { href: task.videoUrl, download: '' }, 'Download video'),
+  );
+}
+
+function details(task: Task): HTMLElement {
+  const state = h('span', { class: `state state-${task.status}`, 'data-status': task.status }, statusName(task.status));
+  return h(
+    'div',
+    {},
+    h(
+      'dl',
+      { class: 'details' },
+      ...row('State', state),
+      ...row('Type', task.type === 'image' ? 'Image' : 'Video'),
+      ...row('Model', task.model),
+      ...row('Cost', credits(task.creditsUsed), task.creditsRefunded ? ' (refunded)' : ''),
+      ...row('Created', dateTime(task.createdAt)),
+      ...row('Updated', dateTime(task.updatedAt)),
+      ...(task.status === 1 && task.resultsExpireAt ? row('Results kept until', dateTime(task.resultsExpireAt)) : []),
+      ...row('Prompt', h('span', { class: 'prompt' }, task.prompt)),
+      ...(task.status === 2
+        ? row(
+            'Error',
+            h(
+              'span',
+              { class: 'error-text' },
+              `${task.errorCode}: ${task.errorMessage}`,
+              task.providerErrorCode ? ` (provider code ${task.providerErrorCode})` : '',
+            ),
+          )
+        : []),
+    ),
+    results(task),
+  );
+}
+
+export async function renderTask(main: HTMLElement, taskId: string, context: PageContext): Promise<void> {
+  context.setTitle(`Task ${taskId}`);
+  const progress = statusLine();
+  const body = h('div', {});
+  replace(
+    main,
+    h('p', {}, h('a', { href: '#/tasks' }, 'All tasks')),
+    h('h1', { tabindex: -1 }, 'Task ', h('code', {}, taskId)),
+    progress,
+    body,
+  );
+  for (;;) {
+    const task = await getTask(taskId);
+    if (!context.alive()) return;
+    replace(body, details(task));
+    if (task.status !== 0) {
+      progress.textContent =
+        task.status === 1 ? 'The task has completed.' : 'The task failed; its credits were refunded.';
+      await context.refreshBalance();
+      return;
+    }
+    progress.textContent = 'Running: this page updates every few seconds.';
+    await pause(POLL_INTERVAL_MS);
+    if (!context.alive()) return;
+  }
+}

@@ -1,0 +1,515 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium driven by playwright-core) on the local stack:
+ * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
+ * client, follow tasks to their end in the list and on their page, run a video task from the form,
+ * rotate and revoke keys and see the API refuse them, read the ledger's debit and refund, sign out and
+ * be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
+ */
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { loadBrowserContext } from './support/context';
+
+const context = loadBrowserContext();
+const base = context.baseUrl;
+const STEP_TIMEOUT_MS = 180_000;
+/** Playwright's wait for any one state (a task's end included): generous, for a loaded machine. */
+const WAIT_MS = 90_000;
+
+let browser: Browser;
+let session: BrowserContext;
+let page: Page;
+/** Console errors of the pages (a CSP violation is one), checked by the last test. */
+const consoleErrors: string[] = [];
+
+/** The key created in the key test, used from "outside" by the later tests. */
+let apiKey = '';
+let keyId = '';
+/** A task submitted with that key. */
+let keyTaskId = '';
+
+async function screenshot(name: string): Promise<void> {
+  await page.screenshot({ path: join(context.screenshotDir, `${name}.png`), fullPage: true });
+}
+
+/** A plain HTTP call with an API key, as a program would make it. */
+function withKey(key: string, path: string, init: { method?: string; json?: unknown } = {}): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    method: init.method ?? 'GET',
+    headers: {
+      Authorization: `Bearer ${key}`,
+      ...(init.json === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
+  });
+}
+
+/** The task id of the task page shown (`#/tasks/<id>`). */
+async function taskIdOfPage(): Promise<string> {
+  await page.waitForURL(/#\/tasks\/[^/?]+$/, { timeout: WAIT_MS });
+  return decodeURIComponent(new URL(page.url()).hash.replace('#/tasks/', ''));
+}
+
+/** The text of the error shown next to the control labelled `label`. */
+async function fieldError(label: string): Promise<string> {
+  const control = page.getByLabel(label, { exact: true });
+  const describedBy = (await control.getAttribute('aria-describedby')) ?? '';
+  const errorId = describedBy.split(' ').find((id) => id.endsWith('-error'));
+  if (!errorId) throw new Error(`no error slot for ${label}`);
+  const error = page.locator(`[id="${errorId}"]`);
+  await error.waitFor({ state: 'visible' });
+  return (await error.textContent()) ?? '';
+}
+
+beforeAll(async () => {
+  // Running as root (CI containers) needs --no-sandbox; the pages are our own.
+  browser = await chromium.launch({ executablePath: context.chromium, args: ['--no-sandbox'] });
+  session = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await session.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  page = await session.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  page.on('console', (message) => {
+    // Only the dashboard's own pages (the identity provider's login page is not ours).
+    if (!page.url().startsWith(`${base}/`)) return;
+    if (message.type() === 'error') consoleErrors.push(`${message.text()} at ${message.location().url}`);
+  });
+  page.on('pageerror', (error) => consoleErrors.push(`page error: ${error.message}`));
+}, STEP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+test(
+  'the page is served with a strict Content-Security-Policy and security headers',
+  async () => {
+    // Act
+    const response = await page.goto(`${base}/`);
+
+    // Assert
+    const headers = response?.headers() ?? {};
+    const csp = headers['content-security-policy'] ?? '';
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).not.toContain('unsafe-eval');
+    expect(headers['x-content-type-options']).toBe('nosniff');
+    expect(headers['x-frame-options']).toBe('DENY');
+    expect(headers['referrer-policy']).toBe('no-referrer');
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'signing in goes through the OpenID provider and lands on the dashboard with the balance in the header',
+  async () => {
+    // Prepare
+    await page.goto(`${base}/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await screenshot('sign-in');
+
+    // Act
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await page.getByLabel('E-mail').fill(context.account.email);
+    await page.getByLabel('Password').fill(context.account.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/**`);
+    const balance = page.locator('#balance');
+    await balance.waitFor();
+
+    // Assert
+    expect(await balance.textContent()).toBe(`Balance: ${context.account.credits} credits`);
+    expect(await page.locator('.account .email').textContent()).toBe(context.account.email);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Tasks');
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'a key request with a bad allowlist entry and a past expiry is explained next to each field',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'Create a key' }).waitFor();
+
+    // Act
+    await page.getByLabel('Name', { exact: true }).fill('laptop');
+    await page.getByLabel('Allowed addresses (optional)').fill('127.0.0.1\nnot-an-address');
+    await page.getByLabel('Expires (optional)').fill('2020-01-01T00:00');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const allowlistError = await fieldError('Allowed addresses (optional)');
+    const expiryError = await fieldError('Expires (optional)');
+    await screenshot('keys-errors');
+
+    // Assert
+    expect(allowlistError).toContain('Line 2');
+    expect(allowlistError).toContain('"not-an-address" is not an IPv4/IPv6 address or CIDR block');
+    expect(expiryError).toMatch(/^Expiry 2020-01-01T.* is not in the future$/);
+    expect(await page.getByLabel('Allowed addresses (optional)').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('tr[data-key-id]').count()).toBe(0);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'creating a key shows it once, with a warning and a working copy button; the list never shows it again',
+  async () => {
+    // Prepare
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    // The test's own requests come from this machine: the allowlist holds its addresses.
+    await page.getByLabel('Allowed addresses (optional)').fill('127.0.0.1\n::1');
+    await page.getByLabel('Expires (optional)').fill(local);
+
+    // Act
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const shown = page.getByLabel('API key', { exact: true });
+    await shown.waitFor();
+    apiKey = await shown.inputValue();
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    const clipboard = await page.evaluate(() => navigator.clipboard.readText());
+    const warning = await page.locator('.issued .warning').textContent();
+    const row = page.locator('tr[data-key-id]');
+    await row.first().waitFor();
+    keyId = (await row.first().getAttribute('data-key-id')) ?? '';
+    await screenshot('keys-new');
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    await page.reload();
+    await page.locator('tr[data-key-id]').first().waitFor();
+    const afterReload = await page.content();
+
+    // Assert
+    expect(apiKey).toMatch(/^gsk_live_[A-Za-z0-9_-]{43}$/);
+    expect(clipboard).toBe(apiKey);
+    expect(warning).toContain('will not be shown again');
+    expect(keyId).not.toBe('');
+    expect(await page.locator(`tr[data-key-id="${keyId}"]`).textContent()).toContain('127.0.0.1/32, ::1/128');
+    expect(afterReload).not.toContain(apiKey);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'a task submitted with that key from a plain HTTP client appears in the list and completes with its image visible',
+  async () => {
+    // Prepare
+    const submitted = await withKey(apiKey, '/api/ai/image/generate', {
+      method: 'POST',
+      json: { model: 'image-model-1', prompt: 'a lighthouse at dusk, from the browser test' },
+    });
+    expect(submitted.status).toBe(202);
+    keyTaskId = ((await submitted.json()) as { taskId: string }).taskId;
+
+    // Act
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    const thumbnail = page.locator(`tr[data-task-id="${keyTaskId}"][data-status="1"] img.thumb`);
+    await thumbnail.waitFor({ state: 'visible', timeout: WAIT_MS });
+    await page.waitForFunction(
+      (id) => {
+        const image = document.querySelector<HTMLImageElement>(`tr[data-task-id="${id}"] img.thumb`);
+        return Boolean(image?.complete) && (image?.naturalWidth ?? 0) > 0;
+      },
+      keyTaskId,
+      { timeout: WAIT_MS },
+    );
+    await screenshot('tasks');
+    await page.locator(`tr[data-task-id="${keyTaskId}"] a`).first().click();
+    const result = page.getByRole('img', { name: 'Result image 1 of 1' });
+    await result.waitFor();
+    await page.waitForFunction(() => {
+      const image = document.querySelector<HTMLImageElement>('.results img');
+      return Boolean(image?.complete) && (image?.naturalWidth ?? 0) > 0;
+    });
+    await screenshot('task-image');
+
+    // Assert
+    expect(await page.locator('.state').textContent()).toBe('Completed');
+    expect(await page.locator('.prompt').textContent()).toBe('a lighthouse at dusk, from the browser test');
+    expect(await page.locator('.details').textContent()).toContain('image-model-1');
+    expect(await page.getByRole('link', { name: 'Download image 1' }).getAttribute('href')).toBe(
+      await result.getAttribute('src'),
+    );
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'a task request the API refuses is explained next to the field it names, and nothing is debited',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Image', { exact: true }).check();
+    await page.getByLabel('Model').selectOption('image-model-1');
+    await page.getByLabel('Prompt').fill('');
+    const before = await page.locator('#balance').textContent();
+
+    // Act
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const promptError = await fieldError('Prompt');
+    await page.locator('summary', { hasText: 'Advanced' }).click();
+    await page.getByLabel('Provider options (JSON object, optional)').fill('[1, 2');
+    await page.getByLabel('Prompt').fill('a valid prompt');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const optionsError = await fieldError('Provider options (JSON object, optional)');
+    await screenshot('new-task-errors');
+    // Leave the form as the next step expects to find it (it stays on this page).
+    await page.getByLabel('Provider options (JSON object, optional)').fill('');
+
+    // Assert
+    expect(promptError).toMatch(/^prompt: /);
+    expect(optionsError).toContain('Enter a JSON object');
+    expect(page.url()).toMatch(/#\/new$/);
+    expect(await page.locator('#balance').textContent()).toBe(before);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'a video task from the form shows its price, is submitted with the session, and plays when complete',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Video', { exact: true }).check();
+    await page.getByLabel('Model').selectOption('video-b-2-text-to-video');
+    await page.getByLabel('Resolution').selectOption('480p');
+    await page.getByLabel('Duration').selectOption('10');
+    const priceAt10 = await page.locator('.price').textContent();
+    await page.getByLabel('Duration').selectOption('5');
+    await page.getByLabel('Prompt').fill('waves at night, from the form');
+    const price = await page.locator('.price').textContent();
+    await screenshot('new-task');
+
+    // Act
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const taskId = await taskIdOfPage();
+    await page.locator('.state[data-status="1"]').waitFor({ timeout: WAIT_MS });
+    const video = page.locator('.results video');
+    await video.waitFor();
+    await page.waitForFunction(() => {
+      const element = document.querySelector<HTMLVideoElement>('.results video');
+      return element !== null && element.readyState >= HTMLMediaElement.HAVE_METADATA;
+    });
+    const media = await video.evaluate((element: HTMLVideoElement) => ({
+      error: element.error?.code ?? null,
+      duration: element.duration,
+      controls: element.controls,
+    }));
+    await screenshot('task-video');
+    const stored = await withKey(apiKey, `/api/ai/tasks/${taskId}`);
+    const expectedBalance = `Balance: ${context.account.credits - 3 - 10} credits`;
+    await page.waitForFunction((text) => document.querySelector('#balance')?.textContent === text, expectedBalance);
+
+    // Assert
+    expect(priceAt10).toBe('Price: 20 credits');
+    expect(price).toBe('Price: 10 credits');
+    expect(media.error).toBeNull();
+    expect(media.duration).toBeGreaterThan(0);
+    expect(media.controls).toBe(true);
+    expect(await page.getByRole('link', { name: 'Download video' }).isVisible()).toBe(true);
+    expect(stored.status).toBe(200);
+    expect(await stored.json()).toMatchObject({ type: 'video', status: 1, creditsUsed: 10 });
+    expect(await page.locator('#balance').textContent()).toBe(expectedBalance);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the ledger shows the debit of a task and, for a task the provider fails, the debit and its refund',
+  async () => {
+    // Prepare: a failing image task from the form (the mock provider's failure control).
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Image', { exact: true }).check();
+    await page.getByLabel('Model').selectOption('image-model-1');
+    await page.getByLabel('Prompt').fill('this one fails');
+    await page.locator('summary', { hasText: 'Advanced' }).click();
+    await page
+      .getByLabel('Provider options (JSON object, optional)')
+      .fill('{"mockOutcome":"fail","mockFailMsg":"out of paint"}');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const failedId = await taskIdOfPage();
+    await page.locator('.state[data-status="2"]').waitFor({ timeout: WAIT_MS });
+    const errorText = await page.locator('.error-text').textContent();
+    await screenshot('task-failed');
+
+    // Act
+    await page.getByRole('link', { name: 'Credits' }).click();
+    await page.getByRole('heading', { name: 'Credits' }).waitFor();
+    await page.locator('tr[data-kind]').first().waitFor();
+    const rowFor = (kind: string, taskId: string) =>
+      page.locator(`tr[data-kind="${kind}"]`, { has: page.locator(`a[href="#/tasks/${taskId}"]`) });
+    await screenshot('credits');
+
+    // Assert
+    expect(errorText).toBe(
+      'PROVIDER_ERROR: The provider could not generate the result: out of paint (provider code MOCK_FAILURE)',
+    );
+    expect(await rowFor('debit', keyTaskId).locator('.amount').textContent()).toBe('-3');
+    expect(await rowFor('debit', failedId).locator('.amount').textContent()).toBe('-3');
+    expect(await rowFor('refund', failedId).locator('.amount').textContent()).toBe('+3');
+    expect(await page.locator('tr[data-kind="grant"] .amount').textContent()).toBe(`+${context.account.credits}`);
+    expect(await page.getByTestId('ledger-balance').textContent()).toBe(`${context.account.credits - 13} credits`);
+    // The refund's link leads to the failed task.
+    await rowFor('refund', failedId).getByRole('link').click();
+    await page.locator('.state[data-status="2"]').waitFor();
+    expect(await taskIdOfPage()).toBe(failedId);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the task list filters by status and by type',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const all = await page.locator('tr[data-task-id]').count();
+
+    // Act
+    await page.getByLabel('Status').selectOption({ label: 'Failed' });
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/status=2/);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const failedStates = await page
+      .locator('tr[data-task-id]')
+      .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.status));
+    await page.getByLabel('Status').selectOption({ label: 'Any' });
+    await page.getByLabel('Type').selectOption({ label: 'Video' });
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/type=video/);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const videoModels = await page.locator('tr[data-task-id] td[data-label="Model"]').allTextContents();
+
+    // Assert
+    expect(all).toBe(3);
+    expect(failedStates).toEqual(['2']);
+    expect(videoModels).toEqual(['video-b-2-text-to-video']);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'rotating a key without grace and revoking its replacement: the API refuses each from then on',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.locator(`tr[data-key-id="${keyId}"]`).waitFor();
+    const beforeRotation = await withKey(apiKey, `/api/ai/tasks/${keyTaskId}`);
+
+    // Act: rotate with no grace.
+    await page
+      .locator(`tr[data-key-id="${keyId}"]`)
+      .getByRole('button', { name: /^Rotate/ })
+      .click();
+    const rotateDialog = page.getByRole('dialog');
+    await rotateDialog.getByLabel('Old key keeps working for').selectOption('0');
+    await screenshot('keys-rotate');
+    await rotateDialog.getByRole('button', { name: 'Rotate' }).click();
+    const shown = page.getByLabel('API key', { exact: true });
+    await shown.waitFor();
+    const replacement = await shown.inputValue();
+    const oldAfterRotation = await withKey(apiKey, `/api/ai/tasks/${keyTaskId}`);
+    const newAfterRotation = await withKey(replacement, `/api/ai/tasks/${keyTaskId}`);
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+
+    // Act: revoke the replacement, confirming in the dialog.
+    const replacementId = await page.evaluate((key) => {
+      for (const row of document.querySelectorAll<HTMLElement>('tr[data-key-id]')) {
+        const prefix = row.querySelector('code')?.textContent?.replace('…', '') ?? '';
+        if (prefix && key.startsWith(prefix)) return row.dataset.keyId ?? '';
+      }
+      return '';
+    }, replacement);
+    const row = page.locator(`tr[data-key-id="${replacementId}"]`);
+    await row.getByRole('button', { name: /^Revoke/ }).click();
+    const revokeDialog = page.getByRole('dialog');
+    await revokeDialog.getByText('cannot be undone').waitFor();
+    await revokeDialog.getByRole('button', { name: 'Revoke' }).click();
+    await row.locator('.key-revoked').waitFor();
+    const newAfterRevocation = await withKey(replacement, `/api/ai/tasks/${keyTaskId}`);
+    await screenshot('keys');
+
+    // Assert
+    expect(replacementId).not.toBe(keyId);
+    expect(replacementId).not.toBe('');
+    expect(beforeRotation.status).toBe(200);
+    expect(oldAfterRotation.status).toBe(401);
+    expect(newAfterRotation.status).toBe(200);
+    expect(newAfterRevocation.status).toBe(401);
+    expect(await row.locator('.key-revoked').textContent()).toBe('revoked');
+    expect(await page.locator(`tr[data-key-id="${keyId}"] .key-revoked`).textContent()).toContain('revoked');
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'keyboard and small screens: the skip link comes first with a visible focus ring, every control has a label, and a phone-width page does not scroll sideways',
+  async () => {
+    // Prepare
+    await page.goto(`${base}/#/new`);
+    await page.reload();
+    await page.getByRole('heading', { name: 'New task' }).waitFor();
+
+    // Act
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const element = document.activeElement as HTMLElement;
+      return { text: element.textContent, outline: getComputedStyle(element).outlineStyle };
+    });
+    const unlabelled = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
+        .filter((control) => control.labels === null || control.labels.length === 0)
+        .map((control) => control.name || control.id),
+    );
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/#/tasks`);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await screenshot('tasks-phone');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // Assert
+    expect(focused.text).toBe('Skip to content');
+    expect(focused.outline).toBe('solid');
+    expect(unlabelled).toEqual([]);
+    expect(overflow).toBeLessThanOrEqual(0);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'signing out returns to the sign-in page, and the old session cookie is refused by the API',
+  async () => {
+    // Prepare
+    await page.goto(`${base}/#/tasks`);
+    await page.locator('#balance').waitFor();
+    const cookie = (await session.cookies(base)).find((one) => one.name === '__Host-session');
+    expect(cookie).toBeDefined();
+
+    // Act
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You are signed out.').waitFor();
+    const withOldCookie = await fetch(`${base}/api/ai/tasks`, {
+      headers: { Cookie: `__Host-session=${cookie?.value}` },
+    });
+    const sessionAfter = await page.evaluate(async () => (await fetch('/api/session')).status);
+    await page.goto(`${base}/#/keys`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+
+    // Assert
+    expect(withOldCookie.status).toBe(401);
+    expect(sessionAfter).toBe(401);
+    expect(await page.locator('#balance').count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Sign in' }).isVisible()).toBe(true);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test('no page broke the Content-Security-Policy or threw an error', () => {
+  // Assert (the console of every step above; the browser logs the 400 of the refused key request and
+  // the 401s of the signed-out pages as failed resources, which they are meant to be)
+  const unexpected = consoleErrors.filter((text) => !/^Failed to load resource: .*status of (400|401)/.test(text));
+  expect(unexpected).toEqual([]);
+});

@@ -1,0 +1,19 @@
+/** What the browser project's global setup hands its test files (one JSON environment variable). */
+export const BROWSER_CONTEXT_ENV = 'BROWSER_TEST_CONTEXT';
+
+export interface BrowserTestContext {
+  /** The local stack: API and dashboard on one origin. */
+  baseUrl: string;
+  chromium: string;
+  /** The invited account of the run, signing in through the local OpenID provider. */
+  account: { email: string; password: string; userId: string; credits: number };
+  /** Where screenshots go (gitignored). */
+  screenshotDir: string;
+}
+
+/** The context, in a test file. */
+export function loadBrowserContext(): BrowserTestContext {
+  const raw = process.env[BROWSER_CONTEXT_ENV];
+  if (!raw) throw new Error(`${BROWSER_CONTEXT_ENV} is not set: run these tests through jest's "browser" project`);
+  return JSON.parse(raw) as BrowserTestContext;
+}

@@ -1,0 +1,68 @@
+/**
+ * Jest global setup of the browser project: finds Chromium first (so a machine without one fails in
+ * a second, with the way to get it), then starts the local stack on free ports, exactly as `npm start`
+ * does (it builds the dashboard), with one invited account holding credits.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { grantCredits } from '../../../functions/store/accounts';
+import { createDocumentClient } from '../../../functions/store/client';
+import { inviteAccount } from '../../../functions/store/invites';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';
+import { type SpawnedLocalStack, spawnLocalStack } from '../../../local/spawn-local-stack';
+import { chromiumPath } from './chromium';
+import { BROWSER_CONTEXT_ENV, type BrowserTestContext } from './context';
+
+declare global {
+  // Jest runs the global setup and teardown in one process: the stack travels on globalThis.
+  var __browserLocalStack: SpawnedLocalStack | undefined;
+}
+
+const TABLE_NAME = 'generation-service-browser';
+const ACCOUNT = {
+  email: 'browser-user@browser.test',
+  password: randomBytes(12).toString('base64url'),
+  userId: 'browser-user',
+  credits: 1000,
+};
+
+export default async function setup(): Promise<void> {
+  const chromium = chromiumPath();
+  let stack: SpawnedLocalStack | undefined;
+  let lastError: unknown;
+  // A free port can be taken between finding it and binding it: a few tries.
+  for (let attempt = 0; attempt < 3 && !stack; attempt++) {
+    try {
+      stack = await spawnLocalStack({
+        readyTimeoutMs: 90_000,
+        env: {
+          TABLE_NAME,
+          PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
+          SWEEPER_INTERVAL_SECONDS: '1',
+          DYNAMODB_ENDPOINT: '',
+          DASHBOARD_DIR: '',
+          LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password}`,
+        },
+      });
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  if (!stack) throw lastError;
+  globalThis.__browserLocalStack = stack;
+
+  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
+  try {
+    const store = { doc, tableName: TABLE_NAME };
+    await inviteAccount(store, { email: ACCOUNT.email, userId: ACCOUNT.userId });
+    await grantCredits(store, { userId: ACCOUNT.userId, amount: ACCOUNT.credits, grantId: 'browser-welcome' });
+  } finally {
+    doc.destroy();
+  }
+
+  const screenshotDir = resolve(__dirname, '../../../test-results/dashboard');
+  mkdirSync(screenshotDir, { recursive: true });
+  const context: BrowserTestContext = { baseUrl: stack.baseUrl, chromium, account: ACCOUNT, screenshotDir };
+  process.env[BROWSER_CONTEXT_ENV] = JSON.stringify(context);
+}
