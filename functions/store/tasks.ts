@@ -80,7 +80,8 @@ function toTaskRecord(item: Record<string, unknown>): TaskRecord {
  * - Not enough credits in all shards together, or no account: `InsufficientCreditsError(cost, balance)`.
  * - The caller's key revoked or past its grace end (`task.keyId`): `UnauthorizedError`, nothing written.
  * - A conflict on a shard is retried at once on another shard; after `SHARD_ATTEMPTS` tries,
- *   `ServiceBusyError` (nothing written).
+ *   `ServiceBusyError` (nothing written), or `InsufficientCreditsError` when the account can no longer
+ *   pay by then.
  */
 export async function acceptTask(
   ctx: RetryingStoreContext,
@@ -190,7 +191,13 @@ export async function acceptTask(
           throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
         return { task: original, replayed: true };
       }
-      if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) throw busy(error);
+      if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
+        // Out of tries. Busy (503, "try again") is only the truth while the account could still pay:
+        // when the race has spent its credits meanwhile, the honest answer is 402.
+        const latest = await readShards(ctx, task.userId);
+        if (totalOf(latest) < cost) throw new InsufficientCreditsError(cost, totalOf(latest));
+        throw busy(error);
+      }
       if (outcome.kind === 'conflict') {
         for (const shard of outcome.conflictedShards) avoid.add(shard);
         await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0);

@@ -103,6 +103,7 @@ describe('store retries', () => {
     // Prepare
     const error = conflict();
     ddb.on(TransactWriteCommand).rejects(error);
+    ddb.on(QueryCommand).resolves({ Items: [{ SK: 'ACCOUNT', balance: 10 }] });
 
     // Act
     const accept = acceptTask(ctx, { task });
@@ -112,6 +113,19 @@ describe('store retries', () => {
     await expect(accept).rejects.toMatchObject({ retryAfterSeconds: 1, cause: error });
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(4);
     expect(delays).toHaveLength(3);
+  });
+
+  it('answers 402, not 503, when the account can no longer pay once the tries are spent', async () => {
+    // Prepare: every try conflicts, and meanwhile other accepts spent the balance down to 2.
+    ddb.on(TransactWriteCommand).rejects(conflict());
+    ddb.on(QueryCommand).resolves({ Items: [{ SK: 'ACCOUNT', balance: 2 }] });
+
+    // Act
+    const accept = acceptTask(ctx, { task });
+
+    // Assert
+    await expect(accept).rejects.toEqual(new InsufficientCreditsError(3, 2));
+    expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(4);
   });
 
   it('retries a conflict on the balance shard at once on another shard, without waiting', async () => {
