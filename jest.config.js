@@ -15,6 +15,9 @@ const project = (name, extra = {}) => ({
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.[jt]s$': ['ts-jest', tsJest] },
   transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  // middy 7's package exports offer only an `import` condition, which jest's CommonJS resolver does
+  // not match: point it at the module file, which ts-jest then transpiles like our own.
+  moduleNameMapper: { '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   ...extra,
 });
 

@@ -73,7 +73,7 @@ export async function handlerOverhead(): Promise<void> {
 
     out(
       `${OVERHEAD_CALLS} sequential calls each after ${WARM_UP} warm-up calls, one connection, DynamoDB Local ` +
-        'on loopback. The handler is the TypeScript source run in this process (tsx), as the local stack runs it.',
+        'on loopback. The handler is the TypeScript source bundled into this process (bin/run-ts.cjs), as the local stack runs it.',
     );
     out();
     const rows = [

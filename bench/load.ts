@@ -72,7 +72,7 @@ export async function loadRuns(): Promise<void> {
   out();
   let store: StoreContext | undefined;
   try {
-    note('starting the local stack (node --import tsx local/start.ts)');
+    note('starting the local stack (node bin/run-ts.cjs local/start.ts)');
     const stack = await startStack();
     store = {
       doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
@@ -141,7 +141,7 @@ export async function loadRuns(): Promise<void> {
 
     out(
       `autocannon ${LOAD_CONNECTIONS} connections, ${LOAD_SECONDS} s per run, loopback. The stack runs in its own ` +
-        'Node process (TypeScript through tsx, as `npm start`), LOG_LEVEL=error, METRICS=off, DynamoDB Local in ' +
+        'Node process (the bundled TypeScript, as `npm start`), LOG_LEVEL=error, METRICS=off, DynamoDB Local in ' +
         'memory, the authorizer cache at its 60 s default (so nearly every request is a cache hit), ' +
         'PROVIDER_REFRESH_INTERVAL_SECONDS=30, the sweeper every 60 s. Latency in ms.',
     );

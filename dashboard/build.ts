@@ -12,10 +12,12 @@ import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildSync } from 'esbuild';
 
+/** From dashboard/ or, bundled into the local stack (bin/run-ts.cjs), from dist/: one level down either way. */
+const DASHBOARD = resolve(__dirname, '..', 'dashboard');
 /** The sources (what the deployment's asset hash covers). */
-export const DASHBOARD_SRC = resolve(__dirname, 'src');
+export const DASHBOARD_SRC = join(DASHBOARD, 'src');
 /** Where `npm start` serves the built files from. */
-export const DASHBOARD_DIST = resolve(__dirname, 'dist');
+export const DASHBOARD_DIST = join(DASHBOARD, 'dist');
 
 const STATIC_FILES = ['index.html', 'app.css', 'favicon.svg'];
 

@@ -37,7 +37,7 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import * as zlib from 'node:zlib';
 import type { ProviderProfile } from '../functions/core/profiles/profile';
 import { checkProfiledCall } from './mock-profile';
@@ -173,11 +173,13 @@ const FAULTS: readonly MockFault[] = [
 const DEFAULT_DELAY_MS = 1500;
 const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 const IMAGE_SIZE = 64;
+/** From local/ or, bundled (bin/run-ts.cjs), from dist/: one level below the repository either way. */
+const SAMPLE_VIDEO = resolve(__dirname, '..', 'local', 'fixtures', 'sample.mp4');
 
 /** Starts the mock provider and resolves once it is listening. */
 export async function startMockProvider(options: MockProviderOptions = {}): Promise<MockProvider> {
   const tasks = new Map<string, MockTask>();
-  const video = readFileSync(options.videoFile ?? join(__dirname, 'fixtures', 'sample.mp4'));
+  const video = readFileSync(options.videoFile ?? SAMPLE_VIDEO);
   const defaultDelayMs = options.defaultDelayMs ?? DEFAULT_DELAY_MS;
   const expectedAuth = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
 

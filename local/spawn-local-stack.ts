@@ -1,8 +1,8 @@
 /**
- * The local stack as a child process (`node --import tsx local/start.ts`), exactly as `npm start` runs
+ * The local stack as a child process (`node bin/run-ts.cjs local/start.ts`), exactly as `npm start` runs
  * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
 
@@ -80,13 +80,25 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
   await waitForExit(child, timeoutMs);
 }
 
+/**
+ * Builds the local stack's bundle now when a source changed (bin/run-ts.cjs), so that starts made in
+ * parallel afterwards (test workers) find it ready instead of each building it.
+ */
+export function buildLocalStack(): void {
+  const built = spawnSync(process.execPath, ['bin/run-ts.cjs', '--build', 'local/start.ts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  if (built.status !== 0) throw new Error(`Building the local stack failed:\n${built.stderr}`);
+}
+
 /** Starts the stack and resolves at its `API ready at` line; stops it again on any failure. */
 export async function spawnLocalStack(options: SpawnOptions = {}): Promise<SpawnedLocalStack> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
   const [port, dynamodbPort, mockProviderPort, oidcProviderPort] = await freePorts(4);
   const lines: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+  const child = spawn(process.execPath, ['bin/run-ts.cjs', 'local/start.ts'], {
     cwd: ROOT,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

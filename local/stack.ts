@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
@@ -51,6 +50,7 @@ export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
 const OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
+// local/ here, dist/ when bundled (bin/run-ts.cjs): one level below the repository either way.
 const ROOT = resolve(__dirname, '..');
 
 function assertPortFree(port: number, host: string, setting: string): Promise<void> {
@@ -64,7 +64,11 @@ function assertPortFree(port: number, host: string, setting: string): Promise<vo
 }
 
 async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
-  const module = (await import(pathToFileURL(join(ROOT, definition.entry)).href)) as {
+  const folder = /^functions\/([a-z0-9-]+)\/handler\.ts$/.exec(definition.entry)?.[1];
+  if (!folder) throw new Error(`${definition.entry} is not functions/<name>/handler.ts`);
+  // A pattern esbuild can bundle (every functions/*/handler.ts), so that the bundled local stack
+  // (bin/run-ts.cjs) holds every handler; tsx and jest resolve it as a plain path.
+  const module = (await import(`../functions/${folder}/handler.ts`)) as {
     handler?: T;
     default?: { handler?: T };
   };

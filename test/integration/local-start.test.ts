@@ -20,7 +20,7 @@ const run = promisify(execFile);
 
 /** Starts `local/start.ts` and resolves at its ready line, with every line it printed (keys included). */
 async function startUntilReady(env: Record<string, string>): Promise<{ lines: string[]; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+  const child = spawn(process.execPath, ['bin/run-ts.cjs', 'local/start.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,7 +68,7 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
 /** Runs `local/start.ts` to completion and returns its exit code and stderr. */
 async function start(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   try {
-    await run(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    await run(process.execPath, ['bin/run-ts.cjs', 'local/start.ts'], {
       cwd: ROOT,
       env: { ...process.env, DATA_DIR: ':memory:', ...env },
       timeout: 60_000,

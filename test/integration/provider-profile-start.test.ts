@@ -181,7 +181,7 @@ describe('npm start with a broken profile', () => {
 
     // Act
     try {
-      await run(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+      await run(process.execPath, ['bin/run-ts.cjs', 'local/start.ts'], {
         cwd: ROOT,
         env: {
           ...process.env,

@@ -3,6 +3,7 @@
  * test files. Each file creates its own uniquely named table (test/support/dynamodb.ts).
  */
 import { findFreePort, startDynamoDbLocal } from '../../local/dynamodb-local';
+import { buildLocalStack } from '../../local/spawn-local-stack';
 
 /** The variable test workers read the endpoint from (they are spawned after this runs). */
 export const DYNAMODB_TEST_ENDPOINT = 'DYNAMODB_TEST_ENDPOINT';
@@ -13,6 +14,8 @@ declare global {
 }
 
 export default async function setup(): Promise<void> {
+  // Some files start `npm start`'s program: its bundle is built once here, not by each of them.
+  buildLocalStack();
   let lastError: unknown;
   // The free port can be taken between finding it and Java binding it; try a few.
   for (let attempt = 0; attempt < 3; attempt++) {

@@ -1,5 +1,5 @@
 /**
- * The local stack as a child process (`node --import tsx local/start.ts`) on free ports, in memory, with
+ * The local stack as a child process (`node bin/run-ts.cjs local/start.ts`) on free ports, in memory, with
  * the users and keys the suite needs written straight into its DynamoDB Local. Only the global setup and
  * teardown use this module: the test files see nothing but HTTP.
  */
