@@ -118,6 +118,8 @@ export interface TaskRecord {
   providerErrorCode?: string;
   /** API key that created the task (for audit; never the key itself). */
   keyId?: string;
+  /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
+  webhookUrl?: string;
 }
 
 /**

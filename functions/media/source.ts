@@ -14,14 +14,13 @@
  * Node's `http`/`https` are used instead of `fetch` because `fetch` (undici) takes no per-request
  * `lookup`, and undici's own dispatcher API is not importable from Node's built-in copy.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { TaskType } from '../core/task';
 import { MediaCopyError } from './port';
-import { bareHost, isPublicAddress, isTrustedOrigin, refuseUrl, type SourcePolicy } from './source-policy';
+import { type PinnedAddress, pinnedLookup, type ResolveHost, resolvePublicAddress } from './public-address';
+import { bareHost, isTrustedOrigin, refuseUrl, type SourcePolicy } from './source-policy';
 
 /** Default size limits per kind; a generated image is a few MB, a short clip tens of MB. */
 export const DEFAULT_MAX_BYTES: Readonly<Record<TaskType, number>> = {
@@ -61,8 +60,7 @@ export interface OpenedSource {
   bytesRead(): number;
 }
 
-/** Resolves a host name to all of its addresses (injected by tests to simulate DNS answers). */
-export type ResolveHost = (hostname: string) => Promise<{ address: string; family: number }[]>;
+export type { ResolveHost } from './public-address';
 
 export interface OpenSourceOptions {
   policy: SourcePolicy;
@@ -205,36 +203,13 @@ async function fetchChecked(
   }
 }
 
-/**
- * Resolves the URL's host and returns the address to connect to: every address it resolves to must
- * be public (one private answer among public ones refuses the host: a rebinding setup often mixes).
- */
+/** Resolves the URL's host and returns the checked address to connect to (`public-address.ts`). */
 async function checkedAddress(url: URL, options: OpenSourceOptions, where: string): Promise<PinnedAddress> {
-  const host = bareHost(url);
-  let addresses: { address: string; family: number }[];
-  if (isIP(host)) {
-    addresses = [{ address: host, family: isIP(host) }];
-  } else {
-    try {
-      addresses = await (options.resolve ?? systemResolve)(host);
-    } catch (error) {
-      throw new MediaCopyError(`Source ${where} unreachable: its host does not resolve`, { cause: error });
-    }
-  }
-  const first = addresses[0];
-  if (!first) throw new MediaCopyError(`Source ${where} unreachable: its host has no address`);
-  if (!addresses.every(({ address }) => isPublicAddress(address))) {
-    throw new MediaCopyError(`Source ${where} refused: it resolves to a non-public address`);
-  }
-  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+  const checked = await resolvePublicAddress(url, options.resolve);
+  if ('pinned' in checked) return checked.pinned;
+  if ('refused' in checked) throw new MediaCopyError(`Source ${where} refused: ${checked.refused}`);
+  throw new MediaCopyError(`Source ${where} unreachable: ${checked.unreachable}`, { cause: checked.cause });
 }
-
-interface PinnedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-const systemResolve: ResolveHost = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
 /** One GET; with `pinned`, the socket connects to that address whatever DNS says by then. */
 function get(url: URL, pinned: PinnedAddress | undefined, signal: AbortSignal): Promise<IncomingMessage> {
@@ -256,14 +231,6 @@ function get(url: URL, pinned: PinnedAddress | undefined, signal: AbortSignal): 
     req.once('error', reject);
     req.end();
   });
-}
-
-/** A `lookup` that answers with the already-checked address, in either callback form Node asks for. */
-function pinnedLookup(pinned: PinnedAddress): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
-    else callback(null, pinned.address, pinned.family);
-  }) as unknown as LookupFunction;
 }
 
 /** Reads until at least `count` bytes (or the end) have arrived. */

@@ -24,8 +24,8 @@ const NO_PROVIDER: GenerationProvider = {
   getTask: () => Promise.reject(new Error('the media worker has no provider access')),
 };
 
-/** The lifecycle without provider settings (the media worker's environment has none). */
-function lifecycleWithoutProvider(env: NodeJS.ProcessEnv): Lifecycle {
+/** The lifecycle without provider settings (the media and webhook workers' environments have none). */
+export function lifecycleWithoutProvider(env: NodeJS.ProcessEnv): Lifecycle {
   return {
     store: storeFromEnv(env),
     provider: NO_PROVIDER,

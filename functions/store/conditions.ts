@@ -112,6 +112,20 @@ export const conditions = {
     values: {},
   }),
 
+  /** The webhook delivery's attempt is claimed by `claimId` (a stale worker's record is refused). */
+  deliveryClaimedBy: (claimId: string): Expr => ({
+    expression: `${attr('deliveryState')} = :sendingState AND ${attr('claimId')} = :claimId`,
+    names: namesOf('deliveryState', 'claimId'),
+    values: { ':sendingState': 'sending', ':claimId': claimId },
+  }),
+
+  /** The delivery still sits in the due index where the sweeper found it (nobody claimed it since). */
+  deliveryDueAt: (dueKey: string): Expr => ({
+    expression: `${attr(TABLE.pendingIndex.sortKey)} = :dueKey`,
+    names: namesOf(TABLE.pendingIndex.sortKey),
+    values: { ':dueKey': dueKey },
+  }),
+
   /**
    * The idempotency key is free: never used, or its record has expired. TTL deletion can lag by days,
    * so an expired record still on the table must not block the key.

@@ -148,6 +148,17 @@ export function grantFailure(error: unknown, layout: { ledger: number; grantId: 
   throw error;
 }
 
+/**
+ * Maps a failed attempt record (the attempt item and the delivery's update, one transaction): true when
+ * the delivery's claim was lost (another worker or a re-claim moved it on), so nothing was written.
+ * Rethrows anything else.
+ */
+export function attemptRecordLost(error: unknown): true {
+  const reasons = cancellationReasons(error);
+  if (reasons?.some((reason) => reason.Code === 'ConditionalCheckFailed')) return true;
+  throw error;
+}
+
 /** True when a conditional single-item update lost (the state moved on); anything else rethrows. */
 export function lostCondition(error: unknown): true {
   if (isConditionalCheckFailed(error)) return true;

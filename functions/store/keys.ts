@@ -11,6 +11,7 @@ export interface ItemKey {
 
 const USER = 'USER#';
 const BALANCE_PREFIX = 'ACCOUNT';
+const WEBHOOK = 'WEBHOOK#';
 
 export const keys = {
   /** The account's first balance shard; also the single balance item of accounts made before sharding. */
@@ -65,6 +66,32 @@ export const keys = {
     GSI2PK: `${USER}${userId}`,
     GSI2SK: `${createdAtIso}#${taskId}`,
   }),
+  /** An account's webhook settings: its default endpoint and its sealed signing secret. */
+  webhookSettings: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS' }),
+  /** The one webhook delivery of a task (its event when it ended). */
+  webhookDelivery: (userId: string, taskId: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `${WEBHOOK}${taskId}`,
+  }),
+  /** Attempt `attempt` (1-based) of a task's delivery; zero-padded so the attempts read in order. */
+  webhookAttempt: (userId: string, taskId: string, attempt: number): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `${WEBHOOK}${taskId}#ATTEMPT#${String(attempt).padStart(3, '0')}`,
+  }),
+  /** A delivery and its attempts: one `begins_with` Query. */
+  webhookDeliveryPrefix: (userId: string, taskId: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `${WEBHOOK}${taskId}`,
+  }),
+  /**
+   * A delivery's entry in the due index (`GSI1`, sparse, beside the pending tasks): when it is next to
+   * be tried, or when the claim of its running attempt runs out. Time first, so one Query per shard
+   * finds everything due.
+   */
+  webhookDue: (taskId: string, dueIso: string): { GSI1PK: string; GSI1SK: string } => ({
+    GSI1PK: webhookDueShardKey(shardOf(taskId) % TABLE.webhookDueShards),
+    GSI1SK: `${dueIso}#${taskId}`,
+  }),
   /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
   pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
     GSI1PK: pendingShardKey(shardOf(taskId)),
@@ -73,6 +100,11 @@ export const keys = {
 } as const;
 
 export type LedgerKind = 'grant' | 'debit' | 'refund';
+
+/** The due-index partition of webhook deliveries (`WEBHOOKDUE#<shard>`). */
+export function webhookDueShardKey(shard: number): string {
+  return `WEBHOOKDUE#${shard}`;
+}
 
 export function pendingShardKey(shard: number): string {
   return `PENDING#${shard}`;

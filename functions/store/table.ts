@@ -33,6 +33,8 @@ export const TABLE = {
   ttlAttribute: 'ttl',
   /** Pending tasks are spread over this many index partitions (`PENDING#0..15`). */
   pendingShards: 16,
+  /** Webhook deliveries waiting for their next attempt share `GSI1` in this many partitions (`WEBHOOKDUE#0..3`). */
+  webhookDueShards: 4,
   /**
    * Balance items per account (`ACCOUNT`, `ACCOUNT#1..31`): an accept writes one of them, so this many
    * accepts of one account can commit at once (README "How money moves"). Revocations write a marker

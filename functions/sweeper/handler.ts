@@ -1,8 +1,10 @@
 /**
- * Scheduled (EventBridge, every minute): drives every pending task to a terminal state.
+ * Scheduled (EventBridge, every minute): drives every pending task to a terminal state, and claims the
+ * webhook deliveries whose next attempt is due (the webhook worker then makes them).
  */
 import type { Context } from 'aws-lambda';
 import { sweepPendingTasks } from '../lifecycle/sweep';
+import { claimDueDeliveries } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
 import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 
@@ -13,11 +15,19 @@ type SweeperContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>
 
 async function sweep(_event: unknown, context?: SweeperContext) {
   const log = logger.child({ function: 'sweeper' });
-  const report = await sweepPendingTasks(workerLifecycleFromEnv(), log, {
-    hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
-  });
-  log.info('Sweep finished', { ...report });
-  return report;
+  const lc = workerLifecycleFromEnv();
+  const [report, webhooksClaimed] = await Promise.all([
+    sweepPendingTasks(lc, log, {
+      hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
+    }),
+    // Only claims (a write each): the sending happens in the webhook worker, never here.
+    claimDueDeliveries(lc.store, lc.now(), log).catch((error: unknown) => {
+      log.error('Claiming due webhook deliveries failed; the next sweep tries again', { error });
+      return 0;
+    }),
+  ]);
+  log.info('Sweep finished', { ...report, webhooksClaimed });
+  return { ...report, webhooksClaimed };
 }
 
 export const handler = withInvocation(sweep, (_event, context) => context?.awsRequestId);

@@ -2,13 +2,9 @@
  * Which result URLs and addresses the service may download from, and how a file's first bytes name
  * its format.
  */
+import { isPublicAddress } from '../../functions/media/public-address';
 import { sniffType } from '../../functions/media/source';
-import {
-  isPublicAddress,
-  refuseUrl,
-  STRICT_SOURCE_POLICY,
-  sourcePolicyFromEnv,
-} from '../../functions/media/source-policy';
+import { refuseUrl, STRICT_SOURCE_POLICY, sourcePolicyFromEnv } from '../../functions/media/source-policy';
 
 describe('isPublicAddress', () => {
   it.each([

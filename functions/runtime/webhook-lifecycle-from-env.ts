@@ -1,0 +1,42 @@
+/**
+ * The webhook worker's wiring: the lifecycle without the provider (it never calls it), results signed
+ * by the API functions' media store (it only reads them: presigned GETs), the secret box, the
+ * endpoint policy and the retry schedule.
+ */
+import { parseRetryDelays } from '../core/webhooks';
+import type { WebhookLifecycle } from '../lifecycle/webhooks';
+import { secretBoxFromEnv } from '../webhooks/secret-box';
+import { webhookTargetPolicy } from '../webhooks/target-policy';
+import { lifecycleFromEnv } from './lifecycle-from-env';
+import { lifecycleWithoutProvider } from './worker-lifecycle-from-env';
+
+let cached: WebhookLifecycle | null | undefined;
+
+/**
+ * The worker's lifecycle for this process, built on first use; undefined when no webhook secrets key
+ * is configured (`WEBHOOK_SECRETS_KEY` or `WEBHOOK_SECRETS_KEY_ARN`): webhooks are then off.
+ * @throws Error on a malformed setting (`WEBHOOK_RETRY_DELAYS_SECONDS`, `WEBHOOK_INSECURE_ORIGINS`)
+ */
+export function webhookLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): WebhookLifecycle | undefined {
+  if (cached !== undefined) return cached ?? undefined;
+  const box = secretBoxFromEnv(env);
+  if (!box) {
+    cached = null;
+    return undefined;
+  }
+  const base = env.PROVIDER_BASE_URL ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
+  cached = {
+    ...base,
+    webhooks: {
+      box,
+      policy: webhookTargetPolicy(env),
+      retryDelays: parseRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS),
+    },
+  };
+  return cached;
+}
+
+/** Forgets the wiring (tests change the environment between runs). */
+export function resetWebhookLifecycleFromEnv(): void {
+  cached = undefined;
+}

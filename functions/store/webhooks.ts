@@ -1,0 +1,426 @@
+/**
+ * Webhooks in DynamoDB: an account's settings (default endpoint, sealed signing secret), one delivery
+ * per ended task, and one item per attempt. A delivery moves between states only by conditional
+ * writes, so a redelivered stream record, two workers or a worker and the sweeper never record one
+ * attempt twice:
+ *
+ * - `sending`: an attempt is claimed (`claimId`). The write that claims it (creation, or the sweeper's
+ *   claim) is what the table's stream hands to the webhook worker. Until the claim runs out
+ *   (`leaseUntil`), it sits in the due index under that time, so a claim whose worker died is taken
+ *   again by the sweeper.
+ * - `waiting`: the last attempt failed; in the due index under the time of the next one.
+ * - `delivered` or `failed` (the schedule is spent): out of the index, kept for 30 days.
+ */
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UsageError } from '../core/errors';
+import type { WebhookEventType } from '../core/webhooks';
+import { attr, conditionParams, conditions, update, updateParams } from './conditions';
+import { attemptRecordLost, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import { keys, userIdFromPk, webhookDueShardKey } from './keys';
+import { TABLE } from './table';
+
+/** How long delivery and attempt records are kept after the delivery is created (TTL). */
+export const WEBHOOK_RECORD_DAYS = 30;
+
+/** An account's webhook settings. */
+export interface WebhookSettings {
+  userId: string;
+  /** The default endpoint, for tasks submitted without a `webhookUrl`. */
+  url?: string;
+  /** The signing secret sealed by `webhooks/secret-box.ts`; never the secret itself. */
+  sealedSecret?: string;
+  secretCreatedAt?: string;
+  updatedAt: string;
+}
+
+export type DeliveryState = 'sending' | 'waiting' | 'delivered' | 'failed';
+
+/** A task's webhook delivery. */
+export interface WebhookDelivery {
+  userId: string;
+  taskId: string;
+  /** `webhook-id`: the same on every attempt. */
+  webhookId: string;
+  /** The endpoint, fixed when the task ended. */
+  url: string;
+  eventType: WebhookEventType;
+  /** When the task ended (ISO 8601): the payload's `timestamp`. */
+  eventAt: string;
+  deliveryState: DeliveryState;
+  /** The claim of the attempt under way (`sending`). */
+  claimId?: string;
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the next attempt is due (`waiting`) or the running claim runs out (`sending`), ISO 8601. */
+  dueAt?: string;
+  createdAt: string;
+  updatedAt: string;
+  deliveredAt?: string;
+  gaveUpAt?: string;
+}
+
+/** One recorded attempt. */
+export interface WebhookAttempt {
+  attempt: number;
+  /** When it started (ISO 8601). */
+  at: string;
+  durationMs: number;
+  statusCode?: number;
+  error?: string;
+}
+
+/** What comes after an attempt. */
+export type AfterAttempt = { state: 'delivered' } | { state: 'waiting'; dueAt: Date } | { state: 'failed' };
+
+/** A delivery the due index lists: enough to claim it. */
+export interface DueDeliveryRef {
+  userId: string;
+  taskId: string;
+  /** Its due-index sort key as listed; the claim requires it unchanged. */
+  dueKey: string;
+}
+
+const KEY_ATTRIBUTES = [
+  TABLE.partitionKey,
+  TABLE.sortKey,
+  TABLE.pendingIndex.partitionKey,
+  TABLE.pendingIndex.sortKey,
+  TABLE.ttlAttribute,
+];
+
+function withoutKeys<T>(item: Record<string, unknown>): T {
+  const record: Record<string, unknown> = { ...item };
+  for (const name of KEY_ATTRIBUTES) delete record[name];
+  return record as T;
+}
+
+function epochSeconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000);
+}
+
+/** The account's webhook settings, or undefined when it has none. */
+export async function getWebhookSettings(
+  ctx: RetryingStoreContext,
+  userId: string,
+): Promise<WebhookSettings | undefined> {
+  const out = await withRetry(
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.webhookSettings(userId) })),
+    ctx.retry,
+  );
+  return out.Item ? withoutKeys<WebhookSettings>(out.Item) : undefined;
+}
+
+async function updateSettings(
+  ctx: RetryingStoreContext,
+  userId: string,
+  spec: Parameters<typeof update>[0],
+): Promise<WebhookSettings> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: keys.webhookSettings(userId),
+          ...updateParams(update({ ...spec, set: { userId, ...spec.set } })),
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    ctx.retry,
+  );
+  return withoutKeys<WebhookSettings>(out.Attributes ?? {});
+}
+
+/** Sets the account's default endpoint (the caller has checked it). */
+export function setWebhookUrl(
+  ctx: RetryingStoreContext,
+  input: { userId: string; url: string; now: Date },
+): Promise<WebhookSettings> {
+  return updateSettings(ctx, input.userId, { set: { url: input.url, updatedAt: input.now.toISOString() } });
+}
+
+/** Removes the account's default endpoint (tasks' own `webhookUrl`s still get their deliveries). */
+export function clearWebhookUrl(
+  ctx: RetryingStoreContext,
+  input: { userId: string; now: Date },
+): Promise<WebhookSettings> {
+  return updateSettings(ctx, input.userId, { set: { updatedAt: input.now.toISOString() }, remove: ['url'] });
+}
+
+/** Stores a new sealed signing secret, replacing the previous one (a rotation). */
+export function putWebhookSecret(
+  ctx: RetryingStoreContext,
+  input: { userId: string; sealedSecret: string; now: Date },
+): Promise<WebhookSettings> {
+  const at = input.now.toISOString();
+  return updateSettings(ctx, input.userId, {
+    set: { sealedSecret: input.sealedSecret, secretCreatedAt: at, updatedAt: at },
+  });
+}
+
+/**
+ * Creates a task's delivery with its first attempt claimed (`sending`); this write, through the
+ * stream, starts the attempt. False when the task has a delivery already (a redelivered record).
+ */
+export async function createDelivery(
+  ctx: RetryingStoreContext,
+  input: {
+    userId: string;
+    taskId: string;
+    webhookId: string;
+    url: string;
+    eventType: WebhookEventType;
+    eventAt: string;
+    claimId: string;
+    leaseUntil: Date;
+    now: Date;
+  },
+): Promise<boolean> {
+  const leaseIso = input.leaseUntil.toISOString();
+  const now = input.now.toISOString();
+  const delivery: WebhookDelivery = {
+    userId: input.userId,
+    taskId: input.taskId,
+    webhookId: input.webhookId,
+    url: input.url,
+    eventType: input.eventType,
+    eventAt: input.eventAt,
+    deliveryState: 'sending',
+    claimId: input.claimId,
+    attempts: 0,
+    dueAt: leaseIso,
+    createdAt: now,
+    updatedAt: now,
+  };
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new PutCommand({
+            TableName: ctx.tableName,
+            Item: {
+              ...keys.webhookDelivery(input.userId, input.taskId),
+              ...keys.webhookDue(input.taskId, leaseIso),
+              ...delivery,
+              [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
+            },
+            ...conditionParams(conditions.itemIsNew()),
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    lostCondition(error);
+    return false;
+  }
+}
+
+/** A task's delivery (consistent read), or undefined. */
+export async function getDelivery(
+  ctx: RetryingStoreContext,
+  userId: string,
+  taskId: string,
+): Promise<WebhookDelivery | undefined> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new GetCommand({
+          TableName: ctx.tableName,
+          Key: keys.webhookDelivery(userId, taskId),
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  return out.Item ? withoutKeys<WebhookDelivery>(out.Item) : undefined;
+}
+
+/**
+ * Claims the next attempt of a due delivery (`waiting` whose time came, or `sending` whose claim ran
+ * out): only if it still sits in the index where the sweeper listed it. The write starts the attempt
+ * (stream). False when someone else moved it first.
+ */
+export async function claimDelivery(
+  ctx: RetryingStoreContext,
+  input: DueDeliveryRef & { claimId: string; leaseUntil: Date; now: Date },
+): Promise<boolean> {
+  const leaseIso = input.leaseUntil.toISOString();
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: keys.webhookDelivery(input.userId, input.taskId),
+            ...updateParams(
+              update({
+                set: {
+                  deliveryState: 'sending',
+                  claimId: input.claimId,
+                  dueAt: leaseIso,
+                  updatedAt: input.now.toISOString(),
+                  ...keys.webhookDue(input.taskId, leaseIso),
+                },
+              }),
+              conditions.deliveryDueAt(input.dueKey),
+            ),
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    lostCondition(error);
+    return false;
+  }
+}
+
+/**
+ * Records attempt `attempt.attempt` of the delivery claimed by `claimId`, and what comes next, in one
+ * transaction: the attempt item and the delivery's new state. False (nothing written) when the claim
+ * was lost meanwhile.
+ */
+export async function recordAttempt(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; claimId: string; attempt: WebhookAttempt; next: AfterAttempt; now: Date },
+): Promise<boolean> {
+  const now = input.now.toISOString();
+  const { next } = input;
+  const change =
+    next.state === 'waiting'
+      ? update({
+          set: {
+            deliveryState: 'waiting',
+            attempts: input.attempt.attempt,
+            dueAt: next.dueAt.toISOString(),
+            updatedAt: now,
+            ...keys.webhookDue(input.taskId, next.dueAt.toISOString()),
+          },
+          remove: ['claimId'],
+        })
+      : update({
+          set: {
+            deliveryState: next.state,
+            attempts: input.attempt.attempt,
+            updatedAt: now,
+            ...(next.state === 'delivered' ? { deliveredAt: now } : { gaveUpAt: now }),
+          },
+          remove: ['claimId', 'dueAt', TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
+        });
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: ctx.tableName,
+                  Item: {
+                    ...keys.webhookAttempt(input.userId, input.taskId, input.attempt.attempt),
+                    userId: input.userId,
+                    taskId: input.taskId,
+                    ...input.attempt,
+                    [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
+                  },
+                  ...conditionParams(conditions.itemIsNew()),
+                },
+              },
+              {
+                Update: {
+                  TableName: ctx.tableName,
+                  Key: keys.webhookDelivery(input.userId, input.taskId),
+                  ...updateParams(change, conditions.deliveryClaimedBy(input.claimId)),
+                },
+              },
+            ],
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    attemptRecordLost(error);
+    return false;
+  }
+}
+
+/** Deliveries of one due-index shard that are due at `now` (oldest first, at most `limit`). */
+export async function listDueDeliveries(
+  ctx: RetryingStoreContext,
+  input: { shard: number; now: Date; limit?: number },
+): Promise<DueDeliveryRef[]> {
+  if (!Number.isInteger(input.shard) || input.shard < 0 || input.shard >= TABLE.webhookDueShards) {
+    throw new UsageError(`shard must be an integer in 0..${TABLE.webhookDueShards - 1}`);
+  }
+  const index = TABLE.pendingIndex;
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          IndexName: index.name,
+          // `<time>#<taskId>` sorts by time; '$' follows '#', so this takes every key of times up to now.
+          KeyConditionExpression: `${attr(index.partitionKey)} = :shard AND ${attr(index.sortKey)} < :upTo`,
+          ExpressionAttributeNames: { [attr(index.partitionKey)]: index.partitionKey, [attr(index.sortKey)]: index.sortKey },
+          ExpressionAttributeValues: {
+            ':shard': webhookDueShardKey(input.shard),
+            ':upTo': `${input.now.toISOString()}$`,
+          },
+          ScanIndexForward: true,
+          Limit: input.limit ?? 100,
+        }),
+      ),
+    ctx.retry,
+  );
+  const prefix = keys.webhookDelivery('', '').SK;
+  return (out.Items ?? []).map((item) => ({
+    userId: userIdFromPk(String(item[TABLE.partitionKey])),
+    taskId: String(item[TABLE.sortKey]).slice(prefix.length),
+    dueKey: String(item[index.sortKey]),
+  }));
+}
+
+/** A task's delivery and its attempts, oldest first (one Query). */
+export async function getDeliveryWithAttempts(
+  ctx: RetryingStoreContext,
+  userId: string,
+  taskId: string,
+): Promise<{ delivery?: WebhookDelivery; attempts: WebhookAttempt[] }> {
+  const prefix = keys.webhookDeliveryPrefix(userId, taskId);
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :sk)`,
+          ExpressionAttributeNames: { [attr(TABLE.partitionKey)]: TABLE.partitionKey, [attr(TABLE.sortKey)]: TABLE.sortKey },
+          ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  const deliverySk = keys.webhookDelivery(userId, taskId).SK;
+  let delivery: WebhookDelivery | undefined;
+  const attempts: WebhookAttempt[] = [];
+  for (const item of out.Items ?? []) {
+    const sk = String(item[TABLE.sortKey]);
+    if (sk === deliverySk) delivery = withoutKeys<WebhookDelivery>(item);
+    // Another task whose id starts with this one's would share the prefix: only this task's attempts.
+    else if (sk.startsWith(`${deliverySk}#ATTEMPT#`)) {
+      const { userId: _u, taskId: _t, ...attempt } = withoutKeys<WebhookAttempt & { userId: string; taskId: string }>(
+        item,
+      );
+      attempts.push(attempt);
+    }
+  }
+  return { ...(delivery ? { delivery } : {}), attempts };
+}
+
+/** Every due delivery of every shard (for the sweeper), a page per shard. */
+export async function allDueDeliveries(ctx: RetryingStoreContext, now: Date): Promise<DueDeliveryRef[]> {
+  const shards = Array.from({ length: TABLE.webhookDueShards }, (_, shard) => shard);
+  const pages = await Promise.all(shards.map((shard) => listDueDeliveries(ctx, { shard, now })));
+  return pages.flat();
+}
