@@ -23,6 +23,16 @@ export const REPO_ROOT = path.resolve(__dirname, '..');
 export const MEDIA_RESULTS_PREFIX = 'results/';
 
 /**
+ * Settings only the local stack ever sets, fixed empty at build time: `WEBHOOK_INSECURE_ORIGINS` (a
+ * local webhook receiver allowed over plain http). The submit functions check `webhookUrl`s, and with
+ * the value known to be empty esbuild drops the code that parses it (measured: it kept them within
+ * their bundle budget). Deployed, no function has the setting either way.
+ */
+export const LOCAL_ONLY_DEFINE: Readonly<Record<string, string>> = {
+  'process.env.WEBHOOK_INSECURE_ORIGINS': JSON.stringify(''),
+};
+
+/**
  * The esbuild options every function is bundled with; the bundle tests and bench/ build with the same.
  * `mainFields` prefers the dependencies' ES module builds, which esbuild can trim where it takes a
  * CommonJS build whole. Measured on get-task (bench/): 629 KB and 85 ms module load as plain CJS,
@@ -36,7 +46,7 @@ export const BUNDLE_OPTIONS = {
   keepNames: false,
   mainFields: ['module', 'main'],
   // The default deployment: cdk.json's `providerProfile` is `kie`.
-  define: { ...inlineAuthorizerDefine(false), ...providerProfileDefine('kie') },
+  define: { ...inlineAuthorizerDefine(false), ...providerProfileDefine('kie'), ...LOCAL_ONLY_DEFINE },
 } as const;
 
 /**
@@ -188,7 +198,11 @@ export class GenerationFunction extends NodejsFunction {
         ...BUNDLE_OPTIONS,
         mainFields: [...BUNDLE_OPTIONS.mainFields],
         sourceMap: props.sourceMap ?? false,
-        define: { ...inlineAuthorizerDefine(props.environment?.INLINE_AUTHORIZER === 'true'), ...props.define },
+        define: {
+          ...inlineAuthorizerDefine(props.environment?.INLINE_AUTHORIZER === 'true'),
+          ...LOCAL_ONLY_DEFINE,
+          ...props.define,
+        },
         externalModules: bundleAwsSdk ? [] : ['@aws-sdk/*'],
         format: esm ? OutputFormat.ESM : OutputFormat.CJS,
         banner: esm
@@ -258,17 +272,33 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
-   * Grants writing and reading result files under `results/` of the media bucket (nothing else in
-   * it, no listing, no deletes) and sets `MEDIA_BUCKET`, plus `MEDIA_URL_TTL_SECONDS` when given.
+   * Grants `secretsmanager:GetSecretValue` (nothing else) on the key that seals accounts' webhook
+   * signing secrets and sets `WEBHOOK_SECRETS_KEY_ARN`.
    */
-  bindMedia(bucket: IBucket, urlTtl?: Duration): this {
+  bindWebhookSecretsKey(secret: ISecret): this {
+    this.addToRolePolicy(
+      new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
+    );
+    secret.encryptionKey?.grantDecrypt(this);
+    this.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', secret.secretArn);
+    return this;
+  }
+
+  /**
+   * Grants writing and reading result files under `results/` of the media bucket (nothing else in
+   * it, no listing, no deletes), or with `read` reading only, and sets `MEDIA_BUCKET`, plus
+   * `MEDIA_URL_TTL_SECONDS` when given.
+   */
+  bindMedia(bucket: IBucket, urlTtl?: Duration, access: 'write' | 'read' = 'write'): this {
     this.addToRolePolicy(
       new PolicyStatement({
-        actions: [...MEDIA_ACTIONS],
+        // `read`: signed GET URLs only (they are authorized as the signer); nothing is written.
+        actions: access === 'write' ? [...MEDIA_ACTIONS] : ['s3:GetObject'],
         resources: [bucket.arnForObjects(`${MEDIA_RESULTS_PREFIX}*`)],
       }),
     );
-    bucket.encryptionKey?.grantEncryptDecrypt(this);
+    if (access === 'write') bucket.encryptionKey?.grantEncryptDecrypt(this);
+    else bucket.encryptionKey?.grantDecrypt(this);
     this.addEnvironment('MEDIA_BUCKET', bucket.bucketName);
     if (urlTtl) this.addEnvironment('MEDIA_URL_TTL_SECONDS', String(urlTtl.toSeconds()));
     return this;

@@ -119,6 +119,8 @@ import {
   MEDIA_WORKER_FILTER,
   ROUTES,
   SWEEPER,
+  WEBHOOK_WORKER,
+  WEBHOOK_WORKER_FILTERS,
   withInlineKeyReads,
 } from './routes';
 
@@ -195,6 +197,12 @@ export class GenerationServiceStack extends Stack {
   readonly mediaWorkerFunction: GenerationFunction;
   /** Stream records the media worker gave up on (the sweeper still copies those tasks). */
   readonly mediaWorkerDlq: Queue;
+  /** Seals the accounts' webhook signing secrets (generated; the webhook worker and operators read it). */
+  readonly webhookSecretsKey: Secret;
+  /** Sends webhooks, fed by the table's stream. */
+  readonly webhookWorkerFunction: GenerationFunction;
+  /** Stream records the webhook worker gave up on. */
+  readonly webhookWorkerDlq: Queue;
   /** The identity provider of the dashboard's sign-in (absent in LocalStack mode). */
   readonly userPool?: UserPool;
   /** The service as the user pool's confidential OpenID client. */
@@ -222,6 +230,13 @@ export class GenerationServiceStack extends Stack {
       description: 'Signs the provider callback URL of each task (HMAC-SHA256); generated, never shown',
       generateSecretString: { passwordLength: 64, excludePunctuation: true },
     });
+    this.webhookSecretsKey = new Secret(this, 'WebhookSecretsKey', {
+      description:
+        "Seals the accounts' webhook signing secrets (AES-256-GCM, key derived with HKDF); generated, never shown",
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    });
+    // Losing it would make every account's signing secret unreadable (they would need new ones).
+    this.webhookSecretsKey.applyRemovalPolicy(dataRemoval);
 
     const build = (definition: LambdaDefinition, options: { timeout?: Duration; inlineAuthorizer?: boolean }) =>
       this.createFunction(definition, config, options);
@@ -232,6 +247,9 @@ export class GenerationServiceStack extends Stack {
     // A 1 GB video streams through in minutes; the copy's own deadline (MEDIA_COPY_TIMEOUT_MS) is shorter.
     this.mediaWorkerFunction = build(MEDIA_WORKER, { timeout: Duration.minutes(15) });
     this.mediaWorkerDlq = this.connectMediaWorker();
+    // One attempt waits at most 10 s for its endpoint, and a batch's attempts run side by side.
+    this.webhookWorkerFunction = build(WEBHOOK_WORKER, { timeout: Duration.minutes(1) });
+    this.webhookWorkerDlq = this.connectWebhookWorker();
     this.routeFunctions = new Map(
       ROUTES.map((route) => [route.name, build(route, { inlineAuthorizer: config.localstack })] as const),
     );
@@ -265,6 +283,10 @@ export class GenerationServiceStack extends Stack {
     }
     new CfnOutput(this, 'BucketName', { value: this.mediaBucket.bucketName });
     new CfnOutput(this, 'SecretName', { value: this.providerSecret.secretName });
+    new CfnOutput(this, 'WebhookSecretsKeyArn', {
+      value: this.webhookSecretsKey.secretArn,
+      description: 'WEBHOOK_SECRETS_KEY_ARN for the operator CLI with --aws (webhooks secret)',
+    });
     new CfnOutput(this, 'SecretArn', {
       value: this.providerSecret.secretArn,
       description: 'Put the provider API key here: aws secretsmanager put-secret-value --secret-id <this>',
@@ -365,6 +387,36 @@ export class GenerationServiceStack extends Stack {
     return dlq;
   }
 
+  /**
+   * The webhook worker's event source mapping on the same stream (a table stream serves two readers at
+   * full speed; this is the second, beside the media worker): only records the filters keep (a task
+   * that ended, a delivery attempt just claimed) invoke it. Failing records are retried alone, then
+   * parked in the dead-letter queue; a claimed attempt lost that way is claimed again by the sweeper.
+   */
+  private connectWebhookWorker(): Queue {
+    const dlq = new Queue(this, 'WebhookWorkerDlq', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.webhookWorkerFunction.addEventSource(
+      new DynamoEventSource(this.table, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize: 10,
+        bisectBatchOnError: true,
+        reportBatchItemFailures: true,
+        retryAttempts: 3,
+        maxRecordAge: Duration.hours(1),
+        parallelizationFactor: 10,
+        onFailure: new SqsDlq(dlq),
+        filters: WEBHOOK_WORKER_FILTERS.map((filter) =>
+          FilterCriteria.filter(filter as unknown as Record<string, unknown>),
+        ),
+      }),
+    );
+    return dlq;
+  }
+
   private createProviderSecret(config: ServiceConfig, removalPolicy: RemovalPolicy): ISecret {
     if (config.providerSecretName !== '') {
       return Secret.fromSecretNameV2(this, 'ProviderSecret', config.providerSecretName);
@@ -409,12 +461,13 @@ export class GenerationServiceStack extends Stack {
       // Signing (submit, retries) and checking (the callback route) callback URLs need the secret.
       fn.bindCallbackSecret(this.callbackSecret);
     }
-    if (needs.media === 'write') {
-      fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds));
+    if (needs.media !== 'none') {
+      fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds), needs.media);
       // The bucket's lifecycle rule, so tasks can say until when their results exist.
       fn.addEnvironment('RESULT_RETENTION_DAYS', String(config.resultRetentionDays));
       if (config.mediaSourceHosts !== '') fn.addEnvironment('MEDIA_SOURCE_HOSTS', config.mediaSourceHosts);
     }
+    if (needs.webhookSecrets) fn.bindWebhookSecretsKey(this.webhookSecretsKey);
     return fn;
   }
 
@@ -868,6 +921,18 @@ export class GenerationServiceStack extends Stack {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
+      new Alarm(this, 'WebhookWorkerDlqAlarm', {
+        alarmDescription:
+          'The webhook worker gave up on a stream record (it is in WebhookWorkerDlq): a task may not have opened its webhook delivery; look at the worker logs',
+        metric: this.webhookWorkerDlq.metricApproximateNumberOfMessagesVisible({
+          period: fiveMinutes,
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
       new Alarm(this, 'ProviderErrorsAlarm', {
         alarmDescription: `At least ${config.providerErrorAlarmThreshold} provider calls failed within 5 minutes`,
         metric: custom(MetricName.ProviderErrors, fiveMinutes),
@@ -907,6 +972,7 @@ export class GenerationServiceStack extends Stack {
       this.authorizerFunction,
       this.sweeperFunction,
       this.mediaWorkerFunction,
+      this.webhookWorkerFunction,
       ...this.routeFunctions.values(),
     ]) {
       acknowledge(
@@ -928,9 +994,24 @@ export class GenerationServiceStack extends Stack {
       'AwsSolutions-SQS3',
       'This queue is itself the dead-letter queue of the media worker; nothing consumes it automatically',
     );
-    for (const definition of [AUTHORIZER, SWEEPER, MEDIA_WORKER, ...ROUTES]) {
+    acknowledge(
+      this.webhookWorkerFunction.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
+    );
+    acknowledge(
+      this.webhookWorkerDlq,
+      'AwsSolutions-SQS3',
+      'This queue is itself the dead-letter queue of the webhook worker; nothing consumes it automatically',
+    );
+    acknowledge(
+      this.webhookSecretsKey,
+      'AwsSolutions-SMG4',
+      "Seals the accounts' webhook signing secrets: a new value would leave every sealed secret unreadable; accounts rotate their own secrets (webhooks secret), and this key changes only with a re-seal",
+    );
+    for (const definition of [AUTHORIZER, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER, ...ROUTES]) {
       const fn = this.functionFor(definition);
-      if (definition.needs.media === 'write') {
+      if (definition.needs.media !== 'none') {
         acknowledge(
           fn.executionRole,
           resultsFinding,
@@ -1150,6 +1231,7 @@ export class GenerationServiceStack extends Stack {
     if (definition === AUTHORIZER) return this.authorizerFunction;
     if (definition === SWEEPER) return this.sweeperFunction;
     if (definition === MEDIA_WORKER) return this.mediaWorkerFunction;
+    if (definition === WEBHOOK_WORKER) return this.webhookWorkerFunction;
     const fn = this.routeFunctions.get(definition.name);
     if (!fn) throw new Error(`no function for ${definition.name}`);
     return fn;

@@ -11,9 +11,17 @@ export type TableAccess = 'none' | 'RO' | 'RW';
  * Partition key patterns (`dynamodb:LeadingKeys`, IAM `StringLike`) of the items a function touches:
  * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
  * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
- * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions.
+ * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
+ * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt.
  */
-export type TableKeyPattern = 'USER#*' | 'APIKEY#*' | 'PENDING#*' | 'SESSION#*' | 'KEYID#*' | 'INVITE#*';
+export type TableKeyPattern =
+  | 'USER#*'
+  | 'APIKEY#*'
+  | 'PENDING#*'
+  | 'SESSION#*'
+  | 'KEYID#*'
+  | 'INVITE#*'
+  | 'WEBHOOKDUE#*';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -31,8 +39,13 @@ export interface FunctionNeeds {
    * then leaves the state-reading code out (`providerReadsDefine`). Default: reads too.
    */
   providerReads?: boolean;
-  /** `write` copies results into the media bucket and signs URLs; `none` never touches it. */
-  media: 'write' | 'none';
+  /**
+   * `write` copies results into the media bucket and signs URLs; `read` only signs URLs to results
+   * (the webhook worker's payloads); `none` never touches it.
+   */
+  media: 'write' | 'read' | 'none';
+  /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
+  webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
   oidc?: boolean;
   /** Enrolls keys (or an account's sessions) in API Gateway usage plans: their per-key rate limits. */
@@ -219,8 +232,9 @@ export const AUTHORIZER: LambdaDefinition = {
 export const SWEEPER: LambdaDefinition = {
   name: 'sweeper',
   entry: 'functions/sweeper/handler.ts',
-  // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>).
-  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*'] } },
+  // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
+  // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
+  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] } },
 };
 
 /**
@@ -256,3 +270,31 @@ export const MEDIA_WORKER_FILTER = {
   eventName: ['MODIFY'],
   dynamodb: { NewImage: { status: { N: ['0'] }, resultsReadyAt: { N: [{ exists: true }] } } },
 } as const;
+
+/**
+ * Sends webhooks: opens a task's delivery when the task ends and makes each claimed attempt, fed by the
+ * table's stream (deployed: an event source mapping; locally: local/stream-poller.ts). Reads tasks and
+ * webhook settings and writes deliveries and attempts (USER#*), signs result URLs for the payload, and
+ * opens signing secrets. No provider.
+ */
+export const WEBHOOK_WORKER: LambdaDefinition = {
+  name: 'webhook-worker',
+  entry: 'functions/webhook-worker/handler.ts',
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'read', webhookSecrets: true },
+};
+
+/**
+ * The stream records the webhook worker is invoked for (event source mapping filter patterns; a record
+ * matching any of them passes): a task whose status left 0 (it ended), and a webhook delivery whose
+ * attempt was just claimed. The worker checks both again (`endedTaskOf`, `claimedDeliveryOf`).
+ */
+export const WEBHOOK_WORKER_FILTERS = [
+  {
+    eventName: ['MODIFY'],
+    dynamodb: { NewImage: { status: { N: ['1', '2'] } }, OldImage: { status: { N: ['0'] } } },
+  },
+  {
+    eventName: ['INSERT', 'MODIFY'],
+    dynamodb: { NewImage: { deliveryState: { S: ['sending'] } } },
+  },
+] as const;

@@ -104,6 +104,13 @@ const providerInput = v.pipe(
   ),
 );
 
+/**
+ * `webhookUrl`: where the finished task is POSTed (signed). Here only its type (and its bound, for the
+ * API document); its form and which endpoints are allowed (https, public host names) are one rule,
+ * `webhooks/target-policy.ts`, which the submit handler applies with the settings of the deployment.
+ */
+const webhookUrl = v.pipe(v.string('Must be a string'), v.maxLength(2048, 'Must be at most 2048 characters'));
+
 const shortText = v.pipe(v.string('Must be a string'), v.maxLength(256, 'Must be at most 256 characters'));
 
 function unknownFieldMessage(key: string): string {
@@ -199,6 +206,7 @@ const imageObject = v.strictObject(
     numInferenceSteps: v.optional(integerIn(1, 150)),
     inputImageUrls: v.optional(imageUrls(14)),
     providerInput: v.optional(providerInput),
+    webhookUrl: v.optional(webhookUrl),
   },
   objectMessage,
 );
@@ -248,6 +256,7 @@ const videoObject = v.strictObject(
     cameraMotion: v.optional(shortText),
     inputImageUrls: v.optional(imageUrls(5)),
     providerInput: v.optional(providerInput),
+    webhookUrl: v.optional(webhookUrl),
   },
   objectMessage,
 );

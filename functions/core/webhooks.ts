@@ -87,7 +87,9 @@ export function parseRetryDelays(text: string | undefined, setting = 'WEBHOOK_RE
   if (text === undefined || text.trim() === '') return [...WEBHOOK_RETRY_DELAYS_SECONDS];
   const delays = text.split(',').map((part) => Number(part.trim()));
   if (delays.length > 20 || delays.some((delay) => !Number.isInteger(delay) || delay < 1 || delay > 86_400)) {
-    throw new Error(`${setting} must be up to 20 whole numbers of seconds (1 to 86400), comma-separated, got "${text}"`);
+    throw new Error(
+      `${setting} must be up to 20 whole numbers of seconds (1 to 86400), comma-separated, got "${text}"`,
+    );
   }
   return delays;
 }

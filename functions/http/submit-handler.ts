@@ -2,13 +2,31 @@
  * The two submit endpoints differ only in their rulebook (validation, price, provider request); this
  * builds either from it.
  */
+import { ValidationError } from '../core/errors';
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
+import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
+import { webhookTargetPolicy, webhookUrlProblem } from '../webhooks/target-policy';
 import { apiHandler } from './api-handler';
+
+let policy: SourcePolicy | undefined;
+
+/**
+ * A `webhookUrl` the deployment will not call is the caller's 400, naming the field, before anything is
+ * debited; the same rule judges every delivery attempt.
+ */
+function checkWebhookUrl(url: unknown): string | undefined {
+  if (typeof url !== 'string') return undefined;
+  // Deployed bundles fix the setting empty (LOCAL_ONLY_DEFINE in lib/), so its parsing is left out.
+  policy ??= process.env.WEBHOOK_INSECURE_ORIGINS ? webhookTargetPolicy() : STRICT_SOURCE_POLICY;
+  const problem = webhookUrlProblem(url, policy);
+  if (problem) throw new ValidationError({ fieldErrors: { webhookUrl: [problem] }, formErrors: [] });
+  return url;
+}
 
 export interface SubmitRules<TRequest extends { model: string; prompt: string }> {
   type: TaskType;
@@ -26,6 +44,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
     const profile = providerProfileFromEnv();
     const request = rules.validate(req.body, profile);
+    const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
     const lc = providerLifecycleFromEnv();
     const { response, replayed } = await submitTask(
       lc,
@@ -35,6 +54,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         request: request as TRequest & Record<string, unknown>,
         cost: rules.price(request),
         providerRequest: rules.providerRequest(request, profile),
+        webhookUrl,
         idempotency: idempotencyKey
           ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
           : undefined,

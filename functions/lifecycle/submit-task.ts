@@ -17,6 +17,8 @@ export interface SubmitInput {
   /** Credits to debit, from the catalog; the only figure clients ever see. */
   cost: number;
   providerRequest: StoredProviderRequest;
+  /** Where to POST the signed event when the task ends (checked by the caller). */
+  webhookUrl?: string;
   idempotency?: { key: string; requestHash: string };
 }
 
@@ -56,6 +58,7 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
+      webhookUrl: input.webhookUrl,
       now: lc.now(),
     },
     idempotency: input.idempotency,

@@ -15,13 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TaskStatus } from '../core/task';
-import {
-  isDelivered,
-  nextAttemptAt,
-  WEBHOOK_CLAIM_SECONDS,
-  webhookEventOf,
-  webhookPayload,
-} from '../core/webhooks';
+import { isDelivered, nextAttemptAt, WEBHOOK_CLAIM_SECONDS, webhookEventOf, webhookPayload } from '../core/webhooks';
 import type { ResolveHost } from '../media/public-address';
 import type { SourcePolicy } from '../media/source-policy';
 import type { Logger } from '../observability/logger';
@@ -125,7 +119,7 @@ export async function attemptDelivery(
   log: Logger,
 ): Promise<(AttemptOutcome & { next: AfterAttempt['state'] }) | undefined> {
   const delivery = await getDelivery(lc.store, ref.userId, ref.taskId);
-  if (!delivery || delivery.deliveryState !== 'sending' || delivery.claimId !== ref.claimId) return undefined;
+  if (delivery?.deliveryState !== 'sending' || delivery.claimId !== ref.claimId) return undefined;
   const [task, settings] = await Promise.all([
     getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),

@@ -14,7 +14,7 @@ import { type AuditInput, auditPut } from './audit';
 import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
 import { cancellationReasons, withRetry } from './errors';
-import { keys } from './keys';
+import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
@@ -251,18 +251,18 @@ type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[numb
 function createItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, prefix: string): TransactItem[] {
   const notExists = { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: names('#pk') };
   return [
-    { Put: { TableName: ctx.tableName, Item: { ...keys.apiKey(keyHash), ...record }, ...notExists } },
+    { Put: { TableName: ctx.tableName, Item: { ...accountKeys.apiKey(keyHash), ...record }, ...notExists } },
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...keys.keyListing(record.userId, record.keyId), ...withoutUserId(record), prefix },
+        Item: { ...accountKeys.keyListing(record.userId, record.keyId), ...withoutUserId(record), prefix },
         ...notExists,
       },
     },
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...keys.keyId(record.keyId), keyId: record.keyId, userId: record.userId, keyHash },
+        Item: { ...accountKeys.keyId(record.keyId), keyId: record.keyId, userId: record.userId, keyHash },
         ...notExists,
       },
     },
@@ -323,7 +323,7 @@ export async function getApiKeyByHash(ctx: StoreContext, keyHash: string): Promi
   const result = await ctx.doc.send(
     new GetCommand({
       TableName: ctx.tableName,
-      Key: keys.apiKey(keyHash),
+      Key: accountKeys.apiKey(keyHash),
       ConsistentRead: true,
       ProjectionExpression: RECORD_ATTRIBUTES.join(', '),
       ExpressionAttributeNames: names(...RECORD_ATTRIBUTES),
@@ -335,7 +335,7 @@ export async function getApiKeyByHash(ctx: StoreContext, keyHash: string): Promi
 /** Every key of a user (active, expired and revoked), oldest first by key id order of the listing. */
 export async function listApiKeys(ctx: StoreContext, userId: string): Promise<ApiKeyListing[]> {
   const projection = LISTING_ATTRIBUTES.map((placeholder) => NAMES[placeholder]);
-  const items = await queryAllWithPrefix(ctx, keys.keyListing(userId, ''), projection);
+  const items = await queryAllWithPrefix(ctx, accountKeys.keyListing(userId, ''), projection);
   const listings = items.map(toListing);
   return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
 }
@@ -355,7 +355,7 @@ async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Pr
   const result = await ctx.doc.send(
     new GetCommand({
       TableName: ctx.tableName,
-      Key: keys.keyId(keyId),
+      Key: accountKeys.keyId(keyId),
       ConsistentRead: true,
       ProjectionExpression: '#keyId, #userId, #keyHash',
       ExpressionAttributeNames: names('#keyId', '#userId', '#keyHash'),
@@ -388,7 +388,7 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
       {
         Update: {
           TableName: ctx.tableName,
-          Key: keys.apiKey(ref.keyHash),
+          Key: accountKeys.apiKey(ref.keyHash),
           UpdateExpression: 'SET #revokedAt = :now',
           ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
           ExpressionAttributeNames: names('#pk', '#revokedAt'),
@@ -398,7 +398,7 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
       {
         Update: {
           TableName: ctx.tableName,
-          Key: keys.keyListing(ref.userId, ref.keyId),
+          Key: accountKeys.keyListing(ref.userId, ref.keyId),
           UpdateExpression: 'SET #revokedAt = :now',
           ConditionExpression: 'attribute_exists(#pk)',
           ExpressionAttributeNames: names('#pk', '#revokedAt'),
@@ -477,10 +477,13 @@ export async function rotateApiKey(
       ...createItems(ctx, record, hashApiKey(apiKey), prefix),
       // The same conditions as the checks above, so two racing rotations cannot both win.
       endOld(
-        keys.apiKey(ref.keyHash),
+        accountKeys.apiKey(ref.keyHash),
         'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy)',
       ),
-      endOld(keys.keyListing(ref.userId, ref.keyId), 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)'),
+      endOld(
+        accountKeys.keyListing(ref.userId, ref.keyId),
+        'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
+      ),
       ...(input.audit
         ? [
             auditPut(
@@ -537,7 +540,10 @@ export async function recordKeyUse(
   try {
     await ctx.doc.send(
       new TransactWriteCommand({
-        TransactItems: [update(keys.apiKey(input.keyHash)), update(keys.keyListing(input.userId, input.keyId))],
+        TransactItems: [
+          update(accountKeys.apiKey(input.keyHash)),
+          update(accountKeys.keyListing(input.userId, input.keyId)),
+        ],
       }),
     );
     return true;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from './client';
 import { conditionParams, conditions } from './conditions';
-import { keys } from './keys';
+import { accountKeys } from './keys';
 import { decodeCursor, queryPage } from './pages';
 import { TABLE } from './table';
 
@@ -54,7 +54,7 @@ export function auditPut(ctx: StoreContext, userId: string, input: AuditInput, n
   return {
     Put: {
       TableName: ctx.tableName,
-      Item: { ...keys.audit(userId, at, entryId), ...entry },
+      Item: { ...accountKeys.audit(userId, at, entryId), ...entry },
       ...conditionParams(conditions.itemIsNew()),
     },
   };
@@ -89,7 +89,7 @@ export async function listAudit(
   userId: string,
   options: { limit: number; afterSortKey?: string },
 ): Promise<{ entries: AuditEntry[]; next?: string }> {
-  const prefix = keys.auditPrefix(userId);
+  const prefix = accountKeys.auditPrefix(userId);
   const page = await queryPage(
     ctx,
     {

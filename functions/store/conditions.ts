@@ -77,6 +77,30 @@ export const conditions = {
     values: { ':chargedCredits': creditsUsed, ':chargedAt': createdAt },
   }),
 
+  /** The provider task id has not been recorded yet. */
+  providerTaskNotRecorded: (): Expr => ({
+    expression: `attribute_not_exists(${attr('providerTaskId')})`,
+    names: namesOf('providerTaskId'),
+    values: {},
+  }),
+
+  /**
+   * The idempotency key is free: never used, or its record has expired. TTL deletion can lag by days,
+   * so an expired record still on the table must not block the key.
+   */
+  idempotencyKeyFree: (nowEpochSeconds: number): Expr => ({
+    expression: `attribute_not_exists(${attr(TABLE.partitionKey)}) OR ${attr(TABLE.ttlAttribute)} < :nowEpochSeconds`,
+    names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
+    values: { ':nowEpochSeconds': nowEpochSeconds },
+  }),
+} as const;
+
+/**
+ * The conditions of refreshing a pending task (claims, callbacks, results ready): an object of their
+ * own, like `deliveryConditions`, so the submit functions, which never refresh, do not carry them
+ * (measured: with webhooks, submit-image needed the room to stay within its bundle budget).
+ */
+export const refreshConditions = {
   /** Nobody claimed a provider query since `checkedBeforeMs` (epoch ms), or nobody ever did. */
   checkIntervalElapsed: (checkedBeforeMs: number): Expr => ({
     expression: `attribute_not_exists(${attr('lastCheckedAt')}) OR ${attr('lastCheckedAt')} <= :checkedBefore`,
@@ -104,36 +128,22 @@ export const conditions = {
     names: namesOf('resultsToCopy'),
     values: {},
   }),
+} as const;
 
-  /** The provider task id has not been recorded yet. */
-  providerTaskNotRecorded: (): Expr => ({
-    expression: `attribute_not_exists(${attr('providerTaskId')})`,
-    names: namesOf('providerTaskId'),
-    values: {},
-  }),
-
+/** The webhook deliveries' conditions (an object of their own, for the reason given at `webhookKeys`). */
+export const deliveryConditions = {
   /** The webhook delivery's attempt is claimed by `claimId` (a stale worker's record is refused). */
-  deliveryClaimedBy: (claimId: string): Expr => ({
+  claimedBy: (claimId: string): Expr => ({
     expression: `${attr('deliveryState')} = :sendingState AND ${attr('claimId')} = :claimId`,
     names: namesOf('deliveryState', 'claimId'),
     values: { ':sendingState': 'sending', ':claimId': claimId },
   }),
 
   /** The delivery still sits in the due index where the sweeper found it (nobody claimed it since). */
-  deliveryDueAt: (dueKey: string): Expr => ({
+  dueAt: (dueKey: string): Expr => ({
     expression: `${attr(TABLE.pendingIndex.sortKey)} = :dueKey`,
     names: namesOf(TABLE.pendingIndex.sortKey),
     values: { ':dueKey': dueKey },
-  }),
-
-  /**
-   * The idempotency key is free: never used, or its record has expired. TTL deletion can lag by days,
-   * so an expired record still on the table must not block the key.
-   */
-  idempotencyKeyFree: (nowEpochSeconds: number): Expr => ({
-    expression: `attribute_not_exists(${attr(TABLE.partitionKey)}) OR ${attr(TABLE.ttlAttribute)} < :nowEpochSeconds`,
-    names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
-    values: { ':nowEpochSeconds': nowEpochSeconds },
   }),
 } as const;
 

@@ -13,7 +13,7 @@ import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import { update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
-import { keys } from './keys';
+import { accountKeys, keys } from './keys';
 
 export interface Invite {
   email: string;
@@ -52,7 +52,7 @@ export async function inviteAccount(
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...keys.invite(email), email, userId: input.userId, invitedAt: at },
+        Item: { ...accountKeys.invite(email), email, userId: input.userId, invitedAt: at },
         ConditionExpression: 'attribute_not_exists(#pk)',
         ExpressionAttributeNames: { '#pk': 'PK' },
       },
@@ -85,7 +85,7 @@ export async function getInvite(ctx: StoreContext, email: string): Promise<Invit
   const normalized = normalizeEmail(email);
   if (normalized === undefined) return undefined;
   const result = await ctx.doc.send(
-    new GetCommand({ TableName: ctx.tableName, Key: keys.invite(normalized), ConsistentRead: true }),
+    new GetCommand({ TableName: ctx.tableName, Key: accountKeys.invite(normalized), ConsistentRead: true }),
   );
   const item = result.Item;
   if (!item || typeof item.userId !== 'string' || typeof item.invitedAt !== 'string') return undefined;
@@ -105,7 +105,7 @@ export async function bindInvite(ctx: StoreContext, input: { email: string; iden
     await ctx.doc.send(
       new UpdateCommand({
         TableName: ctx.tableName,
-        Key: keys.invite(normalized),
+        Key: accountKeys.invite(normalized),
         UpdateExpression: 'SET #identity = :identity',
         ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#identity) OR #identity = :identity)',
         ExpressionAttributeNames: { '#pk': 'PK', '#identity': 'identity' },

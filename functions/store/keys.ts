@@ -37,6 +37,25 @@ export const keys = {
     PK: `${USER}${userId}`,
     SK: `IDEMPOTENCY#${idempotencyKey}`,
   }),
+  /** A task's entry in the user's task listing (`GSI2`), newest first by creation time. */
+  taskListing: (userId: string, taskId: string, createdAtIso: string): { GSI2PK: string; GSI2SK: string } => ({
+    GSI2PK: `${USER}${userId}`,
+    GSI2SK: `${createdAtIso}#${taskId}`,
+  }),
+  /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
+  pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
+    GSI1PK: pendingShardKey(shardOf(taskId)),
+    GSI1SK: `${createdAtIso}#${taskId}`,
+  }),
+} as const;
+
+/**
+ * The keys of credentials, sessions, invitations, audit entries and rate plans. An object of their own
+ * (as `webhookKeys`): `keys` is one object, so everything in it is in every bundle that addresses any
+ * item, and the submit functions, whose bundles are held to a size budget (bench/bundles.ts), address
+ * none of these.
+ */
+export const accountKeys = {
   /** Looked up by the authorizer on every cache miss: one GetItem by the key's SHA-256. */
   apiKey: (keyHash: string): ItemKey => ({ PK: `APIKEY#${keyHash}`, SK: 'APIKEY' }),
   /** A user's keys, for listing (never holds the key or its full hash). */
@@ -61,25 +80,24 @@ export const keys = {
     SK: `AUDIT#${isoTime}#${entryId}`,
   }),
   auditPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'AUDIT#' }),
-  /** A task's entry in the user's task listing (`GSI2`), newest first by creation time. */
-  taskListing: (userId: string, taskId: string, createdAtIso: string): { GSI2PK: string; GSI2SK: string } => ({
-    GSI2PK: `${USER}${userId}`,
-    GSI2SK: `${createdAtIso}#${taskId}`,
-  }),
+} as const;
+
+/** The webhook items' keys (an object of their own, for the reason given at `accountKeys`). */
+export const webhookKeys = {
   /** An account's webhook settings: its default endpoint and its sealed signing secret. */
-  webhookSettings: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS' }),
+  settings: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS' }),
   /** The one webhook delivery of a task (its event when it ended). */
-  webhookDelivery: (userId: string, taskId: string): ItemKey => ({
+  delivery: (userId: string, taskId: string): ItemKey => ({
     PK: `${USER}${userId}`,
     SK: `${WEBHOOK}${taskId}`,
   }),
   /** Attempt `attempt` (1-based) of a task's delivery; zero-padded so the attempts read in order. */
-  webhookAttempt: (userId: string, taskId: string, attempt: number): ItemKey => ({
+  attempt: (userId: string, taskId: string, attempt: number): ItemKey => ({
     PK: `${USER}${userId}`,
     SK: `${WEBHOOK}${taskId}#ATTEMPT#${String(attempt).padStart(3, '0')}`,
   }),
   /** A delivery and its attempts: one `begins_with` Query. */
-  webhookDeliveryPrefix: (userId: string, taskId: string): ItemKey => ({
+  deliveryPrefix: (userId: string, taskId: string): ItemKey => ({
     PK: `${USER}${userId}`,
     SK: `${WEBHOOK}${taskId}`,
   }),
@@ -88,14 +106,9 @@ export const keys = {
    * be tried, or when the claim of its running attempt runs out. Time first, so one Query per shard
    * finds everything due.
    */
-  webhookDue: (taskId: string, dueIso: string): { GSI1PK: string; GSI1SK: string } => ({
+  due: (taskId: string, dueIso: string): { GSI1PK: string; GSI1SK: string } => ({
     GSI1PK: webhookDueShardKey(shardOf(taskId) % TABLE.webhookDueShards),
     GSI1SK: `${dueIso}#${taskId}`,
-  }),
-  /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
-  pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
-    GSI1PK: pendingShardKey(shardOf(taskId)),
-    GSI1SK: `${createdAtIso}#${taskId}`,
   }),
 } as const;
 

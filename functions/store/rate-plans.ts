@@ -8,7 +8,7 @@ import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { RatePlan } from '../core/rate-plan';
 import { type AuditActor, auditPut } from './audit';
 import type { StoreContext } from './client';
-import { keys } from './keys';
+import { accountKeys } from './keys';
 
 /** An account's own plan, and (deployed) the API Gateway usage plan that enforces it. */
 export interface AccountRatePlan extends RatePlan {
@@ -18,7 +18,7 @@ export interface AccountRatePlan extends RatePlan {
 /** The account's own plan, or undefined when it follows the default. */
 export async function getRatePlan(ctx: StoreContext, userId: string): Promise<AccountRatePlan | undefined> {
   const out = await ctx.doc.send(
-    new GetCommand({ TableName: ctx.tableName, Key: keys.ratePlan(userId), ConsistentRead: true }),
+    new GetCommand({ TableName: ctx.tableName, Key: accountKeys.ratePlan(userId), ConsistentRead: true }),
   );
   const item = out.Item;
   if (!item) return undefined;
@@ -42,7 +42,7 @@ export async function putRatePlan(
           Put: {
             TableName: ctx.tableName,
             Item: {
-              ...keys.ratePlan(input.userId),
+              ...accountKeys.ratePlan(input.userId),
               ratePerSecond,
               burst,
               ...(dailyQuota === undefined ? {} : { dailyQuota }),
@@ -75,7 +75,7 @@ export async function deleteRatePlan(
   await ctx.doc.send(
     new TransactWriteCommand({
       TransactItems: [
-        { Delete: { TableName: ctx.tableName, Key: keys.ratePlan(input.userId) } },
+        { Delete: { TableName: ctx.tableName, Key: accountKeys.ratePlan(input.userId) } },
         auditPut(ctx, input.userId, { action: 'limits.reset', actor: input.actor }, now),
       ],
     }),

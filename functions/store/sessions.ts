@@ -14,7 +14,7 @@ import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import { conditionParams, conditions } from './conditions';
 import { isConditionalCheckFailed, withRetry } from './errors';
-import { keys } from './keys';
+import { accountKeys } from './keys';
 import { TABLE } from './table';
 
 /** A session as the authorizer and handlers see it (times in epoch seconds). */
@@ -75,11 +75,16 @@ export async function createSession(
   const ttl = { [TABLE.ttlAttribute]: absoluteExpiresAt };
   const isNew = conditionParams(conditions.itemIsNew());
   const items: TransactItem[] = [
-    { Put: { TableName: ctx.tableName, Item: { ...keys.session(hash), ...record, ...ttl }, ...isNew } },
+    { Put: { TableName: ctx.tableName, Item: { ...accountKeys.session(hash), ...record, ...ttl }, ...isNew } },
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...keys.userSession(input.userId, hash), sessionHash: hash, createdAt: record.createdAt, ...ttl },
+        Item: {
+          ...accountKeys.userSession(input.userId, hash),
+          sessionHash: hash,
+          createdAt: record.createdAt,
+          ...ttl,
+        },
         ...isNew,
       },
     },
@@ -92,7 +97,7 @@ export async function createSession(
 /** The session with this id hash, or `undefined`. Strongly consistent: a sign-out is seen at once. */
 export async function getSessionByHash(ctx: StoreContext, sessionHash: string): Promise<SessionRecord | undefined> {
   const result = await ctx.doc.send(
-    new GetCommand({ TableName: ctx.tableName, Key: keys.session(sessionHash), ConsistentRead: true }),
+    new GetCommand({ TableName: ctx.tableName, Key: accountKeys.session(sessionHash), ConsistentRead: true }),
   );
   return result.Item ? toRecord(result.Item) : undefined;
 }
@@ -110,7 +115,7 @@ export async function touchSession(
     await ctx.doc.send(
       new UpdateCommand({
         TableName: ctx.tableName,
-        Key: keys.session(input.sessionHash),
+        Key: accountKeys.session(input.sessionHash),
         UpdateExpression: 'SET #idle = :idle',
         ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND #idle < :idle',
         ExpressionAttributeNames: { '#pk': 'PK', '#idle': 'idleExpiresAt', '#revokedAt': 'revokedAt' },
@@ -128,7 +133,7 @@ function revokeItem(ctx: StoreContext, sessionHash: string, revokedAt: number): 
   return {
     Update: {
       TableName: ctx.tableName,
-      Key: keys.session(sessionHash),
+      Key: accountKeys.session(sessionHash),
       UpdateExpression: 'SET #revokedAt = :revokedAt',
       ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
       ExpressionAttributeNames: { '#pk': 'PK', '#revokedAt': 'revokedAt' },
@@ -168,7 +173,7 @@ export async function revokeAllSessions(
 ): Promise<number> {
   const now = input.now ?? new Date();
   const revokedAt = epochSeconds(now);
-  const prefix = keys.userSessionPrefix(input.userId);
+  const prefix = accountKeys.userSessionPrefix(input.userId);
   let revoked = 0;
   let startKey: Record<string, unknown> | undefined;
   do {

@@ -21,7 +21,7 @@ import {
   type TransactItem,
   totalOf,
 } from './balance';
-import { and, attr, conditionParams, conditions, update, updateParams } from './conditions';
+import { and, attr, conditionParams, conditions, refreshConditions, update, updateParams } from './conditions';
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
@@ -40,6 +40,8 @@ export interface NewTask {
   request: Record<string, unknown>;
   creditsUsed: number;
   keyId?: string;
+  /** Stored on the task for its webhook; not part of the price. */
+  webhookUrl?: string;
   now: Date;
 }
 
@@ -109,6 +111,8 @@ export async function acceptTask(
     // so a poll cannot re-send the task while the submit handler is still sending it.
     lastCheckedAt: task.now.getTime(),
     ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
+    // Undefined values are left out of the item (the document client's removeUndefinedValues).
+    webhookUrl: task.webhookUrl,
   };
 
   const items: TransactItem[] = [
@@ -275,7 +279,7 @@ export async function claimRefresh(
     input.taskId,
     updateParams(
       update({ set: { lastCheckedAt: nowMs }, add: { attempts: 1 } }),
-      and(conditions.taskIsPending(), conditions.checkIntervalElapsed(nowMs - input.intervalMs)),
+      and(conditions.taskIsPending(), refreshConditions.checkIntervalElapsed(nowMs - input.intervalMs)),
     ),
   );
 }
@@ -297,8 +301,8 @@ export async function claimCallbackRead(
       update({ set: { lastCallbackReadAt: nowMs } }),
       and(
         conditions.taskIsPending(),
-        conditions.providerTaskRecorded(),
-        conditions.callbackReadIntervalElapsed(nowMs - input.intervalMs),
+        refreshConditions.providerTaskRecorded(),
+        refreshConditions.callbackReadIntervalElapsed(nowMs - input.intervalMs),
       ),
     ),
   );
@@ -319,7 +323,7 @@ export async function recordResultsReady(
     input.taskId,
     updateParams(
       update({ set: { resultsToCopy: input.urls, resultsReadyAt: input.now.getTime() } }),
-      and(conditions.taskIsPending(), conditions.resultsNotYetReady()),
+      and(conditions.taskIsPending(), refreshConditions.resultsNotYetReady()),
     ),
   );
 }

@@ -14,9 +14,9 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
-import { attr, conditionParams, conditions, update, updateParams } from './conditions';
+import { attr, conditionParams, conditions, deliveryConditions, update, updateParams } from './conditions';
 import { attemptRecordLost, lostCondition, type RetryingStoreContext, withRetry } from './errors';
-import { keys, userIdFromPk, webhookDueShardKey } from './keys';
+import { userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
@@ -104,7 +104,7 @@ export async function getWebhookSettings(
   userId: string,
 ): Promise<WebhookSettings | undefined> {
   const out = await withRetry(
-    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.webhookSettings(userId) })),
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: webhookKeys.settings(userId) })),
     ctx.retry,
   );
   return out.Item ? withoutKeys<WebhookSettings>(out.Item) : undefined;
@@ -120,7 +120,7 @@ async function updateSettings(
       ctx.doc.send(
         new UpdateCommand({
           TableName: ctx.tableName,
-          Key: keys.webhookSettings(userId),
+          Key: webhookKeys.settings(userId),
           ...updateParams(update({ ...spec, set: { userId, ...spec.set } })),
           ReturnValues: 'ALL_NEW',
         }),
@@ -198,8 +198,8 @@ export async function createDelivery(
           new PutCommand({
             TableName: ctx.tableName,
             Item: {
-              ...keys.webhookDelivery(input.userId, input.taskId),
-              ...keys.webhookDue(input.taskId, leaseIso),
+              ...webhookKeys.delivery(input.userId, input.taskId),
+              ...webhookKeys.due(input.taskId, leaseIso),
               ...delivery,
               [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
             },
@@ -226,7 +226,7 @@ export async function getDelivery(
       ctx.doc.send(
         new GetCommand({
           TableName: ctx.tableName,
-          Key: keys.webhookDelivery(userId, taskId),
+          Key: webhookKeys.delivery(userId, taskId),
           ConsistentRead: true,
         }),
       ),
@@ -251,7 +251,7 @@ export async function claimDelivery(
         ctx.doc.send(
           new UpdateCommand({
             TableName: ctx.tableName,
-            Key: keys.webhookDelivery(input.userId, input.taskId),
+            Key: webhookKeys.delivery(input.userId, input.taskId),
             ...updateParams(
               update({
                 set: {
@@ -259,10 +259,10 @@ export async function claimDelivery(
                   claimId: input.claimId,
                   dueAt: leaseIso,
                   updatedAt: input.now.toISOString(),
-                  ...keys.webhookDue(input.taskId, leaseIso),
+                  ...webhookKeys.due(input.taskId, leaseIso),
                 },
               }),
-              conditions.deliveryDueAt(input.dueKey),
+              deliveryConditions.dueAt(input.dueKey),
             ),
           }),
         ),
@@ -294,7 +294,7 @@ export async function recordAttempt(
             attempts: input.attempt.attempt,
             dueAt: next.dueAt.toISOString(),
             updatedAt: now,
-            ...keys.webhookDue(input.taskId, next.dueAt.toISOString()),
+            ...webhookKeys.due(input.taskId, next.dueAt.toISOString()),
           },
           remove: ['claimId'],
         })
@@ -317,7 +317,7 @@ export async function recordAttempt(
                 Put: {
                   TableName: ctx.tableName,
                   Item: {
-                    ...keys.webhookAttempt(input.userId, input.taskId, input.attempt.attempt),
+                    ...webhookKeys.attempt(input.userId, input.taskId, input.attempt.attempt),
                     userId: input.userId,
                     taskId: input.taskId,
                     ...input.attempt,
@@ -329,8 +329,8 @@ export async function recordAttempt(
               {
                 Update: {
                   TableName: ctx.tableName,
-                  Key: keys.webhookDelivery(input.userId, input.taskId),
-                  ...updateParams(change, conditions.deliveryClaimedBy(input.claimId)),
+                  Key: webhookKeys.delivery(input.userId, input.taskId),
+                  ...updateParams(change, deliveryConditions.claimedBy(input.claimId)),
                 },
               },
             ],
@@ -362,7 +362,10 @@ export async function listDueDeliveries(
           IndexName: index.name,
           // `<time>#<taskId>` sorts by time; '$' follows '#', so this takes every key of times up to now.
           KeyConditionExpression: `${attr(index.partitionKey)} = :shard AND ${attr(index.sortKey)} < :upTo`,
-          ExpressionAttributeNames: { [attr(index.partitionKey)]: index.partitionKey, [attr(index.sortKey)]: index.sortKey },
+          ExpressionAttributeNames: {
+            [attr(index.partitionKey)]: index.partitionKey,
+            [attr(index.sortKey)]: index.sortKey,
+          },
           ExpressionAttributeValues: {
             ':shard': webhookDueShardKey(input.shard),
             ':upTo': `${input.now.toISOString()}$`,
@@ -373,7 +376,7 @@ export async function listDueDeliveries(
       ),
     ctx.retry,
   );
-  const prefix = keys.webhookDelivery('', '').SK;
+  const prefix = webhookKeys.delivery('', '').SK;
   return (out.Items ?? []).map((item) => ({
     userId: userIdFromPk(String(item[TABLE.partitionKey])),
     taskId: String(item[TABLE.sortKey]).slice(prefix.length),
@@ -387,21 +390,24 @@ export async function getDeliveryWithAttempts(
   userId: string,
   taskId: string,
 ): Promise<{ delivery?: WebhookDelivery; attempts: WebhookAttempt[] }> {
-  const prefix = keys.webhookDeliveryPrefix(userId, taskId);
+  const prefix = webhookKeys.deliveryPrefix(userId, taskId);
   const out = await withRetry(
     () =>
       ctx.doc.send(
         new QueryCommand({
           TableName: ctx.tableName,
           KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :sk)`,
-          ExpressionAttributeNames: { [attr(TABLE.partitionKey)]: TABLE.partitionKey, [attr(TABLE.sortKey)]: TABLE.sortKey },
+          ExpressionAttributeNames: {
+            [attr(TABLE.partitionKey)]: TABLE.partitionKey,
+            [attr(TABLE.sortKey)]: TABLE.sortKey,
+          },
           ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
           ConsistentRead: true,
         }),
       ),
     ctx.retry,
   );
-  const deliverySk = keys.webhookDelivery(userId, taskId).SK;
+  const deliverySk = webhookKeys.delivery(userId, taskId).SK;
   let delivery: WebhookDelivery | undefined;
   const attempts: WebhookAttempt[] = [];
   for (const item of out.Items ?? []) {
@@ -409,9 +415,11 @@ export async function getDeliveryWithAttempts(
     if (sk === deliverySk) delivery = withoutKeys<WebhookDelivery>(item);
     // Another task whose id starts with this one's would share the prefix: only this task's attempts.
     else if (sk.startsWith(`${deliverySk}#ATTEMPT#`)) {
-      const { userId: _u, taskId: _t, ...attempt } = withoutKeys<WebhookAttempt & { userId: string; taskId: string }>(
-        item,
-      );
+      const {
+        userId: _u,
+        taskId: _t,
+        ...attempt
+      } = withoutKeys<WebhookAttempt & { userId: string; taskId: string }>(item);
       attempts.push(attempt);
     }
   }

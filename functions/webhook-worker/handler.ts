@@ -7,12 +7,7 @@
  * again by the sweeper two minutes later.
  */
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import {
-  attemptDelivery,
-  type ClaimedDeliveryRef,
-  type EndedTaskRef,
-  openDelivery,
-} from '../lifecycle/webhooks';
+import { attemptDelivery, type ClaimedDeliveryRef, type EndedTaskRef, openDelivery } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
 import { webhookLifecycleFromEnv } from '../runtime/webhook-lifecycle-from-env';
 

@@ -42,10 +42,10 @@ export function webhookUrlProblem(text: string, policy: SourcePolicy): string | 
     return 'Must be an https URL';
   }
   const refused = refuseUrl(url, policy);
-  if (refused) return `Must be an https URL without credentials (refused: ${refused})`;
+  if (refused) return `Must be an https URL (refused: ${refused})`;
   if (isTrustedOrigin(url, policy)) return undefined;
-  const host = bareHost(url);
-  if (isIP(host)) return 'Must name a public host, not an IP address';
-  if (!host.includes('.') || PRIVATE_NAME.test(host.replace(/\.$/, ''))) return 'Must name a public host';
+  const host = bareHost(url).replace(/\.$/, '');
+  if (isIP(host) || !host.includes('.') || PRIVATE_NAME.test(host))
+    return 'Must name a public host (not an IP address)';
   return undefined;
 }

@@ -62,7 +62,7 @@ test("functions run on the host's architecture, so LocalStack needs no emulation
     .map((fn) => fn.Properties.Architectures ?? ['x86_64']);
 
   // Assert
-  expect(architectures).toHaveLength(ROUTES.length + 3); // and the authorizer, the sweeper, the media worker
+  expect(architectures).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
   for (const architecture of architectures) {
     expect(architecture).toEqual([process.arch === 'arm64' ? 'arm64' : 'x86_64']);
   }
@@ -91,8 +91,11 @@ test('a secret named in context is referenced, not created, and granted by its n
   const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
   const created = Object.keys(service.template.findResources('AWS::SecretsManager::Secret'));
 
-  // Assert: the only secret the stack makes is its own callback-signing secret
-  expect(created).toEqual([expect.stringMatching(/^ProviderCallbackSecret/)]);
+  // Assert: the only secrets the stack makes are its own (callback signing, webhook secrets' sealing key)
+  expect(created).toEqual([
+    expect.stringMatching(/^ProviderCallbackSecret/),
+    expect.stringMatching(/^WebhookSecretsKey/),
+  ]);
   expect(actionsOf(secret ? [secret] : [])).toEqual(['secretsmanager:GetSecretValue']);
   expect(JSON.stringify(secret?.Resource)).toMatch(
     /:secret:team\/provider-key-\?\?\?\?\?\?"\]\]\},\{"Ref":"ProviderCallbackSecret[0-9A-F]+"\}\]$/,

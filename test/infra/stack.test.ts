@@ -13,6 +13,8 @@ import {
   MEDIA_WORKER_FILTER,
   ROUTES,
   SWEEPER,
+  WEBHOOK_WORKER,
+  WEBHOOK_WORKER_FILTERS,
 } from '../../lib/routes';
 import {
   actionsOf,
@@ -49,7 +51,9 @@ function functionId(name: string): string {
         ? service.stack.sweeperFunction
         : name === MEDIA_WORKER.name
           ? service.stack.mediaWorkerFunction
-          : service.stack.routeFunctions.get(name);
+          : name === WEBHOOK_WORKER.name
+            ? service.stack.webhookWorkerFunction
+            : service.stack.routeFunctions.get(name);
   if (!fn) throw new Error(`no function ${name}`);
   return logicalIdOf(service, fn);
 }
@@ -160,7 +164,7 @@ describe('functions', () => {
       .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
 
     // Assert
-    expect(assetDirs).toHaveLength(ROUTES.length + 3); // and the authorizer, the sweeper, the media worker
+    expect(assetDirs).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
     let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
@@ -296,8 +300,9 @@ describe('least privilege', () => {
     const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
-      [SWEEPER.name]: ['USER#*', 'PENDING#*'],
+      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'],
       [MEDIA_WORKER.name]: ['USER#*'],
+      [WEBHOOK_WORKER.name]: ['USER#*'],
       'submit-image': ['USER#*'],
       'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
@@ -311,7 +316,7 @@ describe('least privilege', () => {
       'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 3 - 2); // sign-in and the OpenAPI document touch no table
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 2); // sign-in and the OpenAPI document touch no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)
@@ -845,10 +850,12 @@ describe('the media worker', () => {
   test('reads the table stream through a filtered mapping with bisect, partial batch failures and a DLQ', () => {
     // Act
     const mappings = service.template.findResources('AWS::Lambda::EventSourceMapping');
-    const [mapping] = Object.values(mappings);
+    const mapping = Object.values(mappings).find(
+      (candidate) => candidate.Properties.FunctionName.Ref === functionId(MEDIA_WORKER.name),
+    );
 
     // Assert
-    expect(Object.keys(mappings)).toHaveLength(1);
+    expect(Object.keys(mappings)).toHaveLength(2); // and the webhook worker's
     expect(mapping?.Properties).toMatchObject({
       FunctionName: { Ref: functionId(MEDIA_WORKER.name) },
       EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },
@@ -869,7 +876,11 @@ describe('the media worker', () => {
     const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
       (alarm) => alarm.Properties,
     );
-    const dlq = alarms.filter((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible');
+    const dlq = alarms.filter(
+      (alarm) =>
+        alarm.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+        JSON.stringify(alarm.Dimensions).includes('MediaWorkerDlq'),
+    );
 
     // Assert
     expect(dlq).toHaveLength(1);
@@ -891,5 +902,89 @@ describe('the media worker', () => {
     expect(actions.filter((action) => action.startsWith('secretsmanager:'))).toEqual([]);
     expect(Object.keys(env).filter((name) => name.startsWith('PROVIDER_'))).toEqual([]);
     expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 'dynamodb:UpdateItem', 'dynamodb:GetRecords']));
+  });
+});
+
+describe('the webhook worker', () => {
+  test('reads the table stream through a mapping filtered to ended tasks and claimed attempts, with a DLQ', () => {
+    // Act
+    const mapping = Object.values(service.template.findResources('AWS::Lambda::EventSourceMapping')).find(
+      (candidate) => candidate.Properties.FunctionName.Ref === functionId(WEBHOOK_WORKER.name),
+    );
+
+    // Assert
+    expect(mapping?.Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },
+      BisectBatchOnFunctionError: true,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: WEBHOOK_WORKER_FILTERS.map((filter) => ({ Pattern: JSON.stringify(filter) })) },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringMatching(/^WebhookWorkerDlq/), 'Arn'] } },
+      },
+    });
+  });
+
+  test('may read only its sealing key and result files: no provider, no media writes, no other secret', () => {
+    // Act
+    const statements = statementsOf(WEBHOOK_WORKER.name);
+    const secrets = statements.filter((statement) =>
+      actionsOf([statement]).some((a) => a.startsWith('secretsmanager:')),
+    );
+    const media = statements.filter((statement) => actionsOf([statement]).some((a) => a.startsWith('s3:')));
+    const env = environmentOf(WEBHOOK_WORKER.name);
+
+    // Assert
+    expect(secrets).toHaveLength(1);
+    expect(actionsOf(secrets)).toEqual(['secretsmanager:GetSecretValue']);
+    expect(JSON.stringify(secrets[0]?.Resource)).toMatch(/"Ref":"WebhookSecretsKey[0-9A-F]+"/);
+    expect(actionsOf(media)).toEqual(['s3:GetObject']);
+    expect(Object.keys(env).filter((name) => name.startsWith('PROVIDER_'))).toEqual([]);
+    expect(env).toMatchObject({ WEBHOOK_SECRETS_KEY_ARN: { Ref: expect.stringMatching(/^WebhookSecretsKey/) } });
+    expect(env).not.toHaveProperty('WEBHOOK_INSECURE_ORIGINS');
+  });
+
+  test('only the webhook worker may read the sealing key; the sweeper claims deliveries but sends nothing', () => {
+    // Prepare
+    const everyone = [AUTHORIZER, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER, ...ROUTES].map(
+      (definition) => definition.name,
+    );
+
+    // Act
+    const readers = everyone.filter((name) =>
+      JSON.stringify(statementsOf(name)).match(/"Ref":"WebhookSecretsKey[0-9A-F]+"/),
+    );
+    const sweeperEnv = environmentOf(SWEEPER.name);
+
+    // Assert
+    expect(readers).toEqual([WEBHOOK_WORKER.name]);
+    expect(sweeperEnv).not.toHaveProperty('WEBHOOK_SECRETS_KEY_ARN');
+  });
+
+  test('the sealing key is a generated secret, kept on destroy with the data, and an output names it', () => {
+    // Act
+    const secrets = service.template.findResources('AWS::SecretsManager::Secret');
+    const [id, key] = Object.entries(secrets).find(([logicalId]) => logicalId.startsWith('WebhookSecretsKey')) ?? [];
+    const outputs = service.template.toJSON().Outputs;
+
+    // Assert
+    expect(key?.Properties.GenerateSecretString).toMatchObject({ PasswordLength: 64 });
+    expect(key?.DeletionPolicy).toBe('Retain');
+    expect(outputs.WebhookSecretsKeyArn.Value).toEqual({ Ref: id });
+  });
+
+  test('an alarm fires when a record lands in its dead-letter queue', () => {
+    // Act
+    const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties,
+    );
+    const dlq = alarms.filter((alarm) => JSON.stringify(alarm.Dimensions ?? []).includes('WebhookWorkerDlq'));
+
+    // Assert
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Threshold: 1,
+    });
   });
 });
