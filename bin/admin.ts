@@ -69,12 +69,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       { cognitoUserCreator },
       { usageEnrollmentFromEnv },
       { localSettingsFromEnv },
+      { webhookSecretBox },
+      { webhookTargetPolicy },
     ] = await Promise.all([
       import('./admin/target'),
       import('./admin/commands'),
       import('./admin/cognito'),
       import('../functions/auth/rate-limits'),
       import('../local/settings'),
+      import('./admin/webhook-key'),
+      import('../functions/webhooks/target-policy'),
     ]);
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
     target = resolveTarget(aws, env);
@@ -88,6 +92,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       createIdentity,
       ...(usage ? { usage } : {}),
       ...(defaultPlan ? { defaultPlan } : {}),
+      // Deployed: the strict rule; locally the local stack's own exceptions (WEBHOOK_INSECURE_ORIGINS).
+      webhookPolicy: webhookTargetPolicy(aws ? {} : env),
+      webhookBox: () => webhookSecretBox(aws, env),
     });
     print(process.stdout, result.output);
     if (!result.ok)

@@ -4,6 +4,8 @@
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
+import { parseRetryDelays } from '../functions/core/webhooks';
+import { insecureOriginsFrom } from '../functions/media/source-policy';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -41,6 +43,13 @@ export interface LocalSettings {
    * what that upstream would refuse.
    */
   providerProfile: string;
+  /**
+   * Seconds between webhook delivery attempts (`WEBHOOK_RETRY_DELAYS_SECONDS`, comma-separated); unset:
+   * the deployed schedule. Shorten it to see retries without waiting hours.
+   */
+  webhookRetryDelays?: string;
+  /** Exact origins webhooks may go to over plain http, to any address (`WEBHOOK_INSECURE_ORIGINS`): a local receiver. */
+  webhookInsecureOrigins?: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -119,6 +128,17 @@ function keyRatePlan(env: NodeJS.ProcessEnv): RatePlan {
   return plan;
 }
 
+/** The schedule as the worker will read it, checked now so a bad value stops `npm start` at once. */
+function checkedRetryDelays(text: string): string {
+  parseRetryDelays(text);
+  return text;
+}
+
+function checkedOrigins(text: string, setting: string): string {
+  insecureOriginsFrom(text, setting);
+  return text;
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   return {
     host: '127.0.0.1',
@@ -142,5 +162,11 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
+    ...(env.WEBHOOK_RETRY_DELAYS_SECONDS
+      ? { webhookRetryDelays: checkedRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS) }
+      : {}),
+    ...(env.WEBHOOK_INSECURE_ORIGINS
+      ? { webhookInsecureOrigins: checkedOrigins(env.WEBHOOK_INSECURE_ORIGINS, 'WEBHOOK_INSECURE_ORIGINS') }
+      : {}),
   };
 }

@@ -13,7 +13,16 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
-import { AUTHORIZER, type LambdaDefinition, MEDIA_WORKER, MEDIA_WORKER_FILTER, ROUTES, SWEEPER } from '../lib/routes';
+import {
+  AUTHORIZER,
+  type LambdaDefinition,
+  MEDIA_WORKER,
+  MEDIA_WORKER_FILTER,
+  ROUTES,
+  SWEEPER,
+  WEBHOOK_WORKER,
+  WEBHOOK_WORKER_FILTERS,
+} from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -172,6 +181,21 @@ function localCallbackSecret(dataDir: string): string {
   return secret;
 }
 
+/**
+ * The key that seals accounts' webhook signing secrets (Secrets Manager holds it when deployed):
+ * `WEBHOOK_SECRETS_KEY` when set, else made once and kept in the data directory (readable by its owner
+ * only), where the operator CLI finds it; a new one per start with `:memory:`.
+ */
+function localWebhookSecretsKey(dataDir: string): string {
+  if (process.env.WEBHOOK_SECRETS_KEY) return process.env.WEBHOOK_SECRETS_KEY;
+  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+  const file = resolve(dataDir, 'webhook-secrets-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = randomBytes(32).toString('base64url');
+  writeFileSync(file, key, { mode: 0o600 });
+  return key;
+}
+
 /** Starts everything; on any failure, stops what already started. */
 export async function startLocalStack(
   settings: LocalSettings,
@@ -273,6 +297,9 @@ export async function startLocalStack(
       // The mock provider calls back here when a task ends (the same route as deployed).
       PROVIDER_CALLBACK_BASE_URL: apiUrl,
       PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
+      WEBHOOK_SECRETS_KEY: localWebhookSecretsKey(settings.dataDir),
+      ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
+      ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
       OIDC_ISSUER: oidc.issuer,
       OIDC_CLIENT_ID,
       OIDC_CLIENT_SECRET: oidcClientSecret,
@@ -293,6 +320,17 @@ export async function startLocalStack(
       log,
     });
     cleanups.push(() => poller.stop());
+    // The webhook worker on the same stream, with the deployed mapping's filters.
+    const webhookPoller = await startStreamPoller({
+      endpoint: started.endpoint,
+      tableName: settings.tableName,
+      handler: await loadHandler<StreamHandler>(WEBHOOK_WORKER),
+      filter: undefined,
+      filters: WEBHOOK_WORKER_FILTERS,
+      name: 'webhook worker',
+      log,
+    });
+    cleanups.push(() => webhookPoller.stop());
 
     const server: Server = createServer(
       createGateway({

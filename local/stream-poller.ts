@@ -1,7 +1,7 @@
 /**
  * The local stand-in for a DynamoDB Streams event source mapping: it reads the table's stream on
  * DynamoDB Local (which implements the Streams API) shard by shard, keeps the records the deployed
- * mapping's filter keeps (`MEDIA_WORKER_FILTER`), and invokes the same worker handler with a Lambda
+ * mapping's filters keep (`MEDIA_WORKER_FILTER`, `WEBHOOK_WORKER_FILTERS`), and invokes the same worker handler with a Lambda
  * stream event. Records the handler reports as failed are handed to it again (up to `maxRetries`
  * times), as the mapping's retries would; after that they are logged, where AWS would send them to the
  * dead-letter queue.
@@ -27,8 +27,14 @@ export interface StreamPollerOptions {
   endpoint: string;
   tableName: string;
   handler: StreamHandler;
-  /** An event source mapping filter pattern (literal values and `{ exists }` only). */
+  /**
+   * An event source mapping filter pattern (literal values and `{ exists }` only), or several: a record
+   * matching any of them passes, as with a mapping's list of filters.
+   */
   filter: unknown;
+  filters?: readonly unknown[];
+  /** The worker's name, for log lines. */
+  name?: string;
   /** Pause between two reads of a shard with nothing new (default 100 ms). */
   idleMs?: number;
   maxRetries?: number;
@@ -71,6 +77,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const streamArn = described.Table?.LatestStreamArn;
   if (!streamArn) throw new Error(`Table ${options.tableName} has no stream`);
   const idleMs = options.idleMs ?? 100;
+  const name = options.name ?? 'media worker';
+  const patterns = options.filters ?? [options.filter];
   const maxRetries = options.maxRetries ?? 3;
   const log = options.log ?? (() => undefined);
   const iterators = new Map<string, string | null>();
@@ -103,21 +111,19 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   async function deliver(records: StreamRecord[]): Promise<void> {
     let batch = records
       .map((record) => record as unknown as DynamoDBRecord)
-      .filter((record) => matchesFilter(record, options.filter));
+      .filter((record) => patterns.some((pattern) => matchesFilter(record, pattern)));
     for (let attempt = 0; batch.length > 0; attempt++) {
       let failed: Set<string>;
       try {
         const answer = await options.handler({ Records: batch });
         failed = new Set((answer?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
       } catch (error) {
-        log(`media worker failed: ${(error as Error).message}`);
+        log(`${name} failed: ${(error as Error).message}`);
         failed = new Set(batch.map((record) => record.dynamodb?.SequenceNumber ?? ''));
       }
       batch = batch.filter((record) => failed.has(record.dynamodb?.SequenceNumber ?? ''));
       if (batch.length > 0 && attempt >= maxRetries) {
-        log(
-          `media worker: ${batch.length} record(s) failed ${maxRetries + 1} times; dropped (the sweeper copies them)`,
-        );
+        log(`${name}: ${batch.length} record(s) failed ${maxRetries + 1} times; dropped (the sweeper takes them up)`);
         return;
       }
       if (batch.length > 0) await sleep(200 * 2 ** attempt);

@@ -35,7 +35,12 @@ export type Command =
   | { kind: 'accounts revoke-sessions'; userId: string }
   | { kind: 'limits set'; userId: string; plan: RatePlan }
   | { kind: 'limits show'; userId: string }
-  | { kind: 'limits reset'; userId: string };
+  | { kind: 'limits reset'; userId: string }
+  | { kind: 'webhooks set'; userId: string; url: string }
+  | { kind: 'webhooks show'; userId: string }
+  | { kind: 'webhooks clear'; userId: string }
+  | { kind: 'webhooks secret'; userId: string }
+  | { kind: 'webhooks deliveries'; userId: string; taskId: string };
 
 export interface Invocation {
   command: Command;
@@ -55,6 +60,8 @@ const OPTIONS = {
   rate: { type: 'string' },
   burst: { type: 'string' },
   quota: { type: 'string' },
+  url: { type: 'string' },
+  task: { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -79,6 +86,11 @@ const COMMANDS: Record<
   'limits set': { allowed: ['user', 'rate', 'burst', 'quota'], required: ['user', 'rate', 'burst'] },
   'limits show': { allowed: ['user'], required: ['user'] },
   'limits reset': { allowed: ['user'], required: ['user'] },
+  'webhooks set': { allowed: ['user', 'url'], required: ['user', 'url'] },
+  'webhooks show': { allowed: ['user'], required: ['user'] },
+  'webhooks clear': { allowed: ['user'], required: ['user'] },
+  'webhooks secret': { allowed: ['user'], required: ['user'] },
+  'webhooks deliveries': { allowed: ['user', 'task'], required: ['user', 'task'] },
 };
 
 type CommandKind = Exclude<Command['kind'], 'help' | 'version'>;
@@ -145,6 +157,33 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
     about: ["The user's limits: its own, or the default plan (own: false)."],
   },
   'limits reset': { synopsis: 'limits reset --user U', about: ['Back to the default plan.'] },
+  'webhooks set': {
+    synopsis: 'webhooks set --user U --url URL',
+    about: [
+      "Set U's default webhook endpoint, for tasks submitted without a webhookUrl.",
+      'https with a public host name (the rule every webhookUrl and every delivery is judged by).',
+    ],
+  },
+  'webhooks show': {
+    synopsis: 'webhooks show --user U',
+    about: ["U's default endpoint and whether it has a signing secret (never the secret)."],
+  },
+  'webhooks clear': {
+    synopsis: 'webhooks clear --user U',
+    about: ["Remove U's default endpoint (tasks' own webhookUrls still get deliveries; the secret stays)."],
+  },
+  'webhooks secret': {
+    synopsis: 'webhooks secret --user U',
+    about: [
+      'Create or rotate U\'s signing secret. Prints { secret: "whsec_..." }: the only time it is shown.',
+      'Every attempt from now on is signed with it, retries of earlier deliveries included.',
+      'With --aws needs WEBHOOK_SECRETS_KEY_ARN (stack output WebhookSecretsKeyArn) and AWS_REGION.',
+    ],
+  },
+  'webhooks deliveries': {
+    synopsis: 'webhooks deliveries --user U --task T',
+    about: ["Task T's webhook delivery (state, next attempt) and every attempt: time, status or error, duration."],
+  },
 };
 
 const TARGET_LINES = [
@@ -183,6 +222,7 @@ export function helpText(topic?: CommandKind): string {
 }
 
 const USER_ID = /^[\x21-\x7e]{1,128}$/;
+const TASK_ID = /^[\x21-\x7e]{1,256}$/;
 const AMOUNT = /^[1-9][0-9]{0,9}$/;
 const SECONDS = /^(0|[1-9][0-9]{0,7})$/;
 const WHOLE = /^[1-9][0-9]{0,9}$/;
@@ -362,6 +402,21 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     case 'limits set':
       command = { kind, userId: userId(str('user')), plan: ratePlan(v.rate ?? '', v.burst ?? '', v.quota) };
       break;
+    case 'webhooks set':
+      // The URL's own rule runs in the command (functions/lifecycle/webhook-settings.ts), with the target's policy.
+      command = { kind, userId: userId(str('user')), url: v.url ?? '' };
+      break;
+    case 'webhooks show':
+    case 'webhooks clear':
+    case 'webhooks secret':
+      command = { kind, userId: userId(str('user')) };
+      break;
+    case 'webhooks deliveries': {
+      const task = v.task ?? '';
+      if (!TASK_ID.test(task)) throw new UsageError('--task must be a task id (printable characters, no spaces)');
+      command = { kind, userId: userId(str('user')), taskId: task };
+      break;
+    }
     default:
       command = v.user === undefined ? { kind: 'audit' } : { kind: 'audit', userId: userId(v.user) };
   }

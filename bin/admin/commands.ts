@@ -10,6 +10,14 @@ import {
 } from '../../functions/auth/rate-limits';
 import { DomainError } from '../../functions/core/errors';
 import type { RatePlan } from '../../functions/core/rate-plan';
+import {
+  clearAccountWebhookUrl,
+  describeDeliveries,
+  rotateWebhookSecret,
+  setAccountWebhookUrl,
+  showAccountWebhooks,
+} from '../../functions/lifecycle/webhook-settings';
+import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
 import {
   describeIssuedKey,
@@ -25,6 +33,7 @@ import { generateUserId, inviteAccount } from '../../functions/store/invites';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';
+import type { SecretBox } from '../../functions/webhooks/secret-box';
 import type { Command } from './args';
 
 /** `credits show` for a user the table knows nothing about: not a balance of 0. */
@@ -72,7 +81,14 @@ export interface CommandOptions {
   createIdentity?: (email: string) => Promise<'created' | 'exists'>;
   usage?: UsageEnrollment;
   defaultPlan?: RatePlan;
+  /** Which webhook endpoints the target allows (default: the strict, deployed rule). */
+  webhookPolicy?: SourcePolicy;
+  /** The box that seals signing secrets (made only for `webhooks secret`). */
+  webhookBox?: () => SecretBox;
 }
+
+const SECRET_NOTE =
+  'Shown only now: the table keeps it sealed. Verify deliveries with it (standardwebhooks: new Webhook(secret).verify(body, headers)).';
 
 function describePlan(plan: RatePlan) {
   return { ratePerSecond: plan.ratePerSecond, burst: plan.burst, dailyQuota: plan.dailyQuota ?? null };
@@ -206,5 +222,25 @@ export async function runCommand(
       const audit = await auditAll(ctx);
       return { output: { ok: audit.ok, users: audit.users }, ok: audit.ok };
     }
+    case 'webhooks set':
+      return {
+        output: await setAccountWebhookUrl(ctx, options.webhookPolicy ?? STRICT_SOURCE_POLICY, {
+          userId: command.userId,
+          url: command.url,
+          now,
+        }),
+        ok: true,
+      };
+    case 'webhooks show':
+      return { output: await showAccountWebhooks(ctx, command.userId), ok: true };
+    case 'webhooks clear':
+      return { output: await clearAccountWebhookUrl(ctx, { userId: command.userId, now }), ok: true };
+    case 'webhooks secret': {
+      if (!options.webhookBox) throw new Error('webhooks secret needs the webhook secrets key');
+      const made = await rotateWebhookSecret(ctx, options.webhookBox(), { userId: command.userId, now });
+      return { output: { ...made, note: SECRET_NOTE }, ok: true };
+    }
+    case 'webhooks deliveries':
+      return { output: await describeDeliveries(ctx, command.userId, command.taskId), ok: true };
   }
 }

@@ -109,6 +109,10 @@ export const CONDITIONAL_CHECKS = {
     needs: ['ownLocalStack'],
     what: 'a task completes by the provider callback alone (a second local stack with polling and the sweeper off)',
   },
+  webhooks: {
+    needs: ['ownLocalStack'],
+    what: 'a signed webhook verified by a test receiver, retried after a 500 with the same webhook-id and both attempts recorded; private endpoints refused at submit and never called; a hanging receiver does not hold up the task (a second local stack with a short retry schedule)',
+  },
   accounts: {
     needs: ['localSignIn', 'mockProvider'],
     what: 'sign-in through the OpenID provider, sessions, CSRF, key management with the session',

@@ -1,0 +1,48 @@
+/**
+ * The key that seals accounts' webhook signing secrets, for `webhooks secret`: locally
+ * `WEBHOOK_SECRETS_KEY`, else the file `npm start` keeps it in (`<DATA_DIR>/webhook-secrets-key`);
+ * with `--aws` the stack's secret (`WEBHOOK_SECRETS_KEY_ARN`, output `WebhookSecretsKeyArn`), read
+ * with the normal AWS credential chain.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { getSecretString } from '../../functions/aws/secrets-manager';
+import { UsageError } from '../../functions/core/errors';
+import { createSecretBox, type SecretBox } from '../../functions/webhooks/secret-box';
+
+/** Where `npm start` keeps the local key (local/stack.ts writes it, readable by its owner only). */
+export function localWebhookKeyFile(dataDir: string): string {
+  return resolve(dataDir, 'webhook-secrets-key');
+}
+
+export function webhookSecretBox(aws: boolean, env: NodeJS.ProcessEnv): SecretBox {
+  if (aws) {
+    const arn = env.WEBHOOK_SECRETS_KEY_ARN;
+    if (!arn)
+      throw new UsageError('webhooks secret --aws needs WEBHOOK_SECRETS_KEY_ARN (stack output WebhookSecretsKeyArn)');
+    return createSecretBox(async () => {
+      const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
+      const credentials = await defaultProvider()();
+      return getSecretString(arn, {
+        ...env,
+        AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+        AWS_SESSION_TOKEN: credentials.sessionToken,
+      });
+    });
+  }
+  if (env.WEBHOOK_SECRETS_KEY) {
+    const key = env.WEBHOOK_SECRETS_KEY;
+    return createSecretBox(async () => key);
+  }
+  const file = localWebhookKeyFile(env.DATA_DIR || '.data');
+  let key: string;
+  try {
+    key = readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new UsageError(
+      `no webhook secrets key: set WEBHOOK_SECRETS_KEY, or start the local stack once (npm start writes ${file})`,
+    );
+  }
+  return createSecretBox(async () => key);
+}

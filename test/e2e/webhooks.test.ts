@@ -1,0 +1,242 @@
+/**
+ * Signed webhooks out, black box: a local stack of this file's own (so the suite's stack keeps the real
+ * retry schedule) with a short schedule (1 s between attempts) and a test receiver, a real HTTP server
+ * on a free port, named as the one local endpoint allowed over plain http. The signing secret comes
+ * from the operator CLI, as an operator would get it; every delivery is verified with the
+ * `standardwebhooks` package's `Webhook.verify`.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { resolve } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { createDocumentClient } from '../../functions/store/client';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { IMAGE_PATH, taskPath } from './support/api';
+import { loadTarget } from './support/target';
+
+const target = loadTarget();
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+const ROOT = resolve(__dirname, '../..');
+const TABLE_NAME = 'generation-service-e2e-webhooks';
+const USER = 'e2e-webhooks';
+const HANG_USER = 'e2e-webhooks-default';
+
+interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+if (target.runs('webhooks')) {
+  describe('webhooks out, on a stack with a short retry schedule', () => {
+    let stack: SpawnedLocalStack;
+    let receiver: Server;
+    let origin: string;
+    const received: Received[] = [];
+    const hanging = new Set<Socket>();
+    const keys: Record<string, string> = {};
+    let operatorEnv: NodeJS.ProcessEnv;
+
+    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` never answers. */
+    function receive(request: IncomingMessage, response: ServerResponse) {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const path = request.url ?? '';
+        const headers = Object.fromEntries(
+          Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
+        );
+        received.push({ path, headers, body: Buffer.concat(chunks).toString('utf8') });
+        if (path === '/hang') {
+          hanging.add(request.socket);
+          return;
+        }
+        const first = received.filter((entry) => entry.path === path).length === 1;
+        response.writeHead(path === '/flaky' && first ? 500 : 200).end('ok');
+      });
+    }
+
+    function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown>; stderr: string }> {
+      return new Promise((done) => {
+        execFile(
+          process.execPath,
+          [resolve(ROOT, 'bin/run-admin.cjs'), ...args],
+          { cwd: ROOT, env: operatorEnv },
+          (error, stdout, stderr) => {
+            const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+            done({ code, json: stdout.trim().startsWith('{') ? JSON.parse(stdout) : {}, stderr });
+          },
+        );
+      });
+    }
+
+    async function request(user: string, path: string, init: RequestInit = {}) {
+      const response = await fetch(`${stack.baseUrl}${path}`, {
+        ...init,
+        headers: { Authorization: `Bearer ${keys[user]}`, 'Content-Type': 'application/json' },
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    }
+
+    const submit = (user: string, body: Record<string, unknown>) =>
+      request(user, IMAGE_PATH, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'image-model-1', prompt: 'tell me when done', ...body }),
+      });
+
+    async function pollUntilEnded(user: string, taskId: string) {
+      let task = await request(user, taskPath(taskId));
+      for (let attempt = 0; attempt < 80 && task.body.status === 0; attempt++) {
+        await sleep(250);
+        task = await request(user, taskPath(taskId));
+      }
+      return task;
+    }
+
+    /** What the receiver got on `path`, once at least `count` requests came (bounded wait). */
+    async function receivedOn(path: string, count: number, waitMs = 30_000): Promise<Received[]> {
+      for (let waited = 0; waited < waitMs; waited += 200) {
+        if (received.filter((entry) => entry.path === path).length >= count) break;
+        await sleep(200);
+      }
+      return received.filter((entry) => entry.path === path);
+    }
+
+    beforeAll(async () => {
+      const [port] = await freePorts(1);
+      origin = `http://127.0.0.1:${port}`;
+      receiver = createServer(receive);
+      await new Promise<void>((ready) => receiver.listen(port, '127.0.0.1', () => ready()));
+      const settings = {
+        TABLE_NAME,
+        WEBHOOK_INSECURE_ORIGINS: origin,
+        WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1',
+        WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64url'),
+        SWEEPER_INTERVAL_SECONDS: '1',
+        PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
+        DYNAMODB_ENDPOINT: '',
+        API_STAGE: '',
+      };
+      stack = await spawnLocalStack({ readyTimeoutMs: 60_000, env: settings });
+      const { DYNAMODB_PORT: _p, DATA_DIR: _d, ...rest } = process.env;
+      operatorEnv = { ...rest, ...settings, DYNAMODB_ENDPOINT: stack.dynamodbEndpoint };
+      const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
+      const store = { doc, tableName: TABLE_NAME };
+      try {
+        for (const user of [USER, HANG_USER]) {
+          await grantCredits(store, { userId: user, amount: 100, grantId: user });
+          keys[user] = (await putApiKey(store, { userId: user, name: 'e2e webhooks' })).apiKey;
+        }
+      } finally {
+        doc.destroy();
+      }
+    }, 90_000);
+
+    afterAll(async () => {
+      for (const socket of hanging) socket.destroy();
+      await new Promise<void>((closed) => (receiver ? receiver.close(() => closed()) : closed()));
+      await stack?.stop();
+    });
+
+    test('a completed task is POSTed signed, retried after a 500 with the same webhook-id, both attempts recorded', async () => {
+      // Prepare: the account's secret, printed once by the CLI
+      const made = await admin(['webhooks', 'secret', '--user', USER]);
+      const secret = String(made.json.secret);
+
+      // Act
+      const submitted = await submit(USER, { webhookUrl: `${origin}/flaky`, providerInput: { mockDelayMs: 200 } });
+      const taskId = String(submitted.body.taskId);
+      const task = await pollUntilEnded(USER, taskId);
+      const [first, second] = await receivedOn('/flaky', 2);
+      const deliveries = await admin(['webhooks', 'deliveries', '--user', USER, '--task', taskId]);
+
+      // Assert: the secret's form, and the task ended on its own
+      expect(made.code).toBe(0);
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      expect(submitted.status).toBe(202);
+      expect(task.body.status).toBe(1);
+      // Both attempts verify, carry the same id, and hold the Task resource as GET shows it
+      const webhook = new Webhook(secret);
+      const payloads = [first, second].map((attempt) => webhook.verify(attempt?.body ?? '', attempt?.headers ?? {}));
+      expect(first?.headers['webhook-id']).toMatch(/^msg_/);
+      expect(second?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
+      expect(payloads[1]).toEqual({ type: 'task.completed', timestamp: expect.any(String), data: task.body });
+      expect(payloads[0]).toEqual(payloads[1]);
+      // A body signed with another secret does not verify
+      expect(() =>
+        new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(first?.body ?? '', first?.headers ?? {}),
+      ).toThrow();
+      // The operator sees both attempts: the 500, then the 200
+      expect(deliveries.json.delivery).toMatchObject({
+        webhookId: first?.headers['webhook-id'],
+        state: 'delivered',
+        attempts: 2,
+        eventType: 'task.completed',
+      });
+      expect(deliveries.json.attempts).toEqual([
+        expect.objectContaining({ attempt: 1, statusCode: 500, error: null }),
+        expect.objectContaining({ attempt: 2, statusCode: 200, error: null }),
+      ]);
+    });
+
+    test('a webhookUrl on a private address, a local name or plain http is a 400 naming the field, and never called', async () => {
+      // Prepare
+      const refused = [
+        `https://127.0.0.1:${new URL(origin).port}/private`,
+        'https://10.0.0.7/private',
+        'https://169.254.169.254/private',
+        'https://[::1]/private',
+        `https://localhost:${new URL(origin).port}/private`,
+        'http://example.com/private',
+        'https://user:pw@example.com/private',
+        'not a url',
+      ];
+
+      // Act
+      const answers = await Promise.all(refused.map((webhookUrl) => submit(USER, { webhookUrl })));
+      await sleep(2000);
+
+      // Assert
+      for (const answer of answers) {
+        expect(answer.status).toBe(400);
+        expect(answer.body).toMatchObject({
+          error: 'Invalid request',
+          details: { fieldErrors: { webhookUrl: [expect.stringMatching(/^Must /)] } },
+        });
+      }
+      expect(received.filter((entry) => entry.path === '/private')).toEqual([]);
+    });
+
+    test('a receiver that never answers does not hold up the task; the attempt ends at its deadline and is recorded', async () => {
+      // Prepare: the account's default endpoint hangs
+      await admin(['webhooks', 'secret', '--user', HANG_USER]);
+      const set = await admin(['webhooks', 'set', '--user', HANG_USER, '--url', `${origin}/hang`]);
+
+      // Act
+      const submitted = await submit(HANG_USER, { providerInput: { mockDelayMs: 200 } });
+      const taskId = String(submitted.body.taskId);
+      const task = await pollUntilEnded(HANG_USER, taskId);
+      const calls = await receivedOn('/hang', 1);
+      let deliveries = await admin(['webhooks', 'deliveries', '--user', HANG_USER, '--task', taskId]);
+      for (let waited = 0; waited < 30_000 && (deliveries.json.attempts as unknown[]).length === 0; waited += 1000) {
+        await sleep(1000);
+        deliveries = await admin(['webhooks', 'deliveries', '--user', HANG_USER, '--task', taskId]);
+      }
+
+      // Assert
+      expect(set.json).toMatchObject({ url: `${origin}/hang`, hasSecret: true });
+      expect(task.body.status).toBe(1);
+      expect(calls.length).toBeGreaterThanOrEqual(1);
+      expect((deliveries.json.attempts as unknown[])[0]).toMatchObject({
+        attempt: 1,
+        statusCode: null,
+        error: 'No answer within 10 s',
+      });
+    });
+  });
+}
