@@ -42,6 +42,8 @@ const FIELD_NOTES: Readonly<Record<string, string>> = {
   fps: 'Frames per second.',
   motionStrength: 'Strength of motion.',
   cameraMotion: 'Camera motion hint.',
+  webhookUrl:
+    'Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price.',
 };
 
 /** A request schema in JSON Schema 2020-12 (OpenAPI 3.1's dialect), with the notes added. */
@@ -396,6 +398,66 @@ function genericOperation(method: string, path: string, sessionOnly: boolean): J
   };
 }
 
+/** The Standard Webhooks headers every delivery carries. */
+const WEBHOOK_HEADERS: Json[] = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description: 'The delivery id (`msg_...`): the same on every retry of one event, so receivers can drop duplicates.',
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description: 'Seconds since the epoch when this attempt was signed; refuse values far from now (replays).',
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description:
+      "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the account's signing secret (`whsec_...`, Standard Webhooks). Verify with the `standardwebhooks` package: `new Webhook(secret).verify(body, headers)`.",
+  },
+];
+
+/** What the service sends: one event per task, when it ends (OpenAPI 3.1 `webhooks`). */
+function webhooks(): Json {
+  return {
+    taskEnded: {
+      post: {
+        summary: 'A task ended (task.completed or task.failed)',
+        description:
+          "POSTed to the task's `webhookUrl`, else the account's default endpoint, signed per Standard Webhooks. Any 2xx answer within 10 s counts as delivered; anything else (another status, a redirect, no answer) is retried 1 min, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h later (8 attempts over about 27.6 h), then given up. At most 1 KB of the answer is read.",
+        parameters: WEBHOOK_HEADERS,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['type', 'timestamp', 'data'],
+                properties: {
+                  type: { type: 'string', enum: ['task.completed', 'task.failed'] },
+                  timestamp: { type: 'string', format: 'date-time', description: 'When the task ended.' },
+                  data: {
+                    ...ref('Task'),
+                    description: 'The Task resource as GET /api/ai/tasks/{id} shows it at the time of the attempt.',
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: { '2XX': { description: 'Delivered; no retry.' } },
+      },
+    },
+  };
+}
+
 /** The whole document. */
 export function openApiDocument(version: string): Json {
   const ops = operations();
@@ -428,6 +490,7 @@ export function openApiDocument(version: string): Json {
     servers: [{ url: '/', description: "The API's base URL (the stage URL or your custom domain)." }],
     security: [{ bearerKey: [] }, { session: [] }],
     paths,
+    webhooks: webhooks(),
     components: {
       securitySchemes: {
         bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer gsk_live_...`.' },

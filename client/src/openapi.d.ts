@@ -298,7 +298,66 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    taskEnded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task ended (task.completed or task.failed)
+         * @description POSTed to the task's `webhookUrl`, else the account's default endpoint, signed per Standard Webhooks. Any 2xx answer within 10 s counts as delivered; anything else (another status, a redirect, no answer) is retried 1 min, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h later (8 attempts over about 27.6 h), then given up. At most 1 KB of the answer is read.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The delivery id (`msg_...`): the same on every retry of one event, so receivers can drop duplicates. */
+                    "webhook-id": string;
+                    /** @description Seconds since the epoch when this attempt was signed; refuse values far from now (replays). */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the account's signing secret (`whsec_...`, Standard Webhooks). Verify with the `standardwebhooks` package: `new Webhook(secret).verify(body, headers)`. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        type: "task.completed" | "task.failed";
+                        /**
+                         * Format: date-time
+                         * @description When the task ended.
+                         */
+                        timestamp: string;
+                        /** @description The Task resource as GET /api/ai/tasks/{id} shows it at the time of the attempt. */
+                        data: components["schemas"]["Task"];
+                    };
+                };
+            };
+            responses: {
+                /** @description Delivered; no retry. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description Body of POST /api/ai/image/generate. Models: image-model-1, image-model-2, image-model-3, image-model-4. */
@@ -332,6 +391,8 @@ export interface components {
             providerInput?: {
                 [key: string]: unknown;
             };
+            /** @description Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price. */
+            webhookUrl?: string;
         };
         /** @description Body of POST /api/ai/video/generate. Models: video-a/v2-1-standard, video-a/v2-1-pro, video-a/v2-1-master-text-to-video, video-b-2-text-to-video, video-b-2-pro-text-to-video, video-b-2-image-to-video, video-c/02-text-to-video-standard, video-c/02-text-to-video-pro, video-c/02-image-to-video-standard, video-c/02-image-to-video-pro, video-d3_fast, video-d3, video-d3_lite, video-e/2-6-text-to-video, video-e/2-6-image-to-video, video-f/1.5-pro. */
         VideoRequest: {
@@ -373,6 +434,8 @@ export interface components {
             providerInput?: {
                 [key: string]: unknown;
             };
+            /** @description Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price. */
+            webhookUrl?: string;
         };
         Submission: {
             taskId: string;

@@ -1,0 +1,300 @@
+/**
+ * Webhook deliveries on DynamoDB Local with a real receiver over HTTP: a delivery opens once per ended
+ * task, each attempt is recorded with its outcome and claims guard every step (a stale or repeated
+ * claim sends nothing), the sweeper's claim makes the next attempt due, the schedule ends in `failed`,
+ * and an endpoint whose name resolves to a private address is never called.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
+import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifecycle/webhook-settings';
+import {
+  attemptDelivery,
+  claimDueDeliveries,
+  openDelivery,
+  type WebhookLifecycle,
+} from '../../functions/lifecycle/webhooks';
+import { createFsMediaStore } from '../../functions/media/fs-media-store';
+import { logger } from '../../functions/observability/logger';
+import type { GenerationProvider } from '../../functions/provider/port';
+import { grantCredits } from '../../functions/store/accounts';
+import { acceptTask, completeTask } from '../../functions/store/tasks';
+import {
+  getDelivery,
+  getDeliveryWithAttempts,
+  getWebhookSettings,
+  recordAttempt,
+} from '../../functions/store/webhooks';
+import { createSecretBox } from '../../functions/webhooks/secret-box';
+import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+
+jest.setTimeout(30_000);
+
+const NO_PROVIDER: GenerationProvider = {
+  createTask: () => Promise.reject(new Error('no provider')),
+  getTask: () => Promise.reject(new Error('no provider')),
+};
+
+describe('webhook deliveries', () => {
+  let store: TestStore;
+  let receiver: Server;
+  let origin: string;
+  let answers: number[] = [];
+  const calls: { path: string; body: string }[] = [];
+  let mediaDir: string;
+  let clock = new Date('2026-03-01T12:00:00.000Z');
+  const box = createSecretBox(async () => 'integration-test-service-key-0123456789');
+  const resolved: string[] = [];
+
+  function lifecycle(delays: number[] = [60, 300]): WebhookLifecycle {
+    return {
+      store,
+      provider: NO_PROVIDER,
+      config: DEFAULT_LIFECYCLE_CONFIG,
+      now: () => clock,
+      media: createFsMediaStore({ dir: mediaDir, publicBaseUrl: 'http://127.0.0.1:9' }),
+      webhooks: {
+        box,
+        policy: webhookTargetPolicy({ WEBHOOK_INSECURE_ORIGINS: origin }),
+        retryDelays: delays,
+        // DNS as an attacker would set it up: a public-looking name on a private address.
+        resolve: async (host) => {
+          resolved.push(host);
+          return [{ address: '10.0.0.5', family: 4 }];
+        },
+      },
+    };
+  }
+
+  /** A task of `userId` that ended (completed), with `webhookUrl` when given. */
+  async function endedTask(userId: string, taskId: string, webhookUrl?: string) {
+    await grantCredits(store, { userId, amount: 10, grantId: `grant-${taskId}` });
+    await acceptTask(store, {
+      task: {
+        userId,
+        taskId,
+        type: 'image',
+        model: 'image-model-1',
+        prompt: 'p',
+        request: {},
+        creditsUsed: 3,
+        ...(webhookUrl ? { webhookUrl } : {}),
+        now: clock,
+      },
+    });
+    await completeTask(store, { userId, taskId, resultKeys: [`results/${taskId}.png`], now: clock });
+  }
+
+  beforeAll(async () => {
+    store = await createTestStore();
+    mediaDir = mkdtempSync(join(tmpdir(), 'webhook-media-'));
+    receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        calls.push({ path: request.url ?? '', body: Buffer.concat(chunks).toString('utf8') });
+        response.writeHead(answers.shift() ?? 200).end();
+      });
+    });
+    await new Promise<void>((ready) => receiver.listen(0, '127.0.0.1', () => ready()));
+    const address = receiver.address();
+    origin = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((closed) => receiver.close(() => closed()));
+    rmSync(mediaDir, { recursive: true, force: true });
+    await store.dispose();
+  });
+
+  test('a delivery opens once per ended task, only with an endpoint and a secret', async () => {
+    // Prepare
+    const lc = lifecycle();
+    await endedTask('wh-open', 'task-open', `${origin}/open`);
+    await endedTask('wh-nourl', 'task-nourl');
+
+    // Act
+    const withoutSecret = await openDelivery(lc, { userId: 'wh-open', taskId: 'task-open' }, logger);
+    await rotateWebhookSecret(store, box, { userId: 'wh-open', now: clock });
+    const first = await openDelivery(lc, { userId: 'wh-open', taskId: 'task-open' }, logger);
+    const again = await openDelivery(lc, { userId: 'wh-open', taskId: 'task-open' }, logger);
+    await rotateWebhookSecret(store, box, { userId: 'wh-nourl', now: clock });
+    const noEndpoint = await openDelivery(lc, { userId: 'wh-nourl', taskId: 'task-nourl' }, logger);
+    const delivery = await getDelivery(store, 'wh-open', 'task-open');
+
+    // Assert
+    expect([withoutSecret, first, again, noEndpoint]).toEqual(['no-secret', 'opened', 'exists', 'no-endpoint']);
+    expect(delivery).toMatchObject({
+      deliveryState: 'sending',
+      attempts: 0,
+      url: `${origin}/open`,
+      eventType: 'task.completed',
+      webhookId: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+    });
+  });
+
+  test('the secret is stored sealed, never in plaintext, and rotating replaces it', async () => {
+    // Act
+    const first = await rotateWebhookSecret(store, box, { userId: 'wh-seal', now: clock });
+    const second = await rotateWebhookSecret(store, box, { userId: 'wh-seal', now: clock });
+    const settings = await getWebhookSettings(store, 'wh-seal');
+
+    // Assert
+    expect([first.rotated, second.rotated]).toEqual([false, true]);
+    expect(JSON.stringify(settings)).not.toContain(second.secret.slice(6));
+    expect(JSON.stringify(settings)).not.toContain(first.secret.slice(6));
+    await expect(box.open('wh-seal', settings?.sealedSecret ?? '')).resolves.toBe(second.secret);
+  });
+
+  test('attempts are recorded; a repeated claim sends nothing; the sweeper claims the retry when it is due', async () => {
+    // Prepare
+    const lc = lifecycle([60, 300]);
+    await endedTask('wh-retry', 'task-retry', `${origin}/retry`);
+    await rotateWebhookSecret(store, box, { userId: 'wh-retry', now: clock });
+    await openDelivery(lc, { userId: 'wh-retry', taskId: 'task-retry' }, logger);
+    const opened = await getDelivery(store, 'wh-retry', 'task-retry');
+    const claim = { userId: 'wh-retry', taskId: 'task-retry', claimId: opened?.claimId ?? '' };
+    answers = [500];
+
+    // Act
+    const failed = await attemptDelivery(lc, claim, logger);
+    const repeated = await attemptDelivery(lc, claim, logger);
+    const earlyClaims = await claimDueDeliveries(store, new Date(clock.getTime() + 59_000), logger);
+    clock = new Date(clock.getTime() + 61_000);
+    const dueClaims = await claimDueDeliveries(store, clock, logger);
+    const reclaimed = await getDelivery(store, 'wh-retry', 'task-retry');
+    const delivered = await attemptDelivery(lc, { ...claim, claimId: reclaimed?.claimId ?? '' }, logger);
+    const report = await getDeliveryWithAttempts(store, 'wh-retry', 'task-retry');
+
+    // Assert
+    expect(failed).toMatchObject({ statusCode: 500, next: 'waiting' });
+    expect(repeated).toBeUndefined();
+    expect(earlyClaims).toBe(0);
+    expect(dueClaims).toBe(1);
+    expect(reclaimed?.claimId).not.toBe(claim.claimId);
+    expect(delivered).toMatchObject({ statusCode: 200, next: 'delivered' });
+    expect(calls.filter((call) => call.path === '/retry')).toHaveLength(2);
+    expect(report.delivery).toMatchObject({ deliveryState: 'delivered', attempts: 2 });
+    expect(report.delivery?.dueAt).toBeUndefined();
+    expect(report.attempts.map(({ attempt, statusCode }) => ({ attempt, statusCode }))).toEqual([
+      { attempt: 1, statusCode: 500 },
+      { attempt: 2, statusCode: 200 },
+    ]);
+    expect(report.attempts[0]?.durationMs).toEqual(expect.any(Number));
+    // The payload carries the task as GET shows it
+    const payload = JSON.parse(calls.find((call) => call.path === '/retry')?.body ?? '{}');
+    expect(payload).toMatchObject({
+      type: 'task.completed',
+      data: { taskId: 'task-retry', status: 1, imageUrls: ['http://127.0.0.1:9/media/results/task-retry.png'] },
+    });
+  });
+
+  test('when the schedule is spent the delivery gives up, and that is recorded', async () => {
+    // Prepare: one retry only
+    const lc = lifecycle([1]);
+    await endedTask('wh-give-up', 'task-give-up', `${origin}/down`);
+    await rotateWebhookSecret(store, box, { userId: 'wh-give-up', now: clock });
+    await openDelivery(lc, { userId: 'wh-give-up', taskId: 'task-give-up' }, logger);
+    answers = [503, 503];
+
+    // Act
+    const opened = await getDelivery(store, 'wh-give-up', 'task-give-up');
+    const first = await attemptDelivery(
+      lc,
+      { userId: 'wh-give-up', taskId: 'task-give-up', claimId: opened?.claimId ?? '' },
+      logger,
+    );
+    clock = new Date(clock.getTime() + 2000);
+    await claimDueDeliveries(store, clock, logger);
+    const due = await getDelivery(store, 'wh-give-up', 'task-give-up');
+    const last = await attemptDelivery(
+      lc,
+      { userId: 'wh-give-up', taskId: 'task-give-up', claimId: due?.claimId ?? '' },
+      logger,
+    );
+    const report = await getDeliveryWithAttempts(store, 'wh-give-up', 'task-give-up');
+    await claimDueDeliveries(store, new Date(clock.getTime() + 86_400_000), logger);
+    const afterLaterSweep = await getDelivery(store, 'wh-give-up', 'task-give-up');
+
+    // Assert
+    expect([first?.next, last?.next]).toEqual(['waiting', 'failed']);
+    expect(report.delivery).toMatchObject({ deliveryState: 'failed', attempts: 2, gaveUpAt: clock.toISOString() });
+    expect(report.attempts).toHaveLength(2);
+    // Out of the due index: a sweep a day later does not take it up again
+    expect(afterLaterSweep).toMatchObject({ deliveryState: 'failed' });
+    expect(afterLaterSweep?.claimId).toBeUndefined();
+  });
+
+  test('a host name resolving to a private address is refused and never called; the attempt says why', async () => {
+    // Prepare
+    const lc = lifecycle();
+    await endedTask('wh-private', 'task-private', 'https://hooks.attacker.example/in');
+    await rotateWebhookSecret(store, box, { userId: 'wh-private', now: clock });
+    await openDelivery(lc, { userId: 'wh-private', taskId: 'task-private' }, logger);
+    const opened = await getDelivery(store, 'wh-private', 'task-private');
+    const before = calls.length;
+
+    // Act
+    const outcome = await attemptDelivery(
+      lc,
+      { userId: 'wh-private', taskId: 'task-private', claimId: opened?.claimId ?? '' },
+      logger,
+    );
+    const report = await getDeliveryWithAttempts(store, 'wh-private', 'task-private');
+
+    // Assert
+    expect(resolved).toContain('hooks.attacker.example');
+    expect(outcome).toMatchObject({ error: 'Endpoint refused: it resolves to a non-public address', next: 'waiting' });
+    expect(outcome?.statusCode).toBeUndefined();
+    expect(calls.length).toBe(before);
+    expect(report.attempts[0]).toMatchObject({
+      attempt: 1,
+      error: 'Endpoint refused: it resolves to a non-public address',
+    });
+  });
+
+  test('a record made under a lost claim writes nothing', async () => {
+    // Prepare
+    const lc = lifecycle();
+    await endedTask('wh-lost', 'task-lost', `${origin}/lost`);
+    await rotateWebhookSecret(store, box, { userId: 'wh-lost', now: clock });
+    await openDelivery(lc, { userId: 'wh-lost', taskId: 'task-lost' }, logger);
+
+    // Act
+    const recorded = await recordAttempt(store, {
+      userId: 'wh-lost',
+      taskId: 'task-lost',
+      claimId: 'not-the-claim',
+      attempt: { attempt: 1, at: clock.toISOString(), durationMs: 1, statusCode: 200 },
+      next: { state: 'delivered' },
+      now: clock,
+    });
+    const report = await getDeliveryWithAttempts(store, 'wh-lost', 'task-lost');
+
+    // Assert
+    expect(recorded).toBe(false);
+    expect(report.attempts).toEqual([]);
+    expect(report.delivery?.deliveryState).toBe('sending');
+  });
+
+  test("an account's default endpoint is judged by the same rule", async () => {
+    // Act / Assert
+    await expect(
+      setAccountWebhookUrl(store, webhookTargetPolicy({}), {
+        userId: 'wh-default',
+        url: 'https://10.0.0.1/x',
+        now: clock,
+      }),
+    ).rejects.toThrow(/^url: Must name a public host/);
+    await expect(
+      setAccountWebhookUrl(store, webhookTargetPolicy({}), {
+        userId: 'wh-default',
+        url: 'https://hooks.example.com/in',
+        now: clock,
+      }),
+    ).resolves.toMatchObject({ url: 'https://hooks.example.com/in', hasSecret: false });
+  });
+});
