@@ -93,8 +93,17 @@ export interface DemoKey {
   endsAt?: Date;
 }
 
-async function ensureDemoUser(): Promise<DemoKey> {
+async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
   const store = storeFromEnv();
+  if (freshTable) {
+    // A table this start created holds no demo user: every write at once (a round trip less).
+    const [, , issued] = await Promise.all([
+      inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER }),
+      grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' }),
+      putApiKey(store, { userId: DEMO_USER, name: 'demo' }),
+    ]);
+    return { apiKey: issued.apiKey };
+  }
   // Invited on every start (a repeat changes nothing), so the demo account can always sign in.
   const [, existing] = await Promise.all([
     inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER }),
@@ -308,7 +317,10 @@ export async function startLocalStack(
     });
     resetStoreFromEnv();
     resetLifecycleFromEnv();
-    await ensureTable(storeFromEnv());
+    const { created } = await ensureTable(storeFromEnv());
+    // The demo user is written while the pollers and the server start; awaited before the banner.
+    const demoKeyWritten = ensureDemoUser(created);
+    demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
     const { routes, authorizer, sweeper } = handlers;
     // The media worker on the table's stream, as the deployed event source mapping runs it.
     const poller = await startStreamPoller({
@@ -376,7 +388,7 @@ export async function startLocalStack(
       await sweeping;
     });
 
-    const demoKey = await ensureDemoUser();
+    const demoKey = await demoKeyWritten;
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
     cleanups.push(
       writeStackState(settings.dataDir, {

@@ -1,7 +1,6 @@
 /**
  * `npm start`: runs the whole service locally and stops it cleanly on Ctrl-C.
  */
-import { buildDashboard } from '../dashboard/build';
 import { localSettingsFromEnv } from './settings';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 
@@ -12,9 +11,10 @@ async function main(): Promise<void> {
   // dashboard is built.
   const dynamodb = startSettingsDynamoDb(settings);
   dynamodb.catch(() => undefined); // its failure is reported by startLocalStack
-  // The dashboard is built from its sources on every start (well under a second), unless
+  // The dashboard is built from its sources when they changed since the last build, unless
   // DASHBOARD_DIR names a folder of files built elsewhere.
-  if (!process.env.DASHBOARD_DIR) buildDashboard();
+  // Loaded only now (esbuild's load too), while the JVM starts.
+  if (!process.env.DASHBOARD_DIR) (await import('../dashboard/build')).buildDashboardWhenStale();
   const { DEMO_CREDITS, DEMO_USER, startLocalStack } = await import('./stack');
   const stack = await startLocalStack(settings, log, dynamodb);
   // Installed before the ready line, so whoever reacts to it can stop us cleanly at once.

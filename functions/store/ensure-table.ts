@@ -9,6 +9,7 @@ import {
   type DescribeTableCommandOutput,
   ResourceInUseException,
   ResourceNotFoundException,
+  type TableDescription,
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
@@ -19,16 +20,22 @@ const POLL_MS = 100;
 
 /**
  * Idempotent: creates the table (with TTL on `ttl`, as the stack does) if missing and waits until it
- * and its index are ACTIVE. Safe when several processes race to create it.
+ * and its index are ACTIVE. Safe when several processes race to create it. `created` says whether this
+ * call made it (a fresh table holds nothing yet).
  */
-export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number } = {}): Promise<void> {
-  const existing = await describe(ctx);
-  if (!existing) {
-    try {
-      await ctx.doc.send(new CreateTableCommand(createTableInput(ctx.tableName)));
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-    }
+export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number } = {}): Promise<{ created: boolean }> {
+  // Created first, described only when it exists: a fresh table (every `npm start` in memory) then
+  // costs no DescribeTable at all, and DynamoDB Local creates tables ACTIVE at once.
+  let existing: DescribeTableCommandOutput | undefined;
+  let created = false;
+  let activeAtOnce = false;
+  try {
+    const out = await ctx.doc.send(new CreateTableCommand(createTableInput(ctx.tableName)));
+    created = true;
+    activeAtOnce = isActive(out.TableDescription);
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+    existing = await describe(ctx);
   }
   // A table made by an older version lacks the task-listing index: add it (tasks accepted before then
   // carry no listing keys and are not listed; each is still readable by id).
@@ -45,13 +52,13 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
       }),
     );
   }
-  await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
+  if (!activeAtOnce) await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
   // A table made before the media worker has no stream: turn it on (records start from now on).
   if (existing && !existing.Table?.StreamSpecification?.StreamEnabled) {
     await ctx.doc.send(new UpdateTableCommand({ TableName: ctx.tableName, StreamSpecification: TASK_STREAM }));
     await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
   }
-  if (!existing) {
+  if (created) {
     await ctx.doc.send(
       new UpdateTimeToLiveCommand({
         TableName: ctx.tableName,
@@ -59,6 +66,7 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
       }),
     );
   }
+  return { created };
 }
 
 /** Deletes the table if it exists (test clean-up). */
@@ -79,12 +87,17 @@ async function describe(ctx: StoreContext): Promise<DescribeTableCommandOutput |
   }
 }
 
+/** The table and every index of it ACTIVE. */
+function isActive(table: TableDescription | undefined): boolean {
+  const indexesActive = (table?.GlobalSecondaryIndexes ?? []).every((index) => index.IndexStatus === 'ACTIVE');
+  return table?.TableStatus === 'ACTIVE' && indexesActive;
+}
+
 async function waitUntilActive(ctx: StoreContext, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const table = (await describe(ctx))?.Table;
-    const indexesActive = (table?.GlobalSecondaryIndexes ?? []).every((index) => index.IndexStatus === 'ACTIVE');
-    if (table?.TableStatus === 'ACTIVE' && indexesActive) return;
+    if (isActive(table)) return;
     if (Date.now() > deadline) {
       throw new Error(
         `Table ${ctx.tableName} is not ACTIVE after ${timeoutMs} ms (${table?.TableStatus ?? 'missing'})`,
