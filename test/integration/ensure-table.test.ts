@@ -1,0 +1,104 @@
+/**
+ * `ensureTable` on DynamoDB Local: a fresh table in one round of creation (what every in-memory
+ * `npm start` does), a second call that changes nothing, and a table of an older version brought up to
+ * date (the task-listing index and the stream added).
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
+import { createTableInput, TABLE } from '../../functions/store/table';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { testEndpoint } from '../support/dynamodb';
+
+describe('ensureTable on DynamoDB Local', () => {
+  const config = { ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: testEndpoint() };
+  const client = new DynamoDBClient(config);
+  const doc = createDocumentClient(config);
+  const made: StoreContext[] = [];
+
+  function newContext(): StoreContext {
+    const ctx = { doc, tableName: `ensure-${randomUUID()}` };
+    made.push(ctx);
+    return ctx;
+  }
+
+  async function describe(tableName: string) {
+    return (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  }
+
+  afterAll(async () => {
+    for (const ctx of made) await deleteTable(ctx);
+    doc.destroy();
+    client.destroy();
+  });
+
+  it('creates a missing table with its indexes, stream and TTL, and says it did', async () => {
+    // Prepare
+    const ctx = newContext();
+
+    // Act
+    const result = await ensureTable(ctx);
+
+    // Assert
+    expect(result).toEqual({ created: true });
+    const table = await describe(ctx.tableName);
+    expect(table?.TableStatus).toBe('ACTIVE');
+    expect(table?.GlobalSecondaryIndexes?.map((index) => index.IndexName).sort()).toEqual(
+      [TABLE.pendingIndex.name, TABLE.taskIndex.name].sort(),
+    );
+    expect(table?.StreamSpecification?.StreamEnabled).toBe(true);
+    const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: ctx.tableName }));
+    expect(ttl.TimeToLiveDescription).toMatchObject({ AttributeName: TABLE.ttlAttribute, TimeToLiveStatus: 'ENABLED' });
+  });
+
+  it('leaves an existing table as it is and says it did not create it', async () => {
+    // Prepare
+    const ctx = newContext();
+    await ensureTable(ctx);
+    const before = await describe(ctx.tableName);
+
+    // Act
+    const result = await ensureTable(ctx);
+
+    // Assert
+    expect(result).toEqual({ created: false });
+    const after = await describe(ctx.tableName);
+    expect(after?.CreationDateTime).toEqual(before?.CreationDateTime);
+    expect(after?.LatestStreamArn).toBe(before?.LatestStreamArn);
+  });
+
+  it('adds the task-listing index and the stream to a table of an older version', async () => {
+    // Prepare: the table as an older version created it, without both.
+    const ctx = newContext();
+    const current = createTableInput(ctx.tableName);
+    await client.send(
+      new CreateTableCommand({
+        ...current,
+        GlobalSecondaryIndexes: current.GlobalSecondaryIndexes?.filter(
+          (index) => index.IndexName !== TABLE.taskIndex.name,
+        ),
+        AttributeDefinitions: current.AttributeDefinitions?.filter(
+          (definition) =>
+            definition.AttributeName !== TABLE.taskIndex.partitionKey &&
+            definition.AttributeName !== TABLE.taskIndex.sortKey,
+        ),
+        StreamSpecification: undefined,
+      }),
+    );
+
+    // Act
+    const result = await ensureTable(ctx);
+
+    // Assert
+    expect(result).toEqual({ created: false });
+    const table = await describe(ctx.tableName);
+    expect(table?.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toContain(TABLE.taskIndex.name);
+    expect(table?.StreamSpecification?.StreamEnabled).toBe(true);
+  });
+});
