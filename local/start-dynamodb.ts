@@ -31,6 +31,7 @@ export function startSettingsDynamoDb(
   const inMemory = settings.dataDir === ':memory:';
   if (!inMemory) mkdirSync(resolve(settings.dataDir, 'dynamodb'), { recursive: true });
   return startDynamoDbLocal({
+    quickStart: true,
     port: settings.dynamodbPort,
     dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
   }).catch((error: unknown) => {

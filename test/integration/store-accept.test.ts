@@ -182,7 +182,10 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
 
     // Act
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => acceptTask(store, { task: newTask(userId, 3), idempotency })),
+      Array.from({ length: 20 }, () => {
+        const task = newTask(userId, 3);
+        return retriedWhileBusy(() => acceptTask(store, { task, idempotency }));
+      }),
     );
 
     // Assert
