@@ -140,7 +140,7 @@ export async function startTimes(): Promise<void> {
     [
       ['DynamoDB Local alone as documented (`java -jar`), to its first answer (floor)', ms(floor), '1.00x'],
       [
-        'DynamoDB Local alone as npm start runs it (C1 only), to its first answer',
+        'DynamoDB Local alone as npm start runs it (C1, no verification, serial GC), to its first answer',
         ms(median(tuned)),
         ratio(median(tuned), floor),
       ],

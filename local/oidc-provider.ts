@@ -6,8 +6,9 @@
  * form. Consent is implied for the first-party client, as in Cognito's hosted sign-in. It keeps
  * everything in memory and listens on 127.0.0.1 only.
  */
-import { generateKeyPairSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { generateKeyPair, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
 import type { JWK } from 'oidc-provider';
 
 export interface LocalAccount {
@@ -67,13 +68,17 @@ function sameSecret(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+const generateRsaKeyPair = promisify(generateKeyPair);
+
 /** Starts the provider; resolves once it listens. */
 export async function startLocalOidcProvider(options: LocalOidcProviderOptions): Promise<LocalOidcProvider> {
   // oidc-provider is an ES module (and so is its configuration's Koa context); loaded on demand.
-  const { default: Provider } = await import('oidc-provider');
+  const [{ default: Provider }, { privateKey }] = await Promise.all([
+    import('oidc-provider'),
+    generateRsaKeyPair('rsa', { modulusLength: 2048 }),
+  ]);
   const issuer = `http://${options.host}:${options.port}`;
   const accounts = new Map(options.accounts.map((account) => [account.email.toLowerCase(), account]));
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...(privateKey.export({ format: 'jwk' }) as JWK), use: 'sig', alg: 'RS256', kid: 'local-1' };
 
   const provider = new Provider(issuer, {

@@ -99,7 +99,7 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
     // A table this start created holds no demo user: every write at once (a round trip less).
     const [, , issued] = await Promise.all([
       inviteAccount(store, { email: DEMO_EMAIL, userId: DEMO_USER }),
-      grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' }),
+      grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome', spread: false }),
       putApiKey(store, { userId: DEMO_USER, name: 'demo' }),
     ]);
     return { apiKey: issued.apiKey };
@@ -121,7 +121,7 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
     return { apiKey: issued.apiKey, endsAt: new Date(expiresAt * 1000) };
   }
   const [, issued] = await Promise.all([
-    grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome' }),
+    grantCredits(store, { userId: DEMO_USER, amount: DEMO_CREDITS, grantId: 'demo-welcome', spread: false }),
     putApiKey(store, { userId: DEMO_USER, name: 'demo' }),
   ]);
   return { apiKey: issued.apiKey };

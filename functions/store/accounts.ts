@@ -25,10 +25,14 @@ import { TABLE } from './table';
  * with the ledger entry (kind 'grant', delta +amount). The returned balance is
  * read right after (a second, consistent request): concurrent operations may have moved it already.
  * `amount` must be a positive whole number, else `UsageError`.
+ *
+ * `spread: false` credits one shard from the start: for an account that never makes many calls at once
+ * (`npm start`'s demo user), where a transaction of 2 items instead of 33 takes about 0.25 s less on a
+ * DynamoDB Local that has just started.
  */
 export async function grantCredits(
   ctx: RetryingStoreContext,
-  input: { userId: string; amount: number; grantId?: string; now?: Date },
+  input: { userId: string; amount: number; grantId?: string; now?: Date; spread?: boolean },
 ): Promise<{ userId: string; balance: number }> {
   const { userId, amount } = input;
   if (!userId) throw new UsageError('userId must not be empty');
@@ -48,11 +52,8 @@ export async function grantCredits(
   // First try: spread the grant over every shard, so the account's accepts find credits wherever they
   // land. That transaction touches every shard, so during a burst of accepts it meets a conflict; then
   // the grant goes to one shard (the accepts' spread debits move credits to the others).
-  const spread = spreadEvenly(amount).map((delta, shard) => shardChange(ctx, { userId, shard, delta, at }));
-  try {
-    await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...spread, ledgerPut] }));
-  } catch (spreadError) {
-    if (!isRetryable(spreadError)) grantFailure(spreadError, { ledger: spread.length, grantId });
+  const spread = input.spread !== false && (await creditedSpread(ctx, { userId, amount, at, ledgerPut, grantId }));
+  if (!spread) {
     try {
       await transactCreditingOneShard(ctx, (shard) => ({
         items: [shardChange(ctx, { userId, shard, delta: amount, at }), ledgerPut],
@@ -63,6 +64,22 @@ export async function grantCredits(
     }
   }
   return { userId, balance: await getBalance(ctx, userId) };
+}
+
+/** The grant spread over every shard in one transaction: true when written, false after a conflict. */
+async function creditedSpread(
+  ctx: RetryingStoreContext,
+  input: { userId: string; amount: number; at: string; ledgerPut: TransactItem; grantId: string },
+): Promise<boolean> {
+  const { userId, at } = input;
+  const spread = spreadEvenly(input.amount).map((delta, shard) => shardChange(ctx, { userId, shard, delta, at }));
+  try {
+    await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...spread, input.ledgerPut] }));
+    return true;
+  } catch (error) {
+    if (!isRetryable(error)) grantFailure(error, { ledger: spread.length, grantId: input.grantId });
+    return false;
+  }
 }
 
 /**

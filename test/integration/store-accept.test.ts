@@ -1,6 +1,7 @@
 import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { acceptTask, getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
@@ -41,6 +42,29 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
     ]);
     expect(ledger[1]?.grantId).toBe('promo-1');
     expect(await auditUser(store, userId)).toEqual({ userId, balance: 15, ledgerSum: 15, entries: 2, ok: true });
+  });
+
+  it('spreads a grant over every shard, or credits one shard when told not to spread', async () => {
+    // Prepare
+    const spreadUser = newUserId();
+    const oneShardUser = newUserId();
+
+    // Act
+    const spread = await grantCredits(store, { userId: spreadUser, amount: 1000 });
+    const oneShard = await grantCredits(store, { userId: oneShardUser, amount: 1000, spread: false });
+
+    // Assert
+    expect([spread.balance, oneShard.balance]).toEqual([1000, 1000]);
+    const credited = async (userId: string) => (await readShards(store, userId)).filter((shard) => shard > 0).length;
+    expect(await credited(spreadUser)).toBe(32);
+    expect(await credited(oneShardUser)).toBe(1);
+    expect(await auditUser(store, oneShardUser)).toEqual({
+      userId: oneShardUser,
+      balance: 1000,
+      ledgerSum: 1000,
+      entries: 1,
+      ok: true,
+    });
   });
 
   it.each([0, -1, 1.5, Number.NaN])('rejects a grant of %p credits', async (amount) => {
