@@ -9,6 +9,7 @@
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { copyResults } from '../lifecycle/copy-results';
 import { logger, withInvocation } from '../observability/logger';
+import { handleRecordsSideBySide } from '../runtime/stream-batch';
 import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 
 /** The task a record announces as ready to copy, or undefined when the record is anything else. */
@@ -28,22 +29,19 @@ async function copyBatch(
 ): Promise<DynamoDBBatchResponse> {
   const log = logger.child({ function: 'media-worker' });
   const lc = workerLifecycleFromEnv();
-  const failures: DynamoDBBatchResponse['batchItemFailures'] = [];
   // One task's copy never waits for another's: the batch's records are copied side by side.
-  await Promise.all(
-    (event.Records ?? []).map(async (record) => {
+  return handleRecordsSideBySide(
+    event,
+    (record) => {
       const ref = readyTaskOf(record);
-      if (!ref) return;
-      try {
-        await copyResults(lc, ref, log);
-      } catch (error) {
-        log.error('Copying results failed; the record will be redelivered', { taskId: ref.taskId, error });
-        const id = record.dynamodb?.SequenceNumber;
-        if (id) failures.push({ itemIdentifier: id });
-      }
-    }),
+      return ref && copyResults(lc, ref, log);
+    },
+    (record, error) =>
+      log.error('Copying results failed; the record will be redelivered', {
+        taskId: readyTaskOf(record)?.taskId,
+        error,
+      }),
   );
-  return { batchItemFailures: failures };
 }
 
 /** The Lambda entry; the local stream poller and the tests call it without a context. */

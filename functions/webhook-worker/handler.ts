@@ -9,6 +9,7 @@
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { attemptDelivery, type ClaimedDeliveryRef, type EndedTaskRef, openDelivery } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
+import { handleRecordsSideBySide } from '../runtime/stream-batch';
 import { webhookLifecycleFromEnv } from '../runtime/webhook-lifecycle-from-env';
 
 /** The task a record shows ending (its status left 0), or undefined for any other record. */
@@ -39,31 +40,25 @@ async function handleBatch(
 ): Promise<DynamoDBBatchResponse> {
   const log = logger.child({ function: 'webhook-worker' });
   const lc = webhookLifecycleFromEnv();
-  const failures: DynamoDBBatchResponse['batchItemFailures'] = [];
   if (!lc) {
     log.warn('Webhooks are off (no WEBHOOK_SECRETS_KEY_ARN); records ignored', { records: event.Records?.length });
-    return { batchItemFailures: failures };
+    return { batchItemFailures: [] };
   }
   // Side by side: one slow endpoint (up to its 10 s deadline) holds up no other record of the batch.
-  await Promise.all(
-    (event.Records ?? []).map(async (record) => {
+  return handleRecordsSideBySide(
+    event,
+    (record) => {
       const ended = endedTaskOf(record);
-      const claimed = ended ? undefined : claimedDeliveryOf(record);
-      if (!ended && !claimed) return;
-      try {
-        if (ended) await openDelivery(lc, ended, log);
-        else if (claimed) await attemptDelivery(lc, claimed, log);
-      } catch (error) {
-        log.error('Webhook record failed; it will be redelivered', {
-          taskId: (ended ?? claimed)?.taskId,
-          error,
-        });
-        const id = record.dynamodb?.SequenceNumber;
-        if (id) failures.push({ itemIdentifier: id });
-      }
-    }),
+      if (ended) return openDelivery(lc, ended, log);
+      const claimed = claimedDeliveryOf(record);
+      return claimed && attemptDelivery(lc, claimed, log);
+    },
+    (record, error) =>
+      log.error('Webhook record failed; it will be redelivered', {
+        taskId: (endedTaskOf(record) ?? claimedDeliveryOf(record))?.taskId,
+        error,
+      }),
   );
-  return { batchItemFailures: failures };
 }
 
 /** The Lambda entry; the local stream poller and the tests call it without a context. */
