@@ -4,6 +4,7 @@
  * this process: polls of a completed task, submits, and a mix, each for a fixed time.
  */
 import autocannon from 'autocannon';
+import { MAX_BURST, MAX_RATE_PER_SECOND } from '../functions/core/rate-plan';
 import { createDocumentClient, type StoreContext } from '../functions/store/client';
 import { auditUser, listLedger } from '../functions/store/ledger';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
@@ -35,6 +36,10 @@ async function startStack(): Promise<RunningStack> {
       PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
       SWEEPER_INTERVAL_SECONDS: '60',
       DYNAMODB_ENDPOINT: '',
+      // The per-key usage plan at its ceiling: this measures the service, not its rate limiter (whose
+      // 429s would otherwise be most of the answers of one key at full speed).
+      KEY_RATE_LIMIT: String(MAX_RATE_PER_SECOND),
+      KEY_BURST_LIMIT: String(MAX_BURST),
     },
   });
   onCleanup(async () => {

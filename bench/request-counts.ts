@@ -125,12 +125,13 @@ export async function requestCounts(): Promise<void> {
       expectStatus(getTask.handler(getEvent(verifyTask), lambdaContext('get-task')), 200),
     );
     // A submit counts as the first contact with the provider (lastCheckedAt = now): once the interval
-    // has elapsed, a poll claims, asks the provider, which says success (mock delay 0), copies the
-    // result and completes the task.
+    // has elapsed, a poll claims, asks the provider, which says success (mock delay 0), and records the
+    // result URLs; it answers still pending, and the media worker (not in this count) copies the results
+    // and completes the task.
     await waitOutInterval();
-    await measure('GET task, pending, provider query → completed', { GetItem: 1, UpdateItem: 2 }, async () => {
+    await measure('GET task, pending, provider query → success recorded', { GetItem: 1, UpdateItem: 2 }, async () => {
       const task = await expectStatus(getTask.handler(getEvent(submitted), lambdaContext('get-task')), 200);
-      if (task.status !== 1) throw new Error(`expected the task to complete, got status ${task.status}`);
+      if (task.status !== 0) throw new Error(`expected the task to wait for its copy, got status ${task.status}`);
     });
     let running = '';
     const slow = { ...body, providerInput: { mockDelayMs: 600_000 } };
