@@ -84,8 +84,11 @@ async function startOnce(): Promise<number> {
   const started = performance.now();
   const child = spawn(NODE, [join(ROOT, 'bin', 'run-ts.cjs'), 'local/start.ts'], {
     cwd: ROOT,
+    // Only what a shell would pass: earlier sections set variables of their own in this process
+    // (DYNAMODB_ENDPOINT of an engine that has since stopped, among others).
     env: {
-      ...process.env,
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
       PORT: String(port),
       DYNAMODB_PORT: String(dynamodbPort),
       MOCK_PROVIDER_PORT: String(mockPort),
@@ -98,11 +101,15 @@ async function startOnce(): Promise<number> {
   try {
     return await new Promise<number>((ready, fail) => {
       let seen = '';
+      let errors = '';
       child.stdout.on('data', (chunk: Buffer) => {
         seen += chunk.toString('utf8');
         if (seen.includes('API ready at')) ready(performance.now() - started);
       });
-      child.once('exit', (code) => fail(new Error(`npm start exited (${code}) before its ready line`)));
+      child.stderr.on('data', (chunk: Buffer) => {
+        errors = (errors + chunk.toString('utf8')).slice(-4000);
+      });
+      child.once('exit', (code) => fail(new Error(`npm start exited (${code}) before its ready line:\n${errors}`)));
     });
   } finally {
     child.kill('SIGINT');
