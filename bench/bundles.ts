@@ -215,7 +215,7 @@ function contributions(bundle: BuiltBundle): Array<{ input: string; bytes: numbe
 }
 
 /** The functions every API call goes through: the budget is theirs (cold starts on the hot path). */
-const REQUEST_PATH = new Set(['submit-image', 'submit-video', 'get-task', AUTHORIZER.name]);
+export const REQUEST_PATH = new Set(['submit-image', 'submit-video', 'get-task', AUTHORIZER.name]);
 
 export async function bundleSizes(): Promise<void> {
   out('## 1. Bundle size per function');

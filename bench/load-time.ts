@@ -9,7 +9,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BundleFormat, buildBundles, buildVariants, FLOOR, FORMATS, lambdas, VARIANTS } from './bundles';
+import {
+  type BundleFormat,
+  buildBundles,
+  buildVariants,
+  FLOOR,
+  FORMATS,
+  lambdas,
+  REQUEST_PATH,
+  VARIANTS,
+} from './bundles';
 import { goal, median, ms, note, out, percentile, ROOT, ratio, table } from './support';
 
 /** Runs per bundle and format. */
@@ -109,7 +118,9 @@ export async function loadTimes(): Promise<void> {
       for (const [target, s] of samples) {
         if (target.format !== format || target.variant) continue;
         const m = median(s.load);
-        if (target.name !== FLOOR && target.name !== EMPTY) worst = Math.max(worst, m / floorMedian);
+        // The budget is the request path's, in the format deployed (CJS, the construct's default): a cold
+        // start there delays an API answer. Workers and ESM builds are listed for comparison.
+        if (format === 'cjs' && REQUEST_PATH.has(target.name)) worst = Math.max(worst, m / floorMedian);
         rows.push([
           format.toUpperCase(),
           target.name,
@@ -129,9 +140,9 @@ export async function loadTimes(): Promise<void> {
       'r',
     ]);
     goal(
-      `load time within ${LOAD_GOAL}x of the floor`,
+      `request-path load time (${[...REQUEST_PATH].join(', ')}; CJS, as deployed) within ${LOAD_GOAL}x of the floor`,
       worst <= LOAD_GOAL,
-      `slowest function is ${worst.toFixed(2)}x the floor of its format (median)`,
+      `slowest of them is ${worst.toFixed(2)}x the floor (median)`,
     );
 
     const formatMedian = (format: BundleFormat, name: string) =>
