@@ -156,11 +156,13 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
     await expect(acceptTask(store, { task: newTask(userId, 4) })).rejects.toMatchObject({ required: 4, balance: 0 });
   });
 
-  it('200 parallel accepts of cost 3 on a balance of 30 accept exactly 10', async () => {
-    // Prepare
+  it('60 parallel accepts of cost 3 on a balance of 30 accept exactly 10', async () => {
+    // Prepare: 30 credits spread over 32 shards, so every accept needs a spread debit over the same
+    // few shards. 60 racers (not 200): with 200, a loaded CI machine was seen to turn the collisions
+    // into a storm lasting minutes (the thin-balance limit the README names); 60 still race 6 to 1.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 30 });
-    const tasks = Array.from({ length: 200 }, () => newTask(userId, 3));
+    const tasks = Array.from({ length: 60 }, () => newTask(userId, 3));
 
     // Act: each caller tries again while the answer is busy (503), as the API tells it to.
     const results = await Promise.allSettled(tasks.map((task) => retriedWhileBusy(() => acceptTask(store, { task }))));
@@ -169,7 +171,7 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
     const accepted = results.filter((result) => result.status === 'fulfilled');
     const refused = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
     expect(accepted).toHaveLength(10);
-    expect(refused).toHaveLength(190);
+    expect(refused).toHaveLength(50);
     for (const reason of refused) {
       expect(reason).toBeInstanceOf(InsufficientCreditsError);
       expect(reason).toMatchObject({ required: 3 });
