@@ -364,23 +364,26 @@ test(
   async () => {
     // Prepare
     await page.getByRole('link', { name: 'Tasks', exact: true }).click();
-    await page.locator('tr[data-task-id]').first().waitFor();
-    const all = await page.locator('tr[data-task-id]').count();
+    const allRows = page.locator('[data-list-for="#/tasks"] tr[data-task-id]');
+    await allRows.first().waitFor();
+    const all = await allRows.count();
 
     // Act
     await page.getByLabel('Status').selectOption({ label: 'Failed' });
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/status=2/);
-    await page.locator('tr[data-task-id]').first().waitFor();
-    const failedStates = await page
-      .locator('tr[data-task-id]')
+    // The rows of the list that answered this filter, not the unfiltered one still on screen.
+    const failedRows = page.locator('[data-list-for="#/tasks?status=2"] tr[data-task-id]');
+    await failedRows.first().waitFor();
+    const failedStates = await failedRows
       .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.status));
     await page.getByLabel('Status').selectOption({ label: 'Any' });
     await page.getByLabel('Type').selectOption({ label: 'Video' });
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/type=video/);
-    await page.locator('tr[data-task-id]').first().waitFor();
-    const videoModels = await page.locator('tr[data-task-id] td[data-label="Model"]').allTextContents();
+    const videoRows = page.locator('[data-list-for="#/tasks?type=video"] tr[data-task-id]');
+    await videoRows.first().waitFor();
+    const videoModels = await videoRows.locator('td[data-label="Model"]').allTextContents();
 
     // Assert
     expect(all).toBe(3);
@@ -465,7 +468,7 @@ test(
     );
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/#/tasks`);
-    await page.locator('tr[data-task-id]').first().waitFor();
+    await page.locator('[data-list-for="#/tasks"] tr[data-task-id]').first().waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     await screenshot('tasks-phone');
     await page.setViewportSize({ width: 1280, height: 900 });

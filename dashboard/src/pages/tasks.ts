@@ -119,6 +119,9 @@ export async function renderTasks(main: HTMLElement, context: PageContext): Prom
         dataTable('Your tasks, newest first', ['Created', 'Type', 'Model', 'State', 'Cost', 'Preview'], rows),
       );
     }
+    // Marks which query the rows answer, so a reader (a person's assistive tool, a test) can tell the
+    // filtered list from the one it replaces.
+    table.dataset.listFor = tasksHash({ status, type, cursor });
     replace(
       pager,
       cursor && h('a', { href: tasksHash({ status, type }) }, 'Newest'),
