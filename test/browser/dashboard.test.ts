@@ -375,8 +375,7 @@ test(
     // The rows of the list that answered this filter, not the unfiltered one still on screen.
     const failedRows = page.locator('[data-list-for="#/tasks?status=2"] tr[data-task-id]');
     await failedRows.first().waitFor();
-    const failedStates = await failedRows
-      .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.status));
+    const failedStates = await failedRows.evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.status));
     await page.getByLabel('Status').selectOption({ label: 'Any' });
     await page.getByLabel('Type').selectOption({ label: 'Video' });
     await page.getByRole('button', { name: 'Apply' }).click();
