@@ -383,6 +383,9 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
   const now = input.now ?? new Date();
   const revokedAt = epochSeconds(now);
   const audit = input.audit ? [auditPut(ctx, ref.userId, withKey(input.audit, ref.keyId), now)] : [];
+  // The guards first: from the moment the key item says `revokedAt`, every accept with the key already
+  // fails (an accept that races the marking either commits before the revocation is recorded, or fails).
+  await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: revokedAt });
   try {
     await transact(ctx, [
       {
@@ -411,11 +414,10 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
     if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
     const current = await getApiKeyByHash(ctx, ref.keyHash);
     if (current?.revokedAt === undefined) throw new ApiKeyNotFoundError(ref.keyId);
-    // Written again: a revocation interrupted before all shards were marked completes on a rerun.
-    await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt, now });
+    // Revoked earlier: that end stands (an earlier end always wins on the guards).
+    await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt });
     return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
   }
-  await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: revokedAt, now });
   return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
 }
 
@@ -472,6 +474,11 @@ export async function rotateApiKey(
     },
   });
 
+  // Without grace the old key ends now, as a revocation does: guards first (see revokeApiKey). With grace
+  // its end is in the future, so the guards can follow the rotation.
+  if (previous.revokedAt !== undefined) {
+    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: previous.revokedAt });
+  }
   try {
     await transact(ctx, [
       ...createItems(ctx, record, hashApiKey(apiKey), prefix),
@@ -504,8 +511,8 @@ export async function rotateApiKey(
     }
     throw error;
   }
-  if (endValue !== undefined) {
-    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: endValue, now });
+  if (previous.expiresAt !== undefined) {
+    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: previous.expiresAt });
   }
   return { issued: { ...record, apiKey, prefix }, previous };
 }

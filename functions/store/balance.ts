@@ -20,7 +20,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { and, conditions, type Expr, keyEndAttribute, update, updateParams } from './conditions';
+import { conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
 import {
   backoffDelay,
   busy,
@@ -31,7 +31,7 @@ import {
   realSleep,
   withRetry,
 } from './errors';
-import { balanceShardOf, keys } from './keys';
+import { balanceShardOf, type ItemKey, keys } from './keys';
 import { queryAllWithPrefix } from './pages';
 import { TABLE } from './table';
 
@@ -49,31 +49,37 @@ export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () =
 }
 
 /**
- * Every shard's balance: ONE consistent Query on the `ACCOUNT` prefix (a few hundred bytes at most, so
- * one read unit). A user without an account reads as all zeros.
+ * Every shard's balance: a consistent Query on the `ACCOUNT` prefix, normally one page of a few hundred
+ * bytes (one read unit). Every page is read: the projection trims what comes back, not what a page
+ * reads, so shards grown by anything (such as the legacy key-end markers) would otherwise be under-read.
+ * A user without an account reads as all zeros.
  */
 export async function readShards(ctx: RetryingStoreContext, userId: string): Promise<ShardBalances> {
   const prefix = keys.balancePrefix(userId);
-  // One page always holds them: a few dozen items of well under 1 KB each, far below Query's 1 MB.
-  const out = await withRetry(
-    () =>
-      ctx.doc.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-          ProjectionExpression: '#sk, #balance',
-          ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, '#balance': 'balance' },
-          ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-          ConsistentRead: true,
-        }),
-      ),
-    ctx.retry,
-  );
   const balances: ShardBalances = new Array(TABLE.balanceShards).fill(0);
-  for (const item of out.Items ?? []) {
-    const shard = balanceShardOf(String(item[TABLE.sortKey]));
-    if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
-  }
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+            ProjectionExpression: '#sk, #balance',
+            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, '#balance': 'balance' },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      const shard = balanceShardOf(String(item[TABLE.sortKey]));
+      if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
+    }
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
   return balances;
 }
 
@@ -82,7 +88,7 @@ export function totalOf(balances: ShardBalances): number {
   return balances.reduce((sum, balance) => sum + balance, 0);
 }
 
-/** A key whose end marker the debited shards must not show as passed (absent for callers without a key). */
+/** The API key an accept spends with, and the time its end is checked at (absent for callers without a key). */
 export interface KeyGuard {
   keyId: string;
   nowSeconds: number;
@@ -90,17 +96,14 @@ export interface KeyGuard {
 
 /**
  * One shard's part of a transaction: `ADD balance delta`. A negative delta is guarded by
- * `balance >= -delta`, so no shard can go below zero whatever moved since it was read; with a key guard
- * the shard must also not show the key as ended. ALL_OLD lets the caller see the shard on failure.
+ * `balance >= -delta`, so no shard can go below zero whatever moved since it was read. ALL_OLD lets the
+ * caller see the shard on failure.
  */
 export function shardChange(
   ctx: RetryingStoreContext,
-  input: { userId: string; shard: number; delta: number; at: string; keyGuard?: KeyGuard },
+  input: { userId: string; shard: number; delta: number; at: string },
 ): TransactItem {
-  const guards: Expr[] = [];
-  if (input.delta < 0) guards.push(conditions.balanceCovers(-input.delta));
-  if (input.keyGuard) guards.push(conditions.keyNotEnded(input.keyGuard.keyId, input.keyGuard.nowSeconds));
-  const condition = guards.length === 0 ? undefined : guards.length === 1 ? guards[0] : and(...guards);
+  const condition = input.delta < 0 ? conditions.balanceCovers(-input.delta) : undefined;
   return {
     Update: {
       TableName: ctx.tableName,
@@ -209,56 +212,102 @@ export async function transactCreditingOneShard(
 }
 
 /**
- * How long an ended key's marker stays on the shards. It is needed only while an Allow cached before
- * the key ended can still reach a handler (the authorizer cache TTL, at most an hour in API Gateway);
- * a day leaves ample margin and keeps shard items (and so every accept's write units) small.
+ * The accept's check that its key has not ended: a ConditionCheck on the key's guard for the shard the
+ * accept debits first. A ConditionCheck on the key item itself would put one shared item into every
+ * accept of that key, and DynamoDB cancels transactions that share an item (the one-item ceiling the
+ * shards exist to lift); the guards are sharded like the balance, so two accepts meet on a guard only
+ * when they already meet on a shard. A guard that does not exist passes.
  */
-export const KEY_END_MARKER_SECONDS = 24 * 60 * 60;
+export function keyEndCheck(ctx: RetryingStoreContext, userId: string, guard: KeyGuard, shard: number): TransactItem {
+  return {
+    ConditionCheck: {
+      TableName: ctx.tableName,
+      Key: keys.keyEndGuard(userId, guard.keyId, shard),
+      ...conditionParams(conditions.keyNotEnded(guard.nowSeconds)),
+    },
+  };
+}
 
 /**
- * Records in every balance shard of the key's owner that key `keyId` ends at `endSeconds` (an earlier
- * end already recorded wins), so accepts with that key fail their shard condition from then on however
- * long an authorizer cache keeps allowing it. Drops markers that ended more than
- * `KEY_END_MARKER_SECONDS` ago. One Query, then one UpdateItem per shard (each retried on conflicts:
- * they race with accepts); safe to run again.
+ * How long a key-end guard is kept after the key ended (DynamoDB's TTL removes it). It is needed only
+ * while a request that the authorizer allowed before the end can still reach an accept (the authorizer
+ * cache is off, so: one request's time through API Gateway and the submit function); a day is ample.
+ */
+export const KEY_END_GUARD_SECONDS = 24 * 60 * 60;
+
+/**
+ * Records that key `keyId` ends at `endSeconds` in each of its key-end guards (one per balance shard; an
+ * earlier end already recorded wins), so every accept with that key fails from then on, whatever
+ * authorizer decision is still in flight. Revocations write the guards BEFORE the key item says
+ * `revokedAt` (see api-keys.ts), so no accept can debit after the revocation is recorded. Each guard is
+ * one small item with a TTL, so however many keys end, no item any accept writes grows.
+ *
+ * Also removes the legacy `keyEnd_*` markers earlier versions wrote onto the balance shards (one Query;
+ * an UpdateItem only for a shard that still holds some). Safe to run again.
  */
 export async function markKeyEnd(
   ctx: RetryingStoreContext,
-  input: { userId: string; keyId: string; endSeconds: number; now: Date },
+  input: { userId: string; keyId: string; endSeconds: number },
 ): Promise<void> {
-  const prefix = keys.balancePrefix(input.userId);
-  const stale = new Map<number, string[]>();
-  const nowSeconds = Math.floor(input.now.getTime() / 1000);
-  for (const item of await queryAllWithPrefix(ctx, prefix)) {
-    const shard = balanceShardOf(String(item[TABLE.sortKey]));
-    const old = Object.entries(item)
-      .filter(([name]) => name.startsWith(keyEndAttribute('')) && name !== keyEndAttribute(input.keyId))
-      .filter(([, value]) => typeof value === 'number' && value < nowSeconds - KEY_END_MARKER_SECONDS)
-      .map(([name]) => name);
-    stale.set(shard, old);
-  }
-
+  const names = { '#endsAt': 'endsAt', '#userId': 'userId', '#ttl': TABLE.ttlAttribute };
   for (let shard = 0; shard < TABLE.balanceShards; shard++) {
-    const removals = stale.get(shard) ?? [];
-    const names: Record<string, string> = { '#keyEnd': keyEndAttribute(input.keyId), '#userId': 'userId' };
-    removals.forEach((name, index) => {
-      names[`#stale${index}`] = name;
-    });
     const params = {
       TableName: ctx.tableName,
-      Key: keys.balanceShard(input.userId, shard),
-      UpdateExpression: `SET #keyEnd = :end, #userId = :userId${
-        removals.length ? ` REMOVE ${removals.map((_, index) => `#stale${index}`).join(', ')}` : ''
-      }`,
-      ConditionExpression: 'attribute_not_exists(#keyEnd) OR #keyEnd > :end',
+      Key: keys.keyEndGuard(input.userId, input.keyId, shard),
+      UpdateExpression: 'SET #endsAt = :end, #userId = :userId, #ttl = :ttl',
+      ConditionExpression: 'attribute_not_exists(#endsAt) OR #endsAt > :end',
       ExpressionAttributeNames: names,
-      ExpressionAttributeValues: { ':end': input.endSeconds, ':userId': input.userId },
+      ExpressionAttributeValues: {
+        ':end': input.endSeconds,
+        ':userId': input.userId,
+        ':ttl': input.endSeconds + KEY_END_GUARD_SECONDS,
+      },
     };
     try {
-      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), ctx.retry);
+      // Retried on conflicts: guards race with the accepts that check them, and a revocation must not
+      // give up where a submit would (it is rare, and a caller that sees 503 would have to retry it).
+      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), { ...KEY_END_RETRY, ...ctx.retry });
     } catch (error) {
       // An earlier end is recorded already: it stands.
       lostCondition(error);
     }
   }
+  await removeLegacyKeyEndMarkers(ctx, input.userId);
+}
+
+/** The guards' retry budget: more tries than a submit's, the same full-jitter backoff. */
+const KEY_END_RETRY = { maxAttempts: 12 } as const;
+
+/** Attribute names per REMOVE: an expression may hold at most 4 KB, and each name costs about 12 bytes. */
+const LEGACY_REMOVALS_PER_UPDATE = 100;
+
+/** Removes the `keyEnd_*` attributes that earlier versions wrote onto the account's balance shards. */
+async function removeLegacyKeyEndMarkers(ctx: RetryingStoreContext, userId: string): Promise<void> {
+  for (const item of await queryAllWithPrefix(ctx, keys.balancePrefix(userId))) {
+    const legacy = Object.keys(item).filter((name) => name.startsWith(LEGACY_KEY_END_PREFIX));
+    const shard = balanceShardOf(String(item[TABLE.sortKey]));
+    for (let start = 0; start < legacy.length; start += LEGACY_REMOVALS_PER_UPDATE) {
+      await removeAttributes(
+        ctx,
+        keys.balanceShard(userId, shard),
+        legacy.slice(start, start + LEGACY_REMOVALS_PER_UPDATE),
+      );
+    }
+  }
+}
+
+async function removeAttributes(ctx: RetryingStoreContext, key: ItemKey, attributes: string[]): Promise<void> {
+  const names = Object.fromEntries(attributes.map((name, index) => [`#legacy${index}`, name]));
+  await withRetry(
+    () =>
+      ctx.doc.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          UpdateExpression: `REMOVE ${Object.keys(names).join(', ')}`,
+          ExpressionAttributeNames: names,
+        }),
+      ),
+    ctx.retry,
+  );
 }

@@ -44,12 +44,12 @@ export const conditions = {
   }),
 
   /**
-   * The API key `keyId` has not ended by `nowSeconds`: its revocation or grace-end marker (written into
-   * every balance shard by revoke and rotate, see api-keys.ts) is absent or still in the future.
+   * The API key has not ended by `nowSeconds`: its key-end guard (written by revoke and rotate before the
+   * key item says so, see `markKeyEnd`) is absent or still in the future.
    */
-  keyNotEnded: (keyId: string, nowSeconds: number): Expr => ({
-    expression: `attribute_not_exists(#keyEnd) OR #keyEnd > :keyNow`,
-    names: { '#keyEnd': keyEndAttribute(keyId) },
+  keyNotEnded: (nowSeconds: number): Expr => ({
+    expression: `attribute_not_exists(${attr('endsAt')}) OR ${attr('endsAt')} > :keyNow`,
+    names: namesOf('endsAt'),
     values: { ':keyNow': nowSeconds },
   }),
 
@@ -148,12 +148,10 @@ export const deliveryConditions = {
 } as const;
 
 /**
- * The attribute of a balance shard holding when key `keyId` ends (epoch seconds). One attribute per
- * ended key, so a revocation never has to read or rewrite a map.
+ * The prefix of the key-end markers that revocations wrote onto the balance shards before the key-end
+ * guards had items of their own. Nothing reads them any more; `markKeyEnd` removes what it finds.
  */
-export function keyEndAttribute(keyId: string): string {
-  return `keyEnd_${keyId}`;
-}
+export const LEGACY_KEY_END_PREFIX = 'keyEnd_';
 
 /** What an update changes: `SET` values, `ADD` numbers, `REMOVE` attributes. */
 export interface UpdateSpec {

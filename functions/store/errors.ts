@@ -5,7 +5,6 @@
  */
 import { IdempotencyConflictError, ServiceBusyError, UnauthorizedError, UsageError } from '../core/errors';
 import type { StoreContext } from './client';
-import { keyEndAttribute } from './conditions';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
 export interface CancellationReason {
@@ -49,11 +48,6 @@ function readString(item: Record<string, WireValue> | undefined, name: string): 
   return item?.[name]?.S;
 }
 
-function readNumber(item: Record<string, WireValue> | undefined, name: string): number | undefined {
-  const raw = item?.[name]?.N;
-  return raw === undefined ? undefined : Number(raw);
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Domain outcomes
 // ---------------------------------------------------------------------------------------------------
@@ -66,8 +60,8 @@ export interface AcceptLayout {
   ledger: number;
   idempotency?: number;
   requestHash?: string;
-  /** The key whose end marker the shard conditions checked, and the time they checked it at. */
-  keyGuard?: { keyId: string; nowSeconds: number };
+  /** The key-end guard's ConditionCheck (accepts with an API key only). */
+  keyEnd?: number;
 }
 
 /**
@@ -95,17 +89,13 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
     if (isRetryable(error)) return { kind: 'conflict', conflictedShards: [] };
     throw error;
   }
+  if (failedCondition(reasons, layout.keyEnd)) throw new UnauthorizedError();
   const shortShards: number[] = [];
   const conflictedShards: number[] = [];
   for (const [index, shard] of layout.shards.entries()) {
     const reason = reasons[index];
     if (reason?.Code === 'TransactionConflict') conflictedShards.push(shard);
-    const failed = failedCondition(reasons, index);
-    if (!failed) continue;
-    const guard = layout.keyGuard;
-    const keyEnd = guard && readNumber(failed.Item, keyEndAttribute(guard.keyId));
-    if (guard && keyEnd !== undefined && keyEnd <= guard.nowSeconds) throw new UnauthorizedError();
-    shortShards.push(shard);
+    if (failedCondition(reasons, index)) shortShards.push(shard);
   }
   const idempotency = failedCondition(reasons, layout.idempotency);
   if (idempotency) {

@@ -26,6 +26,15 @@ export const keys = {
     SK: shard === 0 ? BALANCE_PREFIX : `${BALANCE_PREFIX}#${shard}`,
   }),
   balancePrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: BALANCE_PREFIX }),
+  /**
+   * Key-end guard `n` of API key `keyId` (one per balance shard): when the key ends, for the accept that
+   * debits shard `n` with that key. Items of their own, not attributes of the shards, so ending keys
+   * never grows the items every accept writes.
+   */
+  keyEndGuard: (userId: string, keyId: string, shard: number): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `KEYEND#${keyId}#${shard}`,
+  }),
   task: (userId: string, taskId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `TASK#${taskId}` }),
   /** `time` first so a user's ledger reads in order; the id and kind make the entry unique. */
   ledger: (userId: string, isoTime: string, refId: string, kind: LedgerKind): ItemKey => ({

@@ -11,6 +11,7 @@ import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../c
 import {
   type DebitPlan,
   type KeyGuard,
+  keyEndCheck,
   pauseAfterConflict,
   planSpreadDebit,
   randomShard,
@@ -154,9 +155,8 @@ export async function acceptTask(
       },
     });
   }
-  // The key's state is checked on the shards the accept writes anyway: a ConditionCheck on the key item
-  // would put one shared item into every accept of that key, and DynamoDB cancels transactions that
-  // share an item, which would bring back the one-item ceiling. Callers without a key skip the check.
+  // An accept with an API key checks the key's end on its guard for the first debited shard (see
+  // keyEndCheck). Callers without a key skip the check.
   const keyGuard: KeyGuard | undefined =
     task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds: Math.floor(task.now.getTime() / 1000) };
 
@@ -173,8 +173,9 @@ export async function acceptTask(
       if (spread.length > 0) plan = spread;
     }
     const shardItems = plan.map(({ shard, delta }) =>
-      shardChange(ctx, { userId: task.userId, shard, delta, at: createdAt, keyGuard }),
+      shardChange(ctx, { userId: task.userId, shard, delta, at: createdAt }),
     );
+    if (keyGuard) shardItems.push(keyEndCheck(ctx, task.userId, keyGuard, plan[0]?.shard ?? target));
     const offset = shardItems.length;
     try {
       // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
@@ -187,7 +188,7 @@ export async function acceptTask(
         task: offset,
         ledger: offset + 1,
         ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
-        keyGuard,
+        ...(keyGuard ? { keyEnd: offset - 1 } : {}),
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
