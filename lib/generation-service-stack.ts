@@ -103,6 +103,7 @@ import {
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
 import { resolveProviderProfile, type ServiceConfig } from './config';
+import { Dispatch, dispatchCapacityFromContext } from './constructs/dispatch';
 import { dashboardCsp, PERMISSIONS_POLICY } from './dashboard-headers';
 import {
   GenerationFunction,
@@ -114,6 +115,7 @@ import {
   AUTHORIZER,
   AUTHORIZER_CACHE_TTL_SECONDS,
   AUTHORIZER_IDENTITY_SOURCES,
+  DISPATCHER,
   type LambdaDefinition,
   MEDIA_WORKER,
   MEDIA_WORKER_FILTER,
@@ -203,6 +205,8 @@ export class GenerationServiceStack extends Stack {
   readonly webhookWorkerFunction: GenerationFunction;
   /** Stream records the webhook worker gave up on. */
   readonly webhookWorkerDlq: Queue;
+  /** Sends queued tasks to the provider at its pace (lib/constructs/dispatch.ts). */
+  readonly dispatch: Dispatch;
   /** The identity provider of the dashboard's sign-in (absent in LocalStack mode). */
   readonly userPool?: UserPool;
   /** The service as the user pool's confidential OpenID client. */
@@ -250,6 +254,9 @@ export class GenerationServiceStack extends Stack {
     // One attempt waits at most 10 s for its endpoint, and a batch's attempts run side by side.
     this.webhookWorkerFunction = build(WEBHOOK_WORKER, { timeout: Duration.minutes(1) });
     this.webhookWorkerDlq = this.connectWebhookWorker();
+    const capacity = dispatchCapacityFromContext(this.node, resolveProviderProfile(config.providerProfile).profile);
+    const dispatcherFunction = build(DISPATCHER, { timeout: Duration.minutes(2) });
+    this.dispatch = new Dispatch(this, 'Dispatch', { dispatcherFunction, table: this.table, capacity });
     this.routeFunctions = new Map(
       ROUTES.map((route) => [route.name, build(route, { inlineAuthorizer: config.localstack })] as const),
     );
@@ -973,6 +980,7 @@ export class GenerationServiceStack extends Stack {
       this.sweeperFunction,
       this.mediaWorkerFunction,
       this.webhookWorkerFunction,
+      this.dispatch.dispatcherFunction,
       ...this.routeFunctions.values(),
     ]) {
       acknowledge(
@@ -1009,7 +1017,7 @@ export class GenerationServiceStack extends Stack {
       'AwsSolutions-SMG4',
       "Seals the accounts' webhook signing secrets: a new value would leave every sealed secret unreadable; accounts rotate their own secrets (webhooks secret), and this key changes only with a re-seal",
     );
-    for (const definition of [AUTHORIZER, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER, ...ROUTES]) {
+    for (const definition of [AUTHORIZER, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER, DISPATCHER, ...ROUTES]) {
       const fn = this.functionFor(definition);
       if (definition.needs.media !== 'none') {
         acknowledge(
@@ -1232,6 +1240,7 @@ export class GenerationServiceStack extends Stack {
     if (definition === SWEEPER) return this.sweeperFunction;
     if (definition === MEDIA_WORKER) return this.mediaWorkerFunction;
     if (definition === WEBHOOK_WORKER) return this.webhookWorkerFunction;
+    if (definition === DISPATCHER) return this.dispatch.dispatcherFunction;
     const fn = this.routeFunctions.get(definition.name);
     if (!fn) throw new Error(`no function for ${definition.name}`);
     return fn;

@@ -21,7 +21,8 @@ export type TableKeyPattern =
   | 'SESSION#*'
   | 'KEYID#*'
   | 'INVITE#*'
-  | 'WEBHOOKDUE#*';
+  | 'WEBHOOKDUE#*'
+  | 'DISPATCH#*';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -79,6 +80,12 @@ const lifecycleNeeds: FunctionNeeds = {
   provider: true,
   media: 'write',
 };
+/** Submit also puts the task's entry in the dispatch queue (DISPATCH#QUEUE) in the accept transaction. */
+const submitNeeds: FunctionNeeds = {
+  ...lifecycleNeeds,
+  providerReads: false,
+  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#*'] },
+};
 /** What the authorizer touches: keys and sessions by hash, their listings under the account. */
 const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
@@ -102,14 +109,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false },
+    needs: submitNeeds,
   },
   {
     name: 'submit-video',
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false },
+    needs: submitNeeds,
   },
   {
     // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.
@@ -298,3 +305,26 @@ export const WEBHOOK_WORKER_FILTERS = [
     dynamodb: { NewImage: { deliveryState: { S: ['sending'] } } },
   },
 ] as const;
+
+/**
+ * Sends queued tasks to the provider at its pace (README "Dispatching to the provider"): reads the
+ * dispatch queue and the capacity item (DISPATCH#*), claims and records tasks and refunds refused ones
+ * (USER#*). Deployed (lib/constructs/dispatch.ts) it is fed by the table's stream (`DISPATCHER_FILTER`)
+ * and by its SQS wake-up queue; locally by local/dispatch-loop.ts. It never reads provider task states.
+ */
+export const DISPATCHER: LambdaDefinition = {
+  name: 'dispatcher',
+  entry: 'functions/dispatcher/handler.ts',
+  needs: {
+    table: { access: 'RW', keys: ['USER#*', 'DISPATCH#*'] },
+    provider: true,
+    providerReads: false,
+    media: 'none',
+  },
+};
+
+/** The stream records that wake the dispatcher: a task's entry was put in the dispatch queue. */
+export const DISPATCHER_FILTER = {
+  eventName: ['INSERT'],
+  dynamodb: { Keys: { PK: { S: ['DISPATCH#QUEUE'] } } },
+} as const;

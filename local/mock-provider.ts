@@ -146,6 +146,8 @@ export interface MockProviderOptions {
 export interface MockLimits {
   createRateLimit?: CreateRateLimit | null;
   maxInFlight?: number | null;
+  /** Every createTask answer is held this long (ms): a slow upstream (the benchmarks). */
+  createLatencyMs?: number | null;
 }
 
 export interface MockProvider {
@@ -159,7 +161,11 @@ export interface MockProvider {
   /** Sets (merges) the capacity limits; `null` lifts one. The window and the tasks in flight are kept. */
   setLimits(limits: MockLimits): void;
   /** The capacity limits in force. */
-  readonly limits: Readonly<{ createRateLimit: CreateRateLimit | null; maxInFlight: number | null }>;
+  readonly limits: Readonly<{
+    createRateLimit: CreateRateLimit | null;
+    maxInFlight: number | null;
+    createLatencyMs: number | null;
+  }>;
   /** Stops listening and drops every open connection (including hung ones). */
   stop(): Promise<void>;
 }
@@ -224,10 +230,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const expectedAuth = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
 
   const clock = options.now ?? Date.now;
-  let limits: { createRateLimit: CreateRateLimit | null; maxInFlight: number | null } = {
-    createRateLimit: options.createRateLimit ?? null,
-    maxInFlight: options.maxInFlight ?? null,
-  };
+  let limits: { createRateLimit: CreateRateLimit | null; maxInFlight: number | null; createLatencyMs: number | null } =
+    {
+      createRateLimit: options.createRateLimit ?? null,
+      maxInFlight: options.maxInFlight ?? null,
+      createLatencyMs: null,
+    };
   /** When each createTask call counted by the rate limit arrived (epoch ms), oldest first. */
   let windowCalls: number[] = [];
   /** When each created task ends (epoch ms), ascending. */
@@ -380,6 +388,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         return;
       }
       if (applyFault(takeFault('create'), res, req)) return;
+      if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
       const refused = overCapacity(clock());
       if (refused) {
         createTaskRefused++;
@@ -836,6 +845,11 @@ function parseLimits(body: unknown): MockLimits | undefined {
   if (cap === null) next.maxInFlight = null;
   else if (typeof cap === 'number' && Number.isInteger(cap) && cap >= 1 && cap <= MAX_IN_FLIGHT) next.maxInFlight = cap;
   else if (cap !== undefined) return undefined;
+  const latency = body.createLatencyMs;
+  if (latency === null) next.createLatencyMs = null;
+  else if (typeof latency === 'number' && Number.isInteger(latency) && latency >= 0 && latency <= 60_000) {
+    next.createLatencyMs = latency;
+  } else if (latency !== undefined) return undefined;
   return next;
 }
 

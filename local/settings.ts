@@ -3,7 +3,12 @@
  * the same ones so that it talks to the stack `npm start` runs.
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
-import { type CreateRateLimit, parseCreateRateLimit, parseMaxInFlight } from '../functions/core/provider-capacity';
+import {
+  type CreateRateLimit,
+  formatCreateRateLimit,
+  parseCreateRateLimit,
+  parseMaxInFlight,
+} from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { parseRetryDelays } from '../functions/core/webhooks';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
@@ -18,6 +23,11 @@ export interface LocalSettings {
   mockProviderCreateRateLimit?: CreateRateLimit;
   /** The mock provider's cap on tasks in flight (`MOCK_PROVIDER_MAX_IN_FLIGHT`); unset: none. */
   mockProviderMaxInFlight?: number;
+  /**
+   * The create rate the dispatcher keeps to (`PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`, checked now);
+   * unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).
+   */
+  providerCreateRateLimit?: string;
   /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
   /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
@@ -157,6 +167,13 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
           mockProviderCreateRateLimit: parseCreateRateLimit(
             env.MOCK_PROVIDER_CREATE_RATE_LIMIT,
             'MOCK_PROVIDER_CREATE_RATE_LIMIT',
+          ),
+        }
+      : {}),
+    ...(env.PROVIDER_CREATE_RATE_LIMIT
+      ? {
+          providerCreateRateLimit: formatCreateRateLimit(
+            parseCreateRateLimit(env.PROVIDER_CREATE_RATE_LIMIT, 'PROVIDER_CREATE_RATE_LIMIT'),
           ),
         }
       : {}),

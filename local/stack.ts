@@ -15,6 +15,7 @@ import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import {
   AUTHORIZER,
+  DISPATCHER,
   type LambdaDefinition,
   MEDIA_WORKER,
   MEDIA_WORKER_FILTER,
@@ -24,6 +25,7 @@ import {
   WEBHOOK_WORKER_FILTERS,
 } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
+import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
@@ -310,6 +312,8 @@ export async function startLocalStack(
       PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
       WEBHOOK_SECRETS_KEY: localWebhookSecretsKey(settings.dataDir),
       ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
+      // The upstream's capacity the dispatcher keeps to: PROVIDER_CREATE_RATE_LIMIT, else the profile's.
+      ...(providerCreateRateLimit(settings, profile.profile) ?? {}),
       ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
       OIDC_ISSUER: oidc.issuer,
       OIDC_CLIENT_ID,
@@ -345,6 +349,9 @@ export async function startLocalStack(
       log,
     });
     cleanups.push(() => webhookPoller.stop());
+    // The dispatcher, as its stream records and SQS wake-ups drive it deployed (local/dispatch-loop.ts).
+    const dispatchLoop = startDispatchLoop({ handler: await loadHandler<DispatchHandler>(DISPATCHER), log });
+    cleanups.push(() => dispatchLoop.stop());
 
     const server: Server = createServer(
       createGateway({
@@ -414,4 +421,13 @@ export async function startLocalStack(
     await stop();
     throw error;
   }
+}
+
+/** The create rate the dispatcher keeps to, as the variable the handler reads; undefined: none. */
+function providerCreateRateLimit(
+  settings: LocalSettings,
+  profile: ResolvedProfile['profile'],
+): { PROVIDER_CREATE_RATE_LIMIT: string } | undefined {
+  const rate = settings.providerCreateRateLimit ?? profile.capacity?.createRateLimit;
+  return rate === undefined ? undefined : { PROVIDER_CREATE_RATE_LIMIT: rate };
 }

@@ -96,6 +96,18 @@ export interface TaskRecord {
   updatedAt: string;
   /** Set once the provider accepted the task. */
   providerTaskId?: string;
+  /**
+   * Where a pending task stands on the way to the provider: `queued` (accepted, waiting for the
+   * dispatcher), `sending` (a dispatcher claimed it and is calling createTask), `running` (the provider
+   * has it). Absent on tasks accepted before the dispatcher, which were sent at once.
+   */
+  stage?: TaskStage;
+  /** Epoch milliseconds at which a dispatcher claimed the send (stage `sending`). */
+  sendClaimedAt?: number;
+  /** How many times a send lost to a crash was put back in the queue (at most once, then it fails). */
+  sendRequeues?: number;
+  /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */
+  sendFailures?: number;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */
   lastCheckedAt?: number;
   /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */
@@ -121,6 +133,9 @@ export interface TaskRecord {
   /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
   webhookUrl?: string;
 }
+
+/** See `TaskRecord.stage`. */
+export type TaskStage = 'queued' | 'sending' | 'running';
 
 /**
  * How many results the task paid for: one for a video, `numOutputs` for images (recorded at

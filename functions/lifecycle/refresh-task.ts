@@ -2,14 +2,19 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
-import { DEFAULT_CALLBACK_READ_INTERVAL_MS, isRefreshDue, nextRefreshStep } from '../core/lifecycle';
+import {
+  DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  DEFAULT_SEND_LEASE_MS,
+  isRefreshDue,
+  nextRefreshStep,
+} from '../core/lifecycle';
 import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
+import { requeueLostSend } from '../store/dispatch';
 import { claimCallbackRead, claimRefresh, getTask, recordResultsReady } from '../store/tasks';
 import { failTask } from './finish-task';
 import { type Lifecycle, timedProviderCall } from './lifecycle';
-import { sendToProvider } from './send-to-provider';
 
 /**
  * Refreshes a task. Only the caller that wins the conditional claim on `lastCheckedAt` talks to the
@@ -33,8 +38,17 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
   switch (step.kind) {
     case 'fail':
       return failTask(lc, claimed, { errorCode: step.errorCode }, taskLog);
-    case 'send':
-      return sendToProvider(lc, claimed, taskLog);
+    case 'wait':
+      return claimed;
+    case 'requeue': {
+      taskLog.warn('A send was lost (claimed and never recorded): the task goes back to the queue once');
+      const requeued = await requeueLostSend(lc.store, {
+        userId: claimed.userId,
+        taskId: claimed.taskId,
+        claimedBefore: now.getTime() - (lc.config.sendLeaseMs ?? DEFAULT_SEND_LEASE_MS),
+      });
+      return requeued ?? claimed;
+    }
     case 'query':
       return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
   }

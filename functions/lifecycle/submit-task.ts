@@ -1,5 +1,7 @@
 /**
- * Submission: price, debit and record the task atomically, then hand it to the provider.
+ * Submission: price, debit and record the task atomically, queued for the dispatcher. Nothing here
+ * talks to the provider: a slow or failing upstream never slows a submit (README "Dispatching to the
+ * provider").
  */
 import { randomUUID } from 'node:crypto';
 import type { Caller, SubmissionResponse, TaskType } from '../core/task';
@@ -7,7 +9,7 @@ import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { acceptTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
-import { type StoredProviderRequest, sendToProvider, withoutTaskPrompt } from './send-to-provider';
+import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
   caller: Caller;
@@ -36,9 +38,8 @@ function paidOutputCount(input: SubmitInput): number {
 }
 
 /**
- * Accepts the task (debit, task, ledger entry, idempotency record: one transaction) and sends it to
- * the provider. The response carries the task's status after the send: 0 normally, 2 when the provider
- * refused the input at once (the credits are already refunded).
+ * Accepts the task (debit, task, ledger entry, queue entry, idempotency record: one transaction). The
+ * task is queued (`status: 0`, `stage: queued`); the dispatcher sends it at the provider's pace.
  */
 export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
   const accepted = await acceptTask(lc.store, {
@@ -50,7 +51,7 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
       prompt: input.request.prompt,
       // Only what a resend needs, and the prompt once: it is on the task already, so the stored provider
       // request leaves it out when it is the same text (a 20,000-character prompt stored twice doubled
-      // the write units of every accept). sendToProvider puts it back. `outputs`: the number of results
+      // the write units of every accept). createAtProvider puts it back. `outputs`: the number of results
       // paid for, so no provider answer stores more.
       request: {
         providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt),
@@ -72,11 +73,5 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
   }
   metrics.taskAccepted();
   log.info('Task accepted', { taskId: task.taskId, model: task.model, credits: task.creditsUsed });
-  const sent = await sendToProvider(lc, task, log).catch((error: unknown) => {
-    // The credits are debited and the task exists: answering 500 now would invite a paid retry.
-    // The task stays pending and the refresh step retries the send.
-    log.error('Sending to the provider failed after acceptance', { taskId: task.taskId, error });
-    return task;
-  });
-  return { response: { taskId: sent.taskId, status: sent.status, creditsUsed: sent.creditsUsed }, replayed: false };
+  return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed: false };
 }

@@ -108,6 +108,8 @@ export async function acceptTask(
     createdAt,
     updatedAt: createdAt,
     attempts: 0,
+    // Sent later, by the dispatcher, at the upstream's pace (lifecycle/dispatch.ts).
+    stage: 'queued',
     // The submission itself is the first contact with the provider: claims wait one interval from now,
     // so a poll cannot re-send the task while the submit handler is still sending it.
     lastCheckedAt: task.now.getTime(),
@@ -155,6 +157,14 @@ export async function acceptTask(
       },
     });
   }
+  // The task's place in the dispatch queue: a new item, so accepts never contend on it. Last, so the
+  // indexes of the items above (read by acceptFailure) stay as they are.
+  items.push({
+    Put: {
+      TableName: ctx.tableName,
+      Item: { ...keys.queueEntry(task.userId, createdAt, task.taskId), userId: task.userId, taskId: task.taskId },
+    },
+  });
   // An accept with an API key checks the key's end on its guard for the first debited shard (see
   // keyEndCheck). Callers without a key skip the check.
   const keyGuard: KeyGuard | undefined =
@@ -339,7 +349,10 @@ export async function recordProviderTask(
     input.userId,
     input.taskId,
     updateParams(
-      update({ set: { providerTaskId: input.providerTaskId, updatedAt: input.now.toISOString() } }),
+      update({
+        set: { providerTaskId: input.providerTaskId, stage: 'running', updatedAt: input.now.toISOString() },
+        remove: ['sendClaimedAt'],
+      }),
       and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
     ),
   );

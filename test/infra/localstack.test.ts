@@ -62,7 +62,7 @@ test("functions run on the host's architecture, so LocalStack needs no emulation
     .map((fn) => fn.Properties.Architectures ?? ['x86_64']);
 
   // Assert
-  expect(architectures).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
+  expect(architectures).toHaveLength(ROUTES.length + 5); // and the authorizer, the sweeper, the two workers, the dispatcher
   for (const architecture of architectures) {
     expect(architecture).toEqual([process.arch === 'arm64' ? 'arm64' : 'x86_64']);
   }

@@ -9,6 +9,7 @@ import { TABLE } from '../../functions/store/table';
 import {
   AUTHORIZER,
   AUTHORIZER_IDENTITY_SOURCES,
+  DISPATCHER,
   MEDIA_WORKER,
   MEDIA_WORKER_FILTER,
   ROUTES,
@@ -164,7 +165,7 @@ describe('functions', () => {
       .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
 
     // Assert
-    expect(assetDirs).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
+    expect(assetDirs).toHaveLength(ROUTES.length + 5); // and the authorizer, the sweeper, the two workers, the dispatcher
     let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
@@ -303,8 +304,9 @@ describe('least privilege', () => {
       [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
-      'submit-image': ['USER#*'],
-      'submit-video': ['USER#*'],
+      [DISPATCHER.name]: ['USER#*', 'DISPATCH#*'],
+      'submit-image': ['USER#*', 'DISPATCH#*'],
+      'submit-video': ['USER#*', 'DISPATCH#*'],
       'get-task': ['USER#*'],
       'provider-callback': ['USER#*'],
       ...Object.fromEntries(
@@ -316,7 +318,7 @@ describe('least privilege', () => {
       'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 2); // sign-in and the OpenAPI document touch no table
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 5 - 2); // sign-in and the OpenAPI document touch no table
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)
@@ -855,7 +857,7 @@ describe('the media worker', () => {
     );
 
     // Assert
-    expect(Object.keys(mappings)).toHaveLength(2); // and the webhook worker's
+    expect(Object.keys(mappings)).toHaveLength(4); // and the webhook worker's, and the dispatcher's two
     expect(mapping?.Properties).toMatchObject({
       FunctionName: { Ref: functionId(MEDIA_WORKER.name) },
       EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },

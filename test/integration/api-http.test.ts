@@ -18,6 +18,8 @@ import {
   pollUntilTerminal,
   type ServiceHarness,
   startServiceHarness,
+  storedWhenEnded,
+  storedWhenSent,
   submitEvent,
   TASK_BASE_FIELDS,
   TASK_INTERNALS,
@@ -69,7 +71,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       expect(answer.headers['Idempotent-Replayed']).toBeUndefined();
       const stored = await getTask(h.store, user.userId, taskId);
       expect(stored).toMatchObject({ status: 0, type: 'image', creditsUsed: IMAGE_COST, keyId: user.keyId });
-      expect(stored?.providerTaskId).toEqual(expect.any(String));
+      // Queued by the submit; the dispatcher sends it.
+      expect((await storedWhenSent(h, user.userId, taskId))?.providerTaskId).toEqual(expect.any(String));
       await expectLedger(user, 20 - IMAGE_COST);
     });
 
@@ -426,6 +429,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       const again = await invoke(submitImage, submitEvent('image', user, body, withKey('order-42')));
       const reorderedAgain = await invoke(submitImage, submitEvent('image', user, reordered, withKey('order-42')));
 
+      await storedWhenSent(h, user.userId, String(first.body.taskId));
+
       // Assert
       expect(first.statusCode).toBe(202);
       expect(first.headers['Idempotent-Replayed']).toBeUndefined();
@@ -457,19 +462,20 @@ describe('the API handlers answer every case of the HTTP table', () => {
       await expectLedger(user, 10 - IMAGE_COST);
     });
 
-    it('replays a submission the provider refused with its original answer (status 2)', async () => {
+    it("replays a submission the provider refused with the task's current status (2), debiting nothing", async () => {
       // Prepare
       const user = await h.createUser(10);
       const body = imageRequest({ mockOutcome: 'reject' });
       const first = await invoke(submitImage, submitEvent('image', user, body, withKey('refused-1')));
+      await storedWhenEnded(h, user.userId, String(first.body.taskId));
 
       // Act
       const replay = await invoke(submitImage, submitEvent('image', user, body, withKey('refused-1')));
 
       // Assert
-      expect(first.body).toMatchObject({ status: 2 });
+      expect(first.body).toMatchObject({ status: 0 });
       expect(replay.statusCode).toBe(202);
-      expect(replay.body).toEqual(first.body);
+      expect(replay.body).toEqual({ ...first.body, status: 2 });
       expect(replay.headers['Idempotent-Replayed']).toBe('true');
       await expectLedger(user, 10);
     });

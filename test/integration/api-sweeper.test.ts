@@ -18,6 +18,7 @@ import {
   type ServiceHarness,
   sleep,
   startServiceHarness,
+  storedWhenEnded,
   submitEvent,
   type TestUser,
   VIDEO_COST,
@@ -103,7 +104,7 @@ describe('the sweeper handler', () => {
     const runs = await sweepUntilIdle();
 
     // Assert
-    expect(pendingBefore).toBe(expected.size - 1);
+    expect(pendingBefore).toBeGreaterThan(0);
     expect(runs).toBeGreaterThan(0);
     expect(await pendingCount()).toBe(0);
     let spent = 0;
@@ -125,7 +126,8 @@ describe('the sweeper handler', () => {
   it('a run with nothing pending changes nothing', async () => {
     // Prepare
     const user = await h.createUser(10);
-    await submit('image', user, imageRequest({ mockOutcome: 'reject' }));
+    const rejected = await submit('image', user, imageRequest({ mockOutcome: 'reject' }));
+    await storedWhenEnded(h, user.userId, rejected);
     const createCalls = h.provider.stats.createTaskCalls;
     const queries = h.provider.stats.totalGetTaskCalls;
 
@@ -169,19 +171,20 @@ describe('the sweeper handler', () => {
     expect(await auditUser(h.store, bob.userId)).toMatchObject({ ok: true, balance: 30 });
   });
 
-  it('fails and refunds a task the provider never accepted, after the bounded send retries', async () => {
+  it("a task the provider never accepts fails after the dispatcher's bounded sends; the sweeper sends nothing", async () => {
     // Prepare
     const user = await h.createUser(10);
+    const createCalls = h.provider.stats.createTaskCalls;
     h.provider.setFaults({ createFault: 'connection_reset' });
-    const taskId = await submit('image', user, imageRequest());
-    // The submission was the first send: the first retry is due one interval after it.
-    await sleep(INTERVAL_MS + 100);
 
     // Act
-    const runs = await sweepUntilIdle();
+    const taskId = await submit('image', user, imageRequest());
+    const report = await sweeper({}, lambdaContext('sweeper'));
+    await storedWhenEnded(h, user.userId, taskId);
 
-    // Assert
-    expect(runs).toBe(3);
+    // Assert: two sends (PROVIDER_MAX_SEND_ATTEMPTS), both the dispatcher's
+    expect(report).toMatchObject({ errors: 0 });
+    expect(h.provider.stats.createTaskCalls - createCalls).toBe(2);
     expect(await getTask(h.store, user.userId, taskId)).toMatchObject({
       status: 2,
       errorCode: 'PROVIDER_UNAVAILABLE',

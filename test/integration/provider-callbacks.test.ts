@@ -26,6 +26,7 @@ import {
   sleep,
   startServiceHarness,
   storedWhenEnded,
+  storedWhenSent,
   submitEvent,
   type TestUser,
 } from '../support/service-harness';
@@ -82,7 +83,7 @@ describe('provider callbacks', () => {
   async function submit(user: TestUser, providerInput: Record<string, unknown>): Promise<TaskRecord> {
     const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(providerInput)));
     expect(answer.statusCode).toBe(202);
-    const stored = await getTask(h.store, user.userId, String(answer.body.taskId));
+    const stored = await storedWhenSent(h, user.userId, String(answer.body.taskId));
     if (!stored?.providerTaskId) throw new Error('the task did not reach the provider');
     return stored;
   }

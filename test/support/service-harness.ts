@@ -16,6 +16,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
+import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { handler as mediaWorker } from '../../functions/media-worker/handler';
@@ -27,6 +29,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
+import { startDispatchLoop } from '../../local/dispatch-loop';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
@@ -44,8 +47,15 @@ export interface ServiceHarnessOptions {
   mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
-  /** The mock provider's capacity limits (create rate, tasks in flight); default none. */
+  /**
+   * The mock provider's capacity limits (create rate, tasks in flight); default none. The dispatcher is
+   * told the same create rate (PROVIDER_CREATE_RATE_LIMIT), as a deployment's profile tells it Kie's.
+   */
   providerLimits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
+  /** The mock provider's clock (epoch ms) for its limits and task ages; default the real one. */
+  providerClock?: () => number;
+  /** Runs the dispatcher loop (local/dispatch-loop.ts, default true); false leaves queued tasks queued. */
+  dispatcher?: boolean;
 }
 
 /** A caller as the authorizer describes it. */
@@ -80,6 +90,8 @@ export interface ServiceHarness {
   /** Runs `fn` with some variables changed (undefined deletes), then restores them. */
   withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
   /** Stops the servers, deletes the table and the media directory, restores the environment. */
+  /** Runs `fn` with the dispatcher loop stopped (no DynamoDB requests of its own), then starts it again. */
+  withoutDispatcher<T>(fn: () => Promise<T>): Promise<T>;
   dispose(): Promise<void>;
 }
 
@@ -144,7 +156,11 @@ function mediaServer(dir: string): Server {
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
   const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
-  const provider = await startMockProvider({ apiKey: providerKey, ...options.providerLimits });
+  const provider = await startMockProvider({
+    apiKey: providerKey,
+    ...options.providerLimits,
+    ...(options.providerClock ? { now: options.providerClock } : {}),
+  });
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
@@ -165,10 +181,15 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
     // The mock's files are tiny: a copy that takes seconds is a hung source (the worker retries it).
     MEDIA_COPY_TIMEOUT_MS: '3000',
+    ...(options.providerLimits?.createRateLimit
+      ? { PROVIDER_CREATE_RATE_LIMIT: formatCreateRateLimit(options.providerLimits.createRateLimit) }
+      : {}),
     METRICS: 'off',
     LOG_LEVEL: 'error',
   };
-  const cleared = Object.fromEntries(CLEARED_ENV.map((name) => [name, undefined]));
+  const cleared = Object.fromEntries(
+    [...CLEARED_ENV, 'PROVIDER_CREATE_RATE_LIMIT', 'DISPATCH_WAKE_QUEUE_URL'].map((name) => [name, undefined]),
+  );
   const previousEnv = applyEnv({ ...cleared, ...env });
   resetWiring();
 
@@ -185,6 +206,10 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           handler: mediaWorker,
           filter: MEDIA_WORKER_FILTER,
         });
+
+  // The dispatcher, as deployed its event sources drive it: queued tasks reach the provider at its pace.
+  const startDispatcher = () => (options.dispatcher === false ? undefined : startDispatchLoop({ handler: dispatcher }));
+  let dispatchLoop = startDispatcher();
 
   return {
     store,
@@ -230,7 +255,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       }
     },
 
+    async withoutDispatcher(fn) {
+      await dispatchLoop?.stop();
+      try {
+        return await fn();
+      } finally {
+        dispatchLoop = startDispatcher();
+      }
+    },
+
     async dispose() {
+      await dispatchLoop?.stop();
       await poller?.stop();
       resetWiring();
       setLogSink(previousSink);
@@ -444,6 +479,19 @@ export async function storedWhenEnded(h: ServiceHarness, userId: string, taskId:
   return stored;
 }
 
+/**
+ * The stored task once the dispatcher has sent it to the provider (it has a provider id) or it has
+ * ended, read every 100 ms: submits only queue tasks (README "Dispatching to the provider").
+ */
+export async function storedWhenSent(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
+  let stored = await getStoredTask(h.store, userId, taskId);
+  for (let read = 1; read < maxReads && stored?.status === 0 && stored.providerTaskId === undefined; read++) {
+    await sleep(100);
+    stored = await getStoredTask(h.store, userId, taskId);
+  }
+  return stored;
+}
+
 /** The internals a Task resource must never show. */
 export const TASK_INTERNALS = [
   'userId',
@@ -456,6 +504,9 @@ export const TASK_INTERNALS = [
   'resultsReadyAt',
   'attempts',
   'resultKeys',
+  'sendClaimedAt',
+  'sendRequeues',
+  'sendFailures',
   'PK',
   'SK',
   'GSI1PK',

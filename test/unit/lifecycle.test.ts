@@ -77,12 +77,28 @@ describe('nextRefreshStep', () => {
     expect(step).toEqual({ kind: 'query', providerTaskId: 'p-1', final: false });
   });
 
-  test.each([
-    [config.maxSendAttempts, { kind: 'send' }],
-    [config.maxSendAttempts + 1, { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' }],
-  ])('a task never sent, claimed %i times: %o', (attempts, expected) => {
+  test('a queued task is left to the dispatcher: polls never send', () => {
     // Act
-    const step = nextRefreshStep(pending({ attempts }), at(60_000), config);
+    const step = nextRefreshStep(pending({ stage: 'queued', attempts: 50 }), at(60_000), config);
+
+    // Assert
+    expect(step).toEqual({ kind: 'wait' });
+  });
+
+  test.each([
+    [{ sendClaimedAt: 1_000 }, { kind: 'wait' }],
+    [{ sendClaimedAt: -1_000 }, { kind: 'requeue' }],
+    [
+      { sendClaimedAt: -1_000, sendRequeues: 1 },
+      { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' },
+    ],
+  ])('a send claimed at %o (lease 60 s, now 60 s): %o', (fields, expected) => {
+    // Prepare
+    const created = Date.parse(pending().createdAt);
+    const task = pending({ stage: 'sending', ...fields, sendClaimedAt: created + fields.sendClaimedAt });
+
+    // Act
+    const step = nextRefreshStep(task, at(60_000), config);
 
     // Assert
     expect(step).toMatchObject(expected);

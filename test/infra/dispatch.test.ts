@@ -1,0 +1,83 @@
+/**
+ * The dispatcher's resources (lib/constructs/dispatch.ts) in the synthesized template: the function fed
+ * by the table's stream (queue-entry inserts only) and by its wake-up queue (two at once at most), the
+ * upstream's capacity in its environment, and the capacity settings checked at synth.
+ */
+import { Match } from 'aws-cdk-lib/assertions';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { DISPATCHER_FILTER } from '../../lib/routes';
+import { cleanUp, type SynthesizedService, synthesize } from './support';
+
+let service: SynthesizedService | undefined;
+
+afterEach(() => {
+  cleanUp(service);
+  service = undefined;
+});
+
+function dispatcherOf(s: SynthesizedService): { id: string; environment: Record<string, unknown> } {
+  const id = s.stack.getLogicalId(s.stack.dispatch.dispatcherFunction.node.defaultChild as CfnFunction);
+  const fn = s.template.toJSON().Resources[id] as {
+    Properties: { Environment: { Variables: Record<string, unknown> } };
+  };
+  return { id, environment: fn.Properties.Environment.Variables };
+}
+
+describe('the dispatcher', () => {
+  test('is woken by inserts of queue entries on the stream and by its delayed wake-up queue, two at once at most', () => {
+    // Act
+    service = synthesize({}, { bundle: false });
+    const { id } = dispatcherOf(service);
+
+    // Assert
+    service.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: id },
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Table'), 'StreamArn'] },
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify(DISPATCHER_FILTER) }] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    service.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: id },
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('WakeQueue'), 'Arn'] },
+      ScalingConfig: { MaximumConcurrency: 2 },
+      BatchSize: 1,
+    });
+    service.template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: { maxReceiveCount: 5, deadLetterTargetArn: Match.anyValue() },
+      SqsManagedSseEnabled: true,
+    });
+  });
+
+  test("keeps to the profile's declared capacity (kie: 20 per 10 s) and may send itself wake-ups", () => {
+    // Act
+    service = synthesize({ providerProfile: 'kie' }, { bundle: false });
+    const { environment } = dispatcherOf(service);
+
+    // Assert
+    expect(environment).toMatchObject({
+      PROVIDER_CREATE_RATE_LIMIT: '20/10',
+      DISPATCH_WAKE_QUEUE_URL: { Ref: expect.stringMatching(/WakeQueue/) },
+    });
+    expect(environment).not.toHaveProperty('PROVIDER_MAX_IN_FLIGHT');
+  });
+
+  test('takes the capacity from the context over the profile', () => {
+    // Act
+    service = synthesize({ providerCreateRateLimit: '5/1', providerMaxInFlight: '8' }, { bundle: false });
+    const { environment } = dispatcherOf(service);
+
+    // Assert
+    expect(environment).toMatchObject({ PROVIDER_CREATE_RATE_LIMIT: '5/1', PROVIDER_MAX_IN_FLIGHT: '8' });
+  });
+
+  test.each([
+    [{ providerCreateRateLimit: '20 per 10' }, 'providerCreateRateLimit must be <requests>/<seconds>'],
+    [{ providerMaxInFlight: '0' }, 'providerMaxInFlight must be a whole number from 1'],
+  ])('refuses a malformed capacity at synth: %o', (context, message) => {
+    // Act
+    const attempt = () => synthesize(context, { bundle: false });
+
+    // Assert
+    expect(attempt).toThrow(message);
+  });
+});
