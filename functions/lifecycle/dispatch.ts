@@ -56,13 +56,33 @@ const MAX_BACKOFF_MS = 60_000;
 /** A refusal this soon after the previous backoff ended counts as a repeat: the backoff doubles. */
 const REPEAT_WITHIN_MS = 10_000;
 
+/**
+ * The token bucket that spreads sends: refilled at the upstream's rate, holding half a window's worth,
+ * so a burst takes half the window at once and the rest at an even pace. A newcomer then waits one
+ * pace step for its turn, not a whole window (the ring below still caps any window at the rate).
+ * @returns the tokens at `now`, or undefined without a rate
+ */
+function tokensAt(state: CapacityState, now: number, rate: CreateRateLimit | undefined): number | undefined {
+  if (!rate) return undefined;
+  const size = Math.max(1, Math.ceil(rate.requests / 2));
+  const perMs = rate.requests / (rate.windowSeconds * 1000);
+  if (state.tokens === undefined || state.tokensAt === undefined) return size;
+  return Math.min(size, state.tokens + Math.max(0, now - state.tokensAt) * perMs);
+}
+
 /** When the next slot frees up (epoch ms), or undefined when one is free at `now`. */
 function nextSlotAt(state: CapacityState, now: number, settings: DispatchSettings): number | undefined {
   if (state.backoffUntil !== undefined && state.backoffUntil > now) return state.backoffUntil;
   const rate = settings.createRateLimit;
-  if (!rate || state.sends.length < rate.requests) return undefined;
-  const oldest = state.sends[state.sends.length - rate.requests] ?? 0;
-  const freeAt = oldest + rate.windowSeconds * 1000 + (settings.marginMs ?? 250);
+  if (!rate) return undefined;
+  let freeAt = now;
+  if (state.sends.length >= rate.requests) {
+    const oldest = state.sends[state.sends.length - rate.requests] ?? 0;
+    freeAt = Math.max(freeAt, oldest + rate.windowSeconds * 1000 + (settings.marginMs ?? 250));
+  }
+  const tokens = tokensAt(state, now, rate) ?? 1;
+  if (tokens < 1)
+    freeAt = Math.max(freeAt, now + Math.ceil(((1 - tokens) * rate.windowSeconds * 1000) / rate.requests));
   return freeAt > now ? freeAt : undefined;
 }
 
@@ -87,7 +107,15 @@ export async function dispatchNext(
   const first = candidates[0];
   if (!first) return { kind: 'idle' };
   const keep = settings.createRateLimit?.requests ?? 1;
-  if (!(await takeSlot(lc.store, { state, now, keep, account: first.account }))) return { kind: 'contended' };
+  const tokens = tokensAt(state, now, settings.createRateLimit);
+  const slot = {
+    state,
+    now,
+    keep,
+    account: first.account,
+    ...(tokens === undefined ? {} : { tokensLeft: tokens - 1 }),
+  };
+  if (!(await takeSlot(lc.store, slot))) return { kind: 'contended' };
   for (const ref of candidates) {
     const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now });
     if (claimed) return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }));

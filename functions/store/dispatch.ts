@@ -22,6 +22,9 @@ export interface CapacityState {
   n: number;
   /** Epoch ms of the most recent sends (at most the rate's request count), oldest first. */
   sends: number[];
+  /** The token bucket that spreads sends over the window: tokens left at `tokensAt` (epoch ms). */
+  tokens?: number;
+  tokensAt?: number;
   /** No send before this (epoch ms): the upstream refused for capacity. */
   backoffUntil?: number;
   /** The length of that backoff (ms), doubled while refusals repeat. */
@@ -49,6 +52,8 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
     n: typeof item.n === 'number' ? item.n : 0,
     sends: Array.isArray(item.sends) ? item.sends.filter((at): at is number => typeof at === 'number') : [],
   };
+  if (typeof item.tokens === 'number') state.tokens = item.tokens;
+  if (typeof item.tokensAt === 'number') state.tokensAt = item.tokensAt;
   if (typeof item.backoffUntil === 'number') state.backoffUntil = item.backoffUntil;
   if (typeof item.backoffMs === 'number') state.backoffMs = item.backoffMs;
   if (typeof item.lastServed === 'string') state.lastServed = item.lastServed;
@@ -62,9 +67,10 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
  */
 export async function takeSlot(
   ctx: RetryingStoreContext,
-  input: { state: CapacityState; now: number; keep: number; account: string },
+  input: { state: CapacityState; now: number; keep: number; account: string; tokensLeft?: number },
 ): Promise<boolean> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
+  const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
   const version: Expr =
     input.state.n === 0
       ? { expression: `attribute_not_exists(${attr('n')})`, names: { [attr('n')]: 'n' }, values: {} }
@@ -82,7 +88,7 @@ export async function takeSlot(
             TableName: ctx.tableName,
             Key: CAPACITY_KEY,
             ...updateParams(
-              update({ set: { sends, lastServed: input.account, n: input.state.n + 1 } }),
+              update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } }),
               and(version, notBackingOff),
             ),
           }),
