@@ -134,6 +134,7 @@ export async function dispatchFigures(): Promise<void> {
   const burst = await account('bench-dispatch-burst', BURST * IMAGE_COST);
   const other = await account('bench-dispatch-other', 10);
   const started = performance.now();
+  const startedAt = Date.now();
   const burstAnswers = await Promise.all(Array.from({ length: BURST }, () => submit(burst)));
   await sleep(Math.max(0, 2000 - (performance.now() - started)));
   const otherStarted = performance.now();
@@ -146,7 +147,10 @@ export async function dispatchFigures(): Promise<void> {
   const stats = (await (await fetch(`${mock}/__stats`)).json()) as {
     createTaskCalls: number;
     createTaskRefused: number;
+    lastCreatedAt: number;
   };
+  // The dispatch makespan: until the provider created the last task (the mock's clock is this machine's).
+  const dispatchMs = stats.lastCreatedAt - startedAt;
   const non202 = [...burstAnswers, otherAnswer].filter((answer) => answer.status !== 202).length + latencyNon202;
   const idealMs = ((BURST - 20) / 2) * 1000;
   const audits = await Promise.all([burst, other, latency].map((who) => auditUser(store, who.userId)));
@@ -157,7 +161,8 @@ export async function dispatchFigures(): Promise<void> {
     ['Figure', 'Value'],
     [
       ['second account: submit -> status 1', `${ms(otherMs)} ms`],
-      ['burst makespan (100 tasks)', `${ms(makespanMs)} ms`],
+      ['burst makespan: submit -> last task created upstream', `${ms(dispatchMs)} ms`],
+      ['burst: submit -> last task read status 1 (1 s polls of 100 tasks)', `${ms(makespanMs)} ms`],
       ['ideal makespan (80 beyond the first window / 2 per s)', `${ms(idealMs)} ms`],
       ['createTask calls / refused (429)', `${stats.createTaskCalls} / ${stats.createTaskRefused}`],
       ['non-202 answers (all submits of this section)', non202],
@@ -168,7 +173,7 @@ export async function dispatchFigures(): Promise<void> {
   );
   out();
   goal('second account served within 5 s', otherMs <= 5000, `${ms(otherMs)} ms`);
-  goal('makespan within 1.2x of the ideal', makespanMs <= 1.2 * idealMs, `${(makespanMs / idealMs).toFixed(2)}x`);
+  goal('makespan within 1.2x of the ideal', dispatchMs <= 1.2 * idealMs, `${(dispatchMs / idealMs).toFixed(2)}x`);
   goal('at most 5% of createTask calls refused', refusedShare <= 0.05, `${(refusedShare * 100).toFixed(1)}%`);
   goal(
     'no non-202 answer, money exact',

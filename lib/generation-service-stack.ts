@@ -825,6 +825,7 @@ export class GenerationServiceStack extends Stack {
 
     // The sweeper resends tasks the provider never took: they get a callback URL too.
     this.sweeperFunction.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+    this.dispatch.dispatcherFunction.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
 
     new CfnOutput(this, 'DashboardUrl', { value: `${origin}/`, description: 'The dashboard and /api/* for browsers' });
     new CfnOutput(this, 'DashboardBucketName', {

@@ -244,6 +244,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let createTaskRefused = 0;
   let tasksCreated = 0;
   let peakInFlight = 0;
+  /** When the last task was created (epoch ms by the mock's clock), 0 before any. */
+  let lastCreatedAt = 0;
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
   const callbackTimers = new Set<NodeJS.Timeout>();
@@ -435,6 +437,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         createTaskCalls,
         createTaskRefused,
         tasksCreated,
+        lastCreatedAt,
         peakInFlight,
         inFlight: inFlightNow(clock()),
         limits: limitsText(),
@@ -515,6 +518,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     };
     tasks.set(task.taskId, task);
     tasksCreated++;
+    lastCreatedAt = task.createdAt;
     startInFlight(task);
     if (typeof body.callBackUrl === 'string') {
       const extraDelay = input.mockCallbackDelayMs;

@@ -31,7 +31,7 @@ export interface DispatchSettings {
   createRateLimit?: CreateRateLimit;
   /**
    * Added to the upstream's window (ms), so a send recorded here just after the window opened still
-   * arrives upstream after it did. Default 250.
+   * arrives upstream after it did. Default 500.
    */
   marginMs?: number;
   /** Queue entries looked at per step: more than the sends in flight at once. Default 8. */
@@ -57,18 +57,26 @@ const MAX_BACKOFF_MS = 60_000;
 const REPEAT_WITHIN_MS = 10_000;
 
 /**
- * The token bucket that spreads sends: refilled at the upstream's rate, holding half a window's worth,
- * so a burst takes half the window at once and the rest at an even pace. A newcomer then waits one
- * pace step for its turn, not a whole window (the ring below still caps any window at the rate).
+ * The token bucket that spreads sends: refilled at the upstream's rate, holding three quarters of a
+ * window's worth, so a burst takes that at once and the rest at an even pace. A newcomer then finds the
+ * window not yet full and waits one pace step for its turn, not a whole window (the ring below still
+ * caps any window at the rate); a larger bucket would fill the window at once, a smaller one would
+ * stretch every window's tail.
  * @returns the tokens at `now`, or undefined without a rate
  */
 function tokensAt(state: CapacityState, now: number, rate: CreateRateLimit | undefined): number | undefined {
   if (!rate) return undefined;
-  const size = Math.max(1, Math.ceil(rate.requests / 2));
+  const size = Math.max(1, Math.ceil((rate.requests * 3) / 4));
   const perMs = rate.requests / (rate.windowSeconds * 1000);
   if (state.tokens === undefined || state.tokensAt === undefined) return size;
   return Math.min(size, state.tokens + Math.max(0, now - state.tokensAt) * perMs);
 }
+
+/**
+ * The slot's time is taken just before the slot is written, and the provider call follows within a few
+ * requests; this covers the rest of the gap between our clock and the upstream's arrival time.
+ */
+const DEFAULT_MARGIN_MS = 500;
 
 /** When the next slot frees up (epoch ms), or undefined when one is free at `now`. */
 function nextSlotAt(state: CapacityState, now: number, settings: DispatchSettings): number | undefined {
@@ -78,7 +86,7 @@ function nextSlotAt(state: CapacityState, now: number, settings: DispatchSetting
   let freeAt = now;
   if (state.sends.length >= rate.requests) {
     const oldest = state.sends[state.sends.length - rate.requests] ?? 0;
-    freeAt = Math.max(freeAt, oldest + rate.windowSeconds * 1000 + (settings.marginMs ?? 250));
+    freeAt = Math.max(freeAt, oldest + rate.windowSeconds * 1000 + (settings.marginMs ?? DEFAULT_MARGIN_MS));
   }
   const tokens = tokensAt(state, now, rate) ?? 1;
   if (tokens < 1)
@@ -107,10 +115,12 @@ export async function dispatchNext(
   const first = candidates[0];
   if (!first) return { kind: 'idle' };
   const keep = settings.createRateLimit?.requests ?? 1;
-  const tokens = tokensAt(state, now, settings.createRateLimit);
+  // The slot's time is now, after the query: as close to the provider call as the order allows.
+  const slotAt = Math.max(now, lc.now().getTime());
+  const tokens = tokensAt(state, slotAt, settings.createRateLimit);
   const slot = {
     state,
-    now,
+    now: slotAt,
     keep,
     account: first.account,
     ...(tokens === undefined ? {} : { tokensLeft: tokens - 1 }),

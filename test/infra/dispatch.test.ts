@@ -57,6 +57,8 @@ describe('the dispatcher', () => {
     expect(environment).toMatchObject({
       PROVIDER_CREATE_RATE_LIMIT: '20/10',
       DISPATCH_WAKE_QUEUE_URL: { Ref: expect.stringMatching(/WakeQueue/) },
+      // Every send carries the callback URL: the dispatcher knows the public origin.
+      PROVIDER_CALLBACK_BASE_URL: expect.anything(),
     });
     expect(environment).not.toHaveProperty('PROVIDER_MAX_IN_FLIGHT');
   });

@@ -54,7 +54,9 @@ function functionId(name: string): string {
           ? service.stack.mediaWorkerFunction
           : name === WEBHOOK_WORKER.name
             ? service.stack.webhookWorkerFunction
-            : service.stack.routeFunctions.get(name);
+            : name === DISPATCHER.name
+              ? service.stack.dispatch.dispatcherFunction
+              : service.stack.routeFunctions.get(name);
   if (!fn) throw new Error(`no function ${name}`);
   return logicalIdOf(service, fn);
 }

@@ -47,6 +47,8 @@ describe('the task lifecycle through the API handlers', () => {
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxSendAttempts: MAX_SEND_ATTEMPTS,
       maxPendingSeconds: MAX_PENDING_SECONDS,
+      // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
+      providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
   });
 

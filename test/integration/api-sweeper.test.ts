@@ -40,6 +40,8 @@ describe('the sweeper handler', () => {
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxPendingSeconds: MAX_PENDING_SECONDS,
       maxSendAttempts: 2,
+      // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
+      providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
   });
 
