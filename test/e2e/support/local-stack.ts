@@ -142,7 +142,9 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
     },
     mockProvider: true,
     maxPendingSeconds: LOCAL_MAX_PENDING_SECONDS,
-    pollTimeoutMs: 20_000,
+    // A task's end on the local stack waits on the media worker (the stream poller over DynamoDB Local's
+    // JVM): seconds when idle, many times that on a 2-core machine running a second copy of the suite.
+    pollTimeoutMs: 120_000,
   };
 }
 
