@@ -12,9 +12,10 @@ import { loadBrowserContext } from './support/context';
 
 const context = loadBrowserContext();
 const base = context.baseUrl;
-const STEP_TIMEOUT_MS = 180_000;
 /** Playwright's wait for any one state (a task's end included): generous, for a loaded machine. */
-const WAIT_MS = 90_000;
+const WAIT_MS = 120_000;
+/** Jest's limit for a step: one wait spent whole, with room for the rest of the step. */
+const STEP_TIMEOUT_MS = 2 * WAIT_MS;
 
 let browser: Browser;
 let session: BrowserContext;

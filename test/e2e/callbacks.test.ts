@@ -17,6 +17,8 @@ const api = createApi(target);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Waits for one state of the callbacks-only stack, on the wall clock: generous, for a loaded machine. */
 const WAIT_MS = 120_000;
+/** The stack's start (DynamoDB Local's JVM first): generous, for a loaded machine. */
+const STACK_READY_MS = 180_000;
 
 if (target.runs('providerCallbacks')) {
   test.concurrent(
@@ -73,7 +75,7 @@ if (target.runs('callbackCompletes')) {
 
     beforeAll(async () => {
       quiet = await spawnLocalStack({
-        readyTimeoutMs: 60_000,
+        readyTimeoutMs: STACK_READY_MS,
         env: {
           TABLE_NAME,
           PROVIDER_REFRESH_INTERVAL_SECONDS: '3600',
@@ -90,7 +92,7 @@ if (target.runs('callbackCompletes')) {
       } finally {
         doc.destroy();
       }
-    }, 90_000);
+    }, STACK_READY_MS + 60_000);
 
     afterAll(async () => {
       await quiet?.stop();

@@ -23,6 +23,8 @@ const target = loadTarget();
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 /** Each wait for a state of this file's stack, on the wall clock: generous, for a loaded machine. */
 const WAIT_MS = 120_000;
+/** The stack's start (DynamoDB Local's JVM first): generous, for a loaded machine. */
+const STACK_READY_MS = 180_000;
 /** Jest's limit for a test that waits for `waits` such states, with room for the rest. */
 const timeoutFor = (waits: number) => waits * WAIT_MS + 60_000;
 const ROOT = resolve(__dirname, '../..');
@@ -145,7 +147,7 @@ if (target.runs('webhooks')) {
         DYNAMODB_ENDPOINT: '',
         API_STAGE: '',
       };
-      stack = await spawnLocalStack({ readyTimeoutMs: 60_000, env: settings });
+      stack = await spawnLocalStack({ readyTimeoutMs: STACK_READY_MS, env: settings });
       const { DYNAMODB_PORT: _p, DATA_DIR: _d, ...rest } = process.env;
       operatorEnv = { ...rest, ...settings, DYNAMODB_ENDPOINT: stack.dynamodbEndpoint };
       const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
@@ -158,7 +160,7 @@ if (target.runs('webhooks')) {
       } finally {
         doc.destroy();
       }
-    }, 90_000);
+    }, STACK_READY_MS + 60_000);
 
     afterAll(async () => {
       for (const socket of hanging) socket.destroy();

@@ -16,7 +16,8 @@ import { type SpawnedLocalStack, spawnLocalStack } from '../../../local/spawn-lo
 import type { E2eContext } from './target';
 
 const TABLE_NAME = 'generation-service-e2e';
-const READY_TIMEOUT_MS = 60_000;
+/** The stack's start (DynamoDB Local's JVM first): generous, for a loaded machine. */
+const READY_TIMEOUT_MS = 180_000;
 
 /** Small enough to wait for a TIMEOUT in a test, large enough for every normal task to finish. */
 export const LOCAL_MAX_PENDING_SECONDS = 8;
