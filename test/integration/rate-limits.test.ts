@@ -45,7 +45,7 @@ beforeAll(async () => {
     doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
     tableName: DEFAULT_TABLE_NAME,
   };
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   store?.doc.destroy();

@@ -161,8 +161,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),
     MAX_PENDING_SECONDS: String(options.maxPendingSeconds ?? 1800),
     PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
-    // The mock's files are tiny: a copy that takes seconds is a hung source (the worker retries it).
-    MEDIA_COPY_TIMEOUT_MS: '3000',
+    // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
+    // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
+    MEDIA_COPY_TIMEOUT_MS: '10000',
     METRICS: 'off',
     LOG_LEVEL: 'error',
   };
