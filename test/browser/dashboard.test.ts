@@ -157,6 +157,8 @@ test(
     await page.getByRole('button', { name: 'Create key' }).click();
     const allowlistError = await fieldError('Allowed addresses (optional)');
     const expiryError = await fieldError('Expires (optional)');
+    // The key list as loaded (the count below means something only once it is there).
+    await page.getByText('No keys yet.').waitFor();
     await screenshot('keys-errors');
 
     // Assert

@@ -447,6 +447,7 @@ describe('the task lifecycle through the API handlers', () => {
       const duringFault = await invoke(getTaskHandler, getTaskEvent(user, taskId));
       const queriesDuringFault = h.provider.stats.getTaskCalls(providerTaskId);
       h.provider.clearFaults();
+      // The product's refresh interval: only then may the next GET query the provider again.
       await sleep(NEXT_INTERVAL_MS);
       const afterFault = await poll(user, taskId);
 

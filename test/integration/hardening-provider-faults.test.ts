@@ -237,6 +237,7 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
         sourcePolicy: sourcePolicyFromEnv(h.env),
       }),
     };
+    // The product's refresh interval: the refreshes below may then query the provider.
     await sleep(INTERVAL_MS + 100);
 
     // Act: several refreshes of the same tasks at once, as racing pollers and a sweeper would, and the
