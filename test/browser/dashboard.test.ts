@@ -79,7 +79,8 @@ async function fieldError(label: string): Promise<string> {
 
 beforeAll(async () => {
   // Running as root (CI containers) needs --no-sandbox; the pages are our own.
-  browser = await chromium.launch({ executablePath: context.chromium, args: ['--no-sandbox'] });
+  // Playwright's own launch limit is 30 s, which a loaded machine's Chromium start can pass.
+  browser = await chromium.launch({ executablePath: context.chromium, args: ['--no-sandbox'], timeout: WAIT_MS });
   session = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await session.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   page = await session.newPage();
