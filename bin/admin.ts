@@ -10,6 +10,7 @@
  */
 
 import { DomainError, UsageError } from '../functions/core/errors';
+import type { LocalStackState } from '../local/stack-state';
 import { helpText, parseInvocation } from './admin/args';
 import type { Target } from './admin/target';
 
@@ -48,6 +49,12 @@ function describeFailure(error: unknown, target: Target | undefined): string {
   if (error instanceof DomainError) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   return code ? `${code}: ${message}` : message;
+}
+
+/** The CLI's environment, with the running stack's WEBHOOK_INSECURE_ORIGINS unless the CLI sets its own. */
+function localWebhookEnv(env: NodeJS.ProcessEnv, running: LocalStackState | undefined): NodeJS.ProcessEnv {
+  if (env.WEBHOOK_INSECURE_ORIGINS || !running?.webhookInsecureOrigins) return env;
+  return { ...env, WEBHOOK_INSECURE_ORIGINS: running.webhookInsecureOrigins };
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -93,8 +100,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       ...(usage ? { usage } : {}),
       ...(defaultPlan ? { defaultPlan } : {}),
       // Deployed: the strict rule; locally the local stack's own exceptions (WEBHOOK_INSECURE_ORIGINS).
-      webhookPolicy: webhookTargetPolicy(aws ? {} : env),
-      webhookBox: () => webhookSecretBox(aws, env),
+      webhookPolicy: webhookTargetPolicy(aws ? {} : localWebhookEnv(env, target.running?.state)),
+      webhookBox: () => webhookSecretBox(aws, env, target?.running),
     });
     print(process.stdout, result.output);
     if (!result.ok)

@@ -389,7 +389,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     // Prepare
     const dataDir = await mkdtemp(join(tmpdir(), 'cli-state-'));
     await grantCredits(store, { userId: 'cli-follow', amount: 7 });
-    const remove = writeStackState(dataDir, {
+    const remove = writeStackState(dataDir, 0, {
       pid: process.pid,
       dynamodbEndpoint: store.endpoint,
       tableName: store.tableName,
