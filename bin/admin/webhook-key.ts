@@ -1,8 +1,8 @@
 /**
  * The key that seals accounts' webhook signing secrets, for `webhooks secret`: locally
  * `WEBHOOK_SECRETS_KEY`, else the running stack's: an in-memory start's is in its run record, a start
- * with a data directory keeps it in `<DATA_DIR>/webhook-secrets-key`; with `--aws` the stack's secret (`WEBHOOK_SECRETS_KEY_ARN`, output `WebhookSecretsKeyArn`), read
- * with the normal AWS credential chain.
+ * with a data directory keeps it in `<DATA_DIR>/webhook-secrets-key`; with `--aws` the stack's secret
+ * (`WEBHOOK_SECRETS_KEY_ARN`, output `WebhookSecretsKeyArn`), read with the normal AWS credential chain.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
