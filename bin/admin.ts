@@ -93,8 +93,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
       throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
     }
-    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...), read like npm start does.
-    const defaultPlan = aws ? undefined : localSettingsFromEnv(env).keyRatePlan;
+    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...): the running stack's
+    // as it recorded it, unless the CLI is given its own; else read like npm start does.
+    const ownPlanSettings = Boolean(env.KEY_RATE_LIMIT || env.KEY_BURST_LIMIT || env.KEY_DAILY_QUOTA);
+    const runningPlan = ownPlanSettings ? undefined : target.running?.state.keyRatePlan;
+    const defaultPlan = aws ? undefined : (runningPlan ?? localSettingsFromEnv(env).keyRatePlan);
     const result = await runCommand(target.ctx, command, now, {
       createIdentity,
       ...(usage ? { usage } : {}),

@@ -15,6 +15,7 @@
 import { lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 
 export const IN_MEMORY = ':memory:';
 
@@ -29,6 +30,16 @@ export interface LocalStackState {
   webhookSecretsKeyFromEnv?: boolean;
   /** The start's `WEBHOOK_INSECURE_ORIGINS`, so `webhooks set` judges URLs as the running stack does. */
   webhookInsecureOrigins?: string;
+  /** The start's default key plan (`KEY_RATE_LIMIT`, ...), so `limits show` reports what the gateway applies. */
+  keyRatePlan?: RatePlan;
+}
+
+function ratePlanOf(value: unknown): RatePlan | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { ratePerSecond, burst, dailyQuota } = value as Record<string, unknown>;
+  if (typeof ratePerSecond !== 'number' || typeof burst !== 'number') return undefined;
+  const plan: RatePlan = { ratePerSecond, burst, ...(typeof dailyQuota === 'number' ? { dailyQuota } : {}) };
+  return Object.keys(ratePlanProblems(plan)).length === 0 ? plan : undefined;
 }
 
 /** The directory holding in-memory starts' records: private to this user. */
@@ -105,6 +116,7 @@ export function readStackState(
   if (!alive(pid)) return undefined;
   const webhookSecretsKey = optionalString(record.webhookSecretsKey);
   const webhookInsecureOrigins = optionalString(record.webhookInsecureOrigins);
+  const keyRatePlan = ratePlanOf(record.keyRatePlan);
   return {
     pid,
     dynamodbEndpoint,
@@ -113,5 +125,6 @@ export function readStackState(
     ...(webhookSecretsKey ? { webhookSecretsKey } : {}),
     ...(record.webhookSecretsKeyFromEnv === true ? { webhookSecretsKeyFromEnv: true } : {}),
     ...(webhookInsecureOrigins ? { webhookInsecureOrigins } : {}),
+    ...(keyRatePlan ? { keyRatePlan } : {}),
   };
 }

@@ -402,6 +402,7 @@ export async function startLocalStack(
         ...(webhookKey.from === 'memory' ? { webhookSecretsKey: webhookKey.key } : {}),
         ...(webhookKey.from === 'env' ? { webhookSecretsKeyFromEnv: true } : {}),
         ...(settings.webhookInsecureOrigins ? { webhookInsecureOrigins: settings.webhookInsecureOrigins } : {}),
+        keyRatePlan: settings.keyRatePlan,
       }),
     );
     return {

@@ -1,6 +1,7 @@
 /**
  * Every operator CLI command the README shows, against an in-memory start (`DATA_DIR=:memory: npm
- * start`), found the way a user finds it: by the API port, with DATA_DIR unset or set to `:memory:`.
+ * start`), found the way a user finds it: by the API port, with DATA_DIR unset or set to `:memory:`,
+ * and none of the start's other settings (its default key plan is reported as the stack applies it).
  * `webhooks secret` must seal with the running stack's own key: a real receiver verifies the signed
  * delivery with the secret the CLI printed.
  */
@@ -68,7 +69,14 @@ describe('operator CLI against an in-memory npm start', () => {
     await new Promise<void>((ready) => receiver.listen(receiverPort, '127.0.0.1', () => ready()));
     // Exactly as a user would start it; spawnLocalStack picks free ports and sets DATA_DIR=:memory:.
     stack = await spawnLocalStack({
-      env: { DATA_DIR: ':memory:', WEBHOOK_INSECURE_ORIGINS: origin, DYNAMODB_ENDPOINT: '', API_STAGE: '' },
+      env: {
+        DATA_DIR: ':memory:',
+        WEBHOOK_INSECURE_ORIGINS: origin,
+        KEY_RATE_LIMIT: '7',
+        KEY_BURST_LIMIT: '9',
+        DYNAMODB_ENDPOINT: '',
+        API_STAGE: '',
+      },
     });
     // The operator's shell: none of the stack's settings but the API port it was started on.
     const {
@@ -79,6 +87,9 @@ describe('operator CLI against an in-memory npm start', () => {
       PORT_BASE: _b,
       WEBHOOK_SECRETS_KEY: _k,
       WEBHOOK_INSECURE_ORIGINS: _o,
+      KEY_RATE_LIMIT: _r,
+      KEY_BURST_LIMIT: _s,
+      KEY_DAILY_QUOTA: _q,
       ...rest
     } = process.env;
     cliEnv = { ...rest, PORT: new URL(stack.baseUrl).port };
@@ -104,6 +115,7 @@ describe('operator CLI against an in-memory npm start', () => {
     const limited = await admin(['limits', 'set', '--user', USER, '--rate', '5', '--burst', '10'], memory);
     const limits = await admin(['limits', 'show', '--user', USER]);
     const reset = await admin(['limits', 'reset', '--user', USER], memory);
+    const defaultPlan = await admin(['limits', 'show', '--user', 'no-plan-of-its-own']);
     const invited = await admin(['accounts', 'invite', '--email', 'in-memory@example.com', '--user', 'invited']);
     const signedOut = await admin(['accounts', 'revoke-sessions', '--user', 'invited'], memory);
     const cleared = await admin(['webhooks', 'clear', '--user', USER]);
@@ -120,7 +132,8 @@ describe('operator CLI against an in-memory npm start', () => {
     expect(audited).toMatchObject({ code: 0, json: { ok: true } });
     expect(limited.code).toBe(0);
     expect(limits).toMatchObject({ code: 0, json: { own: true } });
-    expect(reset.code).toBe(0);
+    expect(reset).toMatchObject({ code: 0, json: { own: false, ratePerSecond: 7, burst: 9 } });
+    expect(defaultPlan).toMatchObject({ code: 0, json: { own: false, ratePerSecond: 7, burst: 9, dailyQuota: null } });
     expect(invited.code).toBe(0);
     expect(signedOut.code).toBe(0);
     expect(cleared.code).toBe(0);
