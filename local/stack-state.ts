@@ -12,7 +12,7 @@
  * Both are written once the stack is ready (readable by the owner only) and removed when it stops; a
  * record whose process is gone is ignored.
  */
-import { lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
@@ -76,7 +76,7 @@ export function writeStackState(
   state: LocalStackState,
   env: NodeJS.ProcessEnv = process.env,
 ): () => void {
-  if (dataDir === IN_MEMORY) privateRunDirectory(env);
+  if (dataDir === IN_MEMORY) removeStaleRecords(privateRunDirectory(env));
   const file = stateFile(dataDir, port, env);
   writeFileSync(file, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   return () => rmSync(file, { force: true });
@@ -89,6 +89,20 @@ function alive(pid: number): boolean {
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes records of in-memory starts whose process is gone (killed before it could remove its own). */
+function removeStaleRecords(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    if (!/^in-memory-\d+\.json$/.test(name)) continue;
+    const file = join(dir, name);
+    try {
+      const { pid } = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown };
+      if (typeof pid === 'number' && !alive(pid)) rmSync(file, { force: true });
+    } catch {
+      // Being written by another start, or removed meanwhile: not ours to judge.
+    }
   }
 }
 
