@@ -10,6 +10,7 @@
  */
 
 import { DomainError, UsageError } from '../functions/core/errors';
+import type { LocalStackState } from '../local/stack-state';
 import { helpText, parseInvocation } from './admin/args';
 import type { Target } from './admin/target';
 
@@ -50,6 +51,12 @@ function describeFailure(error: unknown, target: Target | undefined): string {
   return code ? `${code}: ${message}` : message;
 }
 
+/** The CLI's environment, with the running stack's WEBHOOK_INSECURE_ORIGINS unless the CLI sets its own. */
+function localWebhookEnv(env: NodeJS.ProcessEnv, running: LocalStackState | undefined): NodeJS.ProcessEnv {
+  if (env.WEBHOOK_INSECURE_ORIGINS || !running?.webhookInsecureOrigins) return env;
+  return { ...env, WEBHOOK_INSECURE_ORIGINS: running.webhookInsecureOrigins };
+}
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const now = new Date();
   let target: Target | undefined;
@@ -86,15 +93,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
       throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
     }
-    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...), read like npm start does.
-    const defaultPlan = aws ? undefined : localSettingsFromEnv(env).keyRatePlan;
+    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...): the running stack's
+    // as it recorded it, unless the CLI is given its own; else read like npm start does.
+    const ownPlanSettings = Boolean(env.KEY_RATE_LIMIT || env.KEY_BURST_LIMIT || env.KEY_DAILY_QUOTA);
+    const runningPlan = ownPlanSettings ? undefined : target.running?.state.keyRatePlan;
+    const defaultPlan = aws ? undefined : (runningPlan ?? localSettingsFromEnv(env).keyRatePlan);
     const result = await runCommand(target.ctx, command, now, {
       createIdentity,
       ...(usage ? { usage } : {}),
       ...(defaultPlan ? { defaultPlan } : {}),
       // Deployed: the strict rule; locally the local stack's own exceptions (WEBHOOK_INSECURE_ORIGINS).
-      webhookPolicy: webhookTargetPolicy(aws ? {} : env),
-      webhookBox: () => webhookSecretBox(aws, env),
+      webhookPolicy: webhookTargetPolicy(aws ? {} : localWebhookEnv(env, target.running?.state)),
+      webhookBox: () => webhookSecretBox(aws, env, target?.running),
     });
     print(process.stdout, result.output);
     if (!result.ok)

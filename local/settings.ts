@@ -4,7 +4,7 @@
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
-import { parseRetryDelays } from '../functions/core/webhooks';
+import { parseMaxOpenDeliveries, parseRetryDelays } from '../functions/core/webhooks';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
@@ -140,6 +140,8 @@ function checkedOrigins(text: string, setting: string): string {
 }
 
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
+  parseMaxOpenDeliveries(env.WEBHOOK_MAX_OPEN_DELIVERIES);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.

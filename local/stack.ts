@@ -193,16 +193,18 @@ function localCallbackSecret(dataDir: string): string {
 /**
  * The key that seals accounts' webhook signing secrets (Secrets Manager holds it when deployed):
  * `WEBHOOK_SECRETS_KEY` when set, else made once and kept in the data directory (readable by its owner
- * only), where the operator CLI finds it; a new one per start with `:memory:`.
+ * only), where the operator CLI finds it; a new one per start with `:memory:`, which the CLI finds in
+ * that run's record.
  */
-function localWebhookSecretsKey(dataDir: string): string {
-  if (process.env.WEBHOOK_SECRETS_KEY) return process.env.WEBHOOK_SECRETS_KEY;
-  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+function localWebhookSecretsKey(dataDir: string): { key: string; from: 'env' | 'memory' | 'file' } {
+  if (process.env.WEBHOOK_SECRETS_KEY) return { key: process.env.WEBHOOK_SECRETS_KEY, from: 'env' };
+  // Kept for the CLI in this run's record (local/stack-state.ts), which is removed when the stack stops.
+  if (dataDir === ':memory:') return { key: randomBytes(32).toString('base64url'), from: 'memory' };
   const file = resolve(dataDir, 'webhook-secrets-key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (existsSync(file)) return { key: readFileSync(file, 'utf8').trim(), from: 'file' };
   const key = randomBytes(32).toString('base64url');
   writeFileSync(file, key, { mode: 0o600 });
-  return key;
+  return { key, from: 'file' };
 }
 
 /** Starts everything; on any failure, stops what already started. */
@@ -287,6 +289,7 @@ export async function startLocalStack(
       dynamodb = { endpoint: proxy.endpoint };
     }
 
+    const webhookKey = localWebhookSecretsKey(settings.dataDir);
     // The handlers read exactly the variables the CDK stack sets on the Lambdas.
     Object.assign(process.env, {
       TABLE_NAME: settings.tableName,
@@ -306,7 +309,7 @@ export async function startLocalStack(
       // The mock provider calls back here when a task ends (the same route as deployed).
       PROVIDER_CALLBACK_BASE_URL: apiUrl,
       PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
-      WEBHOOK_SECRETS_KEY: localWebhookSecretsKey(settings.dataDir),
+      WEBHOOK_SECRETS_KEY: webhookKey.key,
       ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
       ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
       OIDC_ISSUER: oidc.issuer,
@@ -391,11 +394,15 @@ export async function startLocalStack(
     const demoKey = await demoKeyWritten;
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
     cleanups.push(
-      writeStackState(settings.dataDir, {
+      writeStackState(settings.dataDir, settings.port, {
         pid: process.pid,
         dynamodbEndpoint: dynamodb.endpoint,
         tableName: settings.tableName,
         apiUrl,
+        ...(webhookKey.from === 'memory' ? { webhookSecretsKey: webhookKey.key } : {}),
+        ...(webhookKey.from === 'env' ? { webhookSecretsKeyFromEnv: true } : {}),
+        ...(settings.webhookInsecureOrigins ? { webhookInsecureOrigins: settings.webhookInsecureOrigins } : {}),
+        keyRatePlan: settings.keyRatePlan,
       }),
     );
     return {

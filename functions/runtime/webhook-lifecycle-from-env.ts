@@ -3,7 +3,7 @@
  * by the API functions' media store (it only reads them: presigned GETs), the secret box, the
  * endpoint policy and the retry schedule.
  */
-import { parseRetryDelays } from '../core/webhooks';
+import { parseMaxOpenDeliveries, parseRetryDelays } from '../core/webhooks';
 import type { WebhookLifecycle } from '../lifecycle/webhooks';
 import { secretBoxFromEnv } from '../webhooks/secret-box';
 import { webhookTargetPolicy } from '../webhooks/target-policy';
@@ -15,7 +15,7 @@ let cached: WebhookLifecycle | null | undefined;
 /**
  * The worker's lifecycle for this process, built on first use; undefined when no webhook secrets key
  * is configured (`WEBHOOK_SECRETS_KEY` or `WEBHOOK_SECRETS_KEY_ARN`): webhooks are then off.
- * @throws Error on a malformed setting (`WEBHOOK_RETRY_DELAYS_SECONDS`, `WEBHOOK_INSECURE_ORIGINS`)
+ * @throws Error on a malformed setting (`WEBHOOK_RETRY_DELAYS_SECONDS`, `WEBHOOK_INSECURE_ORIGINS`, `WEBHOOK_MAX_OPEN_DELIVERIES`)
  */
 export function webhookLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): WebhookLifecycle | undefined {
   if (cached !== undefined) return cached ?? undefined;
@@ -31,6 +31,7 @@ export function webhookLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): W
       box,
       policy: webhookTargetPolicy(env),
       retryDelays: parseRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS),
+      maxOpenDeliveries: parseMaxOpenDeliveries(env.WEBHOOK_MAX_OPEN_DELIVERIES),
     },
   };
   return cached;

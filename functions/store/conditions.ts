@@ -139,6 +139,13 @@ export const deliveryConditions = {
     values: { ':sendingState': 'sending', ':claimId': claimId },
   }),
 
+  /** The account has fewer than `limit` open deliveries (a missing counter is none). */
+  openBelow: (limit: number): Expr => ({
+    expression: `attribute_not_exists(${attr('openDeliveries')}) OR ${attr('openDeliveries')} < :openLimit`,
+    names: namesOf('openDeliveries'),
+    values: { ':openLimit': limit },
+  }),
+
   /** The delivery still sits in the due index where the sweeper found it (nobody claimed it since). */
   dueAt: (dueKey: string): Expr => ({
     expression: `${attr(TABLE.pendingIndex.sortKey)} = :dueKey`,

@@ -229,3 +229,22 @@ export async function withRetry<T>(operation: () => Promise<T>, options: RetryOp
 export function busy(error: unknown): ServiceBusyError {
   return new ServiceBusyError({ cause: error });
 }
+
+/** What a cancelled opening of a delivery means (the delivery's put and the open counter's update). */
+export type DeliveryOpenFailure = 'exists' | 'over-limit';
+
+/**
+ * Maps a failed opening of a webhook delivery: the task has its delivery already (a redelivered
+ * record), or the account is at its bound of open deliveries. Rethrows anything else (a conflict is
+ * retried by `withRetry` before it gets here).
+ */
+export function deliveryOpenFailure(
+  error: unknown,
+  layout: { delivery: number; counter: number },
+): DeliveryOpenFailure {
+  const reasons = cancellationReasons(error);
+  if (!reasons) throw error;
+  if (failedCondition(reasons, layout.delivery)) return 'exists';
+  if (failedCondition(reasons, layout.counter)) return 'over-limit';
+  throw error;
+}

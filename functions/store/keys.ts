@@ -95,6 +95,11 @@ export const accountKeys = {
 export const webhookKeys = {
   /** An account's webhook settings: its default endpoint and its sealed signing secret. */
   settings: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS' }),
+  /**
+   * How many of the account's deliveries are open (`sending` or `waiting`): the counter the bound on
+   * open deliveries is enforced on (`deliveryConditions.openBelow`).
+   */
+  openDeliveries: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS#OPEN' }),
   /** The one webhook delivery of a task (its event when it ended). */
   delivery: (userId: string, taskId: string): ItemKey => ({
     PK: `${USER}${userId}`,

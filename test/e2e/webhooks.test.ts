@@ -31,6 +31,9 @@ const ROOT = resolve(__dirname, '../..');
 const TABLE_NAME = 'generation-service-e2e-webhooks';
 const USER = 'e2e-webhooks';
 const HANG_USER = 'e2e-webhooks-default';
+const BOUND_USER = 'e2e-webhooks-bound';
+/** This stack's bound on open deliveries per account (WEBHOOK_MAX_OPEN_DELIVERIES). */
+const MAX_OPEN = 2;
 
 interface Received {
   path: string;
@@ -48,7 +51,7 @@ if (target.runs('webhooks')) {
     const keys: Record<string, string> = {};
     let operatorEnv: NodeJS.ProcessEnv;
 
-    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` never answers. */
+    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` and `/bound` never answer. */
     function receive(request: IncomingMessage, response: ServerResponse) {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -58,7 +61,7 @@ if (target.runs('webhooks')) {
           Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
         );
         received.push({ path, headers, body: Buffer.concat(chunks).toString('utf8') });
-        if (path === '/hang') {
+        if (path === '/hang' || path === '/bound') {
           hanging.add(request.socket);
           return;
         }
@@ -141,6 +144,7 @@ if (target.runs('webhooks')) {
         TABLE_NAME,
         WEBHOOK_INSECURE_ORIGINS: origin,
         WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1',
+        WEBHOOK_MAX_OPEN_DELIVERIES: String(MAX_OPEN),
         WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64url'),
         SWEEPER_INTERVAL_SECONDS: '1',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
@@ -153,7 +157,7 @@ if (target.runs('webhooks')) {
       const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
       const store = { doc, tableName: TABLE_NAME };
       try {
-        for (const user of [USER, HANG_USER]) {
+        for (const user of [USER, HANG_USER, BOUND_USER]) {
           await grantCredits(store, { userId: user, amount: 100, grantId: user });
           keys[user] = (await putApiKey(store, { userId: user, name: 'e2e webhooks' })).apiKey;
         }
@@ -271,6 +275,76 @@ if (target.runs('webhooks')) {
         });
       },
       timeoutFor(3),
+    );
+
+    test(
+      'a task the provider refused at submission sends no webhook; the next task of the account does',
+      async () => {
+        // Prepare
+        await admin(['webhooks', 'secret', '--user', USER]);
+
+        // Act: the refused one first, then one that completes, both to the same endpoint
+        const refused = await submit(USER, {
+          webhookUrl: `${origin}/refused`,
+          providerInput: { mockOutcome: 'reject' },
+        });
+        const later = await submit(USER, { webhookUrl: `${origin}/refused`, providerInput: { mockDelayMs: 200 } });
+        const [event] = await receivedOn('/refused', 1);
+        const refusedDelivery = await admin([
+          'webhooks',
+          'deliveries',
+          '--user',
+          USER,
+          '--task',
+          String(refused.body.taskId),
+        ]);
+
+        // Assert
+        expect(refused).toMatchObject({ status: 202, body: { status: 2 } });
+        expect(later.status).toBe(202);
+        expect(JSON.parse(event?.body ?? '{}')).toMatchObject({ data: { taskId: later.body.taskId } });
+        expect(received.filter((entry) => entry.path === '/refused')).toHaveLength(1);
+        expect(refusedDelivery.json).toMatchObject({ delivery: null, attempts: [] });
+      },
+      timeoutFor(2),
+    );
+
+    test(
+      'past the account bound on open deliveries, the next one is recorded failed with the reason and never sent',
+      async () => {
+        // Prepare: the endpoint never answers, so every delivery stays open for its whole schedule
+        await admin(['webhooks', 'secret', '--user', BOUND_USER]);
+        await admin(['webhooks', 'set', '--user', BOUND_USER, '--url', `${origin}/bound`]);
+
+        // Act
+        const taskIds: string[] = [];
+        for (let n = 0; n <= MAX_OPEN; n++) {
+          const submitted = await submit(BOUND_USER, { providerInput: { mockDelayMs: 200 } });
+          taskIds.push(String(submitted.body.taskId));
+        }
+        for (const taskId of taskIds) await pollUntilEnded(BOUND_USER, taskId);
+        const calls = await receivedOn('/bound', MAX_OPEN);
+        const states: { state?: string; reason?: string | null }[] = [];
+        for (const taskId of taskIds) {
+          const deadline = Date.now() + WAIT_MS;
+          let described = await admin(['webhooks', 'deliveries', '--user', BOUND_USER, '--task', taskId]);
+          while (!described.json.delivery && Date.now() < deadline) {
+            await sleep(500);
+            described = await admin(['webhooks', 'deliveries', '--user', BOUND_USER, '--task', taskId]);
+          }
+          states.push(described.json.delivery as { state?: string; reason?: string | null });
+        }
+
+        // Assert: MAX_OPEN deliveries open, the one past the bound dropped, visibly
+        const dropped = states.filter((delivery) => delivery.state === 'failed');
+        expect(dropped).toEqual([
+          expect.objectContaining({ attempts: 0, reason: expect.stringContaining(`already has ${MAX_OPEN} open`) }),
+        ]);
+        expect(states.filter((delivery) => delivery.state !== 'failed')).toHaveLength(MAX_OPEN);
+        const droppedTask = taskIds[states.findIndex((delivery) => delivery.state === 'failed')];
+        expect(calls.map((call) => JSON.parse(call.body).data.taskId)).not.toContain(droppedTask);
+      },
+      timeoutFor(2 * MAX_OPEN + 4),
     );
   });
 }

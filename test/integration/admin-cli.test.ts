@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -389,7 +390,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     // Prepare
     const dataDir = await mkdtemp(join(tmpdir(), 'cli-state-'));
     await grantCredits(store, { userId: 'cli-follow', amount: 7 });
-    const remove = writeStackState(dataDir, {
+    const remove = writeStackState(dataDir, 0, {
       pid: process.pid,
       dynamodbEndpoint: store.endpoint,
       tableName: store.tableName,
@@ -416,6 +417,46 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(stopped.code).toBe(1);
     expect(stopped.error).toEqual({ error: expect.stringContaining('http://127.0.0.1:1') });
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('finds an in-memory start by its API port, and a new start clears records of starts that were killed', async () => {
+    // Prepare: a private run directory, a record of a start whose process is gone, one of a live start
+    const runDir = await mkdtemp(join(tmpdir(), 'cli-run-'));
+    const runEnv = { XDG_RUNTIME_DIR: runDir };
+    await grantCredits(store, { userId: 'cli-in-memory', amount: 4 });
+    const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
+    const stack = { dynamodbEndpoint: store.endpoint, tableName: store.tableName, apiUrl: 'http://127.0.0.1:1' };
+    writeStackState(':memory:', 4101, { ...stack, pid: deadPid }, runEnv);
+    const stale = join(runDir, 'generation-service', 'in-memory-4101.json');
+    const staleBefore = existsSync(stale);
+
+    // Act
+    const remove = writeStackState(':memory:', 4102, { ...stack, pid: process.pid }, runEnv);
+    const unset = { TABLE_NAME: '', DYNAMODB_PORT: '', ...runEnv };
+    const byPort = await admin(['credits', 'show', '--user', 'cli-in-memory'], { ...unset, PORT: '4102' });
+    const byBase = await admin(['credits', 'show', '--user', 'cli-in-memory'], {
+      ...unset,
+      DATA_DIR: ':memory:',
+      PORT_BASE: '4102',
+    });
+    const deadOne = await admin(['credits', 'show', '--user', 'cli-in-memory'], {
+      ...unset,
+      DATA_DIR: ':memory:',
+      PORT: '4101',
+    });
+    remove();
+
+    // Assert
+    expect(staleBefore).toBe(true);
+    expect(existsSync(stale)).toBe(false);
+    expect(byPort).toMatchObject({ code: 0, json: { userId: 'cli-in-memory', balance: 4 } });
+    expect(byBase).toMatchObject({ code: 0, json: { userId: 'cli-in-memory', balance: 4 } });
+    expect(deadOne.code).toBe(2);
+    expect(deadOne.error).toEqual({
+      error: expect.stringContaining('no in-memory local stack (DATA_DIR=:memory:) is running on port 4101'),
+    });
+    expect(statSync(join(runDir, 'generation-service')).mode & 0o777).toBe(0o700);
+    await rm(runDir, { recursive: true, force: true });
   });
 
   it('explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {
