@@ -285,6 +285,55 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
+   * Grants reading (`GetSecretValue`, `DescribeSecret`) the secret the dashboard's distribution sends
+   * as `X-Origin-Verify` and sets `ORIGIN_VERIFY_SECRET_ARN`: with it the function believes the viewer
+   * address the distribution forwards (functions/auth/viewer-address.ts).
+   */
+  bindOriginVerify(secret: ISecret): this {
+    this.addEnvironment('ORIGIN_VERIFY_SECRET_ARN', secret.secretArn);
+    secret.grantRead(this);
+    return this;
+  }
+
+  /** Sets `PUBLIC_ORIGIN`, the browsers' origin (CSRF checks, redirects after sign-in). */
+  bindPublicOrigin(origin: string): this {
+    this.addEnvironment('PUBLIC_ORIGIN', origin);
+    return this;
+  }
+
+  /**
+   * Sets `PROVIDER_CALLBACK_BASE_URL`: tasks sent to the provider get a callback URL under it (without
+   * it, tasks finish by polling and the sweeper).
+   */
+  bindProviderCallbacks(origin: string): this {
+    this.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+    return this;
+  }
+
+  /**
+   * Makes the function the OpenID Connect client: sets `OIDC_ISSUER`, `OIDC_CLIENT_ID` and
+   * `OIDC_CLIENT_SECRET_ARN`, and grants reading the client secret (nothing else).
+   */
+  bindOidcClient(client: { issuer: string; clientId: string; clientSecret: ISecret }): this {
+    this.addEnvironment('OIDC_ISSUER', client.issuer);
+    this.addEnvironment('OIDC_CLIENT_ID', client.clientId);
+    this.addEnvironment('OIDC_CLIENT_SECRET_ARN', client.clientSecret.secretArn);
+    client.clientSecret.grantRead(this);
+    return this;
+  }
+
+  /**
+   * Lets the function enroll API Gateway API keys in usage plans (functions/aws/usage-plans.ts): sets
+   * `USAGE_PLAN_NAME`, the default plan it finds by name, and adds the API Gateway grants the caller
+   * scoped to this API's plans.
+   */
+  bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
+    this.addEnvironment('USAGE_PLAN_NAME', planName);
+    for (const grant of grants) this.addToRolePolicy(grant);
+    return this;
+  }
+
+  /**
    * Grants writing and reading result files under `results/` of the media bucket (nothing else in
    * it, no listing, no deletes), or with `read` reading only, and sets `MEDIA_BUCKET`, plus
    * `MEDIA_URL_TTL_SECONDS` when given.

@@ -19,6 +19,7 @@ import {
 import {
   actionsOf,
   cleanUp,
+  functionLogicalId,
   logicalIdOf,
   type Statement,
   type SynthesizedService,
@@ -44,18 +45,7 @@ const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
-  const fn =
-    name === AUTHORIZER.name
-      ? service.stack.authorizerFunction
-      : name === SWEEPER.name
-        ? service.stack.sweeperFunction
-        : name === MEDIA_WORKER.name
-          ? service.stack.mediaWorkerFunction
-          : name === WEBHOOK_WORKER.name
-            ? service.stack.webhookWorkerFunction
-            : service.stack.routeFunctions.get(name);
-  if (!fn) throw new Error(`no function ${name}`);
-  return logicalIdOf(service, fn);
+  return functionLogicalId(service, name);
 }
 
 function statementsOf(name: string): Statement[] {
@@ -415,7 +405,7 @@ describe('accounts', () => {
     expect(api.FunctionAssociations).toEqual([
       {
         EventType: 'viewer-request',
-        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/^ViewerAddressFunction/), 'FunctionARN'] },
+        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/ViewerAddressFunction[0-9A-F]{8}$/), 'FunctionARN'] },
       },
     ]);
     expect(functions).toHaveLength(1);
