@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -323,13 +323,15 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
-   * Lets the function enroll API Gateway API keys in usage plans (functions/aws/usage-plans.ts): sets
-   * `USAGE_PLAN_NAME`, the default plan it finds by name, and adds the API Gateway grants the caller
-   * scoped to this API's plans.
+   * Lets the function act on API Gateway API keys and usage plans (functions/aws/usage-plans.ts): sets
+   * `USAGE_PLAN_NAME`, the default plan it finds by name, and grants what the caller scoped to this
+   * API's plans. The grants go into a policy of their own, not the role's default policy: the function
+   * depends on that one, and these grants name the default plan, which depends on the function (plan ->
+   * stage -> deployment -> methods -> functions).
    */
   bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
     this.addEnvironment('USAGE_PLAN_NAME', planName);
-    for (const grant of grants) this.addToRolePolicy(grant);
+    new Policy(this, 'UsagePlans', { statements: [...grants], roles: [this.executionRole] });
     return this;
   }
 

@@ -27,6 +27,9 @@ export interface TableNeeds {
   keys: readonly TableKeyPattern[];
 }
 
+/** An action on API Gateway API keys (see `FunctionNeeds.usagePlans`). */
+export type UsageKeyAction = 'enroll' | 'delete';
+
 /** What a function needs besides the table; the stack grants exactly this. */
 export interface FunctionNeeds {
   table: TableNeeds;
@@ -38,16 +41,21 @@ export interface FunctionNeeds {
    */
   providerReads?: boolean;
   /**
-   * `write` copies results into the media bucket and signs URLs; `read` only signs URLs to results
-   * (the webhook worker's payloads); `none` never touches it.
+   * `write` copies results into the media bucket and signs URLs (the media worker, and the sweeper for
+   * copies that waited too long); `read` only signs URLs to results (the request functions and the
+   * webhook worker's payloads); `none` never touches it.
    */
   media: 'write' | 'read' | 'none';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
   oidc?: boolean;
-  /** Enrolls keys (or an account's sessions) in API Gateway usage plans: their per-key rate limits. */
-  usagePlans?: boolean;
+  /**
+   * What it does with API Gateway API keys, the carriers of per-key rate limits: `enroll` creates a
+   * key (or an account's sessions' key) and adds it to its account's usage plan; `delete` deletes the
+   * API Gateway key of an ended key. Absent: nothing.
+   */
+  usagePlans?: readonly UsageKeyAction[];
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
 }

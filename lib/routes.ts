@@ -20,16 +20,16 @@ import type {
 export type * from './lambda-definitions';
 
 // Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+// No request copies media (the media worker does): they only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
   provider: true,
-  media: 'write',
+  media: 'read',
 };
 /** What the authorizer touches: keys and sessions by hash, their listings under the account. */
 const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
 const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
-const readNeeds: FunctionNeeds = { table: { access: 'RO', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
 /** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
@@ -130,7 +130,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/auth/callback',
     entry: 'functions/auth-callback/handler.ts',
-    needs: { ...writeNeeds, oidc: true, usagePlans: true, viewerAddress: true },
+    needs: { ...writeNeeds, oidc: true, usagePlans: ['enroll'], viewerAddress: true },
     auth: 'none',
   },
   {
@@ -155,7 +155,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/session',
     entry: 'functions/session/handler.ts',
-    needs: readNeeds,
+    // The session by its hash and the account's balance; no keys, no invitations.
+    needs: { table: { access: 'RO', keys: ['USER#*', 'SESSION#*'] }, provider: false, media: 'none' },
   },
   {
     name: 'keys-list',
@@ -163,7 +164,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/keys',
     entry: 'functions/keys-list/handler.ts',
-    needs: readNeeds,
+    // The key listings under the account (USER#<id>/KEY#...), never the keys themselves.
+    needs: ownReadNeeds,
   },
   {
     name: 'keys-create',
@@ -171,7 +173,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, usagePlans: true },
+    needs: { ...writeNeeds, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
@@ -179,7 +181,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
-    needs: { ...writeNeeds, usagePlans: true },
+    // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
+    needs: { ...writeNeeds, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
@@ -187,7 +190,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
-    needs: writeNeeds,
+    // Deletes the revoked key's API Gateway key.
+    needs: { ...writeNeeds, usagePlans: ['delete'] },
   },
   {
     name: 'audit-log',
@@ -195,7 +199,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/audit',
     entry: 'functions/audit-log/handler.ts',
-    needs: readNeeds,
+    // The account's audit entries (USER#<id>/AUDIT#...).
+    needs: ownReadNeeds,
   },
 ];
 
@@ -222,7 +227,14 @@ export const SWEEPER: ScheduleDefinition = {
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
-  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] } },
+  // It copies results whose copy waited too long (media write), and deletes the API Gateway keys of
+  // rotated keys whose grace ended.
+  needs: {
+    ...lifecycleNeeds,
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] },
+    media: 'write',
+    usagePlans: ['delete'],
+  },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
   // longer than its one-minute period when a large video is being copied.
   timeoutSeconds: 120,

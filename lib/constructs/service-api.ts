@@ -3,7 +3,7 @@
  * the routes that take credentials, JSON gateway responses, JSON access logs, the default usage plan
  * (per-key limits) and the web ACL in front of the stage.
  */
-import { Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Tags, Token } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -23,6 +23,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import {
   QUOTA_EXCEEDED_BODY,
   QUOTA_RETRY_AFTER_SECONDS,
@@ -266,23 +267,56 @@ export class ServiceApi extends Construct {
       ...(config.keyDailyQuota > 0 ? { quota: { limit: config.keyDailyQuota, period: Period.DAY } } : {}),
       apiStages: [{ api: this.api, stage: this.api.deploymentStage }],
     });
+    // The tag this API's plans carry (account plans get it when created, functions/aws/usage-plans.ts).
+    Tags.of(plan).add(USAGE_PLAN_API_TAG, this.api.restApiId);
     const stack = Stack.of(this);
     const apiGateway = (path: string) => `arn:${stack.partition}:apigateway:${stack.region}::${path}`;
+    // As cdk-nag prints a resource: the partition and region literally when the stack has them (a CLI
+    // synth), else as placeholders.
+    const printed = (path: string) =>
+      `arn:${Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition}:apigateway:${Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region}::${path}`;
     for (const [definition, fn] of functions.entries()) {
-      if (!definition.needs.usagePlans) continue;
-      // Create and find API keys, find the default plan, add keys to plans: nothing else of API Gateway.
-      fn.bindUsagePlans(name, [
-        new PolicyStatement({
-          actions: ['apigateway:GET', 'apigateway:POST'],
-          resources: [apiGateway('/apikeys'), apiGateway('/usageplans'), apiGateway('/usageplans/*/keys')],
-        }),
-      ]);
-      acknowledge(
-        fn.executionRole,
-        // As cdk-nag prints it: the region literally when the stack has one (a CLI synth), else the token.
-        `AwsSolutions-IAM5[Resource::arn:${Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition}:apigateway:${Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region}::/usageplans/*/keys]`,
-        "Adding a key to its account's usage plan: the plan ids are made at run time (account plans) or would be a circular reference (the default plan), and GET/POST are the only actions",
-      );
+      const actions = definition.needs.usagePlans ?? [];
+      if (actions.length === 0) continue;
+      const grants: PolicyStatement[] = [];
+      if (actions.includes('enroll')) {
+        grants.push(
+          // CreateApiKey. Creating a key grants nothing by itself: only a plan's keys pass the gateway.
+          new PolicyStatement({ actions: ['apigateway:POST'], resources: [apiGateway('/apikeys')] }),
+          // GetApiKeys by name (when a retried enrollment finds the key made already) and GetUsagePlans
+          // by name (the default plan's id): lists, which IAM cannot narrow (see README "Security notes").
+          new PolicyStatement({
+            actions: ['apigateway:GET'],
+            resources: [apiGateway('/apikeys'), apiGateway('/usageplans')],
+          }),
+          // CreateUsagePlanKey: into the default plan, or an account plan of this API (its tag; a plan's
+          // keys inherit it). No other plan of the region, and no reading of any plan's keys.
+          new PolicyStatement({
+            actions: ['apigateway:POST'],
+            resources: [apiGateway(`/usageplans/${plan.usagePlanId}/keys`)],
+          }),
+          new PolicyStatement({
+            actions: ['apigateway:POST'],
+            resources: [apiGateway('/usageplans/*/keys')],
+            conditions: { StringEquals: { [`aws:ResourceTag/${USAGE_PLAN_API_TAG}`]: this.api.restApiId } },
+          }),
+        );
+        acknowledge(
+          fn,
+          `AwsSolutions-IAM5[Resource::${printed('/usageplans/*/keys')}]`,
+          "Adding a key to an account's own usage plan, made at run time (limits set): only plans tagged with this API's id, and POST is the only action",
+        );
+      }
+      if (actions.includes('delete')) {
+        // DeleteApiKey of an ended key. API key ARNs carry only a random id, so no narrower resource exists.
+        grants.push(new PolicyStatement({ actions: ['apigateway:DELETE'], resources: [apiGateway('/apikeys/*')] }));
+        acknowledge(
+          fn,
+          `AwsSolutions-IAM5[Resource::${printed('/apikeys/*')}]`,
+          'Deleting the API Gateway key of an ended key: API key ARNs hold only a random id, so no narrower resource names them; DELETE is the only action',
+        );
+      }
+      fn.bindUsagePlans(name, grants);
     }
     return plan;
   }
