@@ -110,7 +110,11 @@ export class ServiceAccounts extends Construct {
     this.userPoolClient = this.userPool.addClient('ServiceClient', {
       userPoolClientName: 'generation-service',
       generateSecret: true,
-      authFlows: {},
+      // Sign-in is only the hosted UI's authorization code flow, which needs none of the SDK sign-in
+      // flows (password, SRP, custom, admin password); the CLI creates users with the admin API only.
+      // Listed as false so the client says so: unset, Cognito would allow SRP and custom auth. Cognito
+      // keeps ALLOW_REFRESH_TOKEN_AUTH with any list (the service uses no refresh token; 1 h validity).
+      authFlows: { userPassword: false, userSrp: false, custom: false, adminUserPassword: false, user: false },
       preventUserExistenceErrors: true,
       oAuth: {
         flows: { authorizationCodeGrant: true },

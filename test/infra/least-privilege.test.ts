@@ -1,9 +1,9 @@
 /**
  * Least privilege, pinned: every function's IAM statements as a table (function -> the statements its
- * role allows). A grant added, widened or dropped anywhere changes
+ * role allows), and the sign-in client's auth flows. A grant added, widened or dropped anywhere changes
  * a line here. Issue 24: API Gateway key and plan grants scoped to this API's plans and to what each
  * function does; no media writes on request paths; the session, key listing and audit log read only
- * the partitions they use.
+ * the partitions they use; the Cognito client allows no SDK sign-in flow.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -129,4 +129,14 @@ test("the default usage plan carries its API's tag, the one the enrolling functi
   expect(plans[0]?.Properties.Tags).toEqual([
     { Key: USAGE_PLAN_API_TAG, Value: { Ref: expect.stringMatching(/^Api[0-9A-F]{8}$/) } },
   ]);
+});
+
+test('the sign-in client allows no SDK sign-in flow: only the hosted code flow and the refresh Cognito always keeps', () => {
+  // Act
+  const clients = Object.values(service.template.findResources('AWS::Cognito::UserPoolClient'));
+
+  // Assert
+  expect(clients).toHaveLength(1);
+  expect(clients[0]?.Properties.ExplicitAuthFlows).toEqual(['ALLOW_REFRESH_TOKEN_AUTH']);
+  expect(clients[0]?.Properties.AllowedOAuthFlows).toEqual(['code']);
 });
