@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -281,6 +281,57 @@ export class GenerationFunction extends NodejsFunction {
     );
     secret.encryptionKey?.grantDecrypt(this);
     this.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', secret.secretArn);
+    return this;
+  }
+
+  /**
+   * Grants reading (`GetSecretValue`, `DescribeSecret`) the secret the dashboard's distribution sends
+   * as `X-Origin-Verify` and sets `ORIGIN_VERIFY_SECRET_ARN`: with it the function believes the viewer
+   * address the distribution forwards (functions/auth/viewer-address.ts).
+   */
+  bindOriginVerify(secret: ISecret): this {
+    this.addEnvironment('ORIGIN_VERIFY_SECRET_ARN', secret.secretArn);
+    secret.grantRead(this);
+    return this;
+  }
+
+  /** Sets `PUBLIC_ORIGIN`, the browsers' origin (CSRF checks, redirects after sign-in). */
+  bindPublicOrigin(origin: string): this {
+    this.addEnvironment('PUBLIC_ORIGIN', origin);
+    return this;
+  }
+
+  /**
+   * Sets `PROVIDER_CALLBACK_BASE_URL`: tasks sent to the provider get a callback URL under it (without
+   * it, tasks finish by polling and the sweeper).
+   */
+  bindProviderCallbacks(origin: string): this {
+    this.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+    return this;
+  }
+
+  /**
+   * Makes the function the OpenID Connect client: sets `OIDC_ISSUER`, `OIDC_CLIENT_ID` and
+   * `OIDC_CLIENT_SECRET_ARN`, and grants reading the client secret (nothing else).
+   */
+  bindOidcClient(client: { issuer: string; clientId: string; clientSecret: ISecret }): this {
+    this.addEnvironment('OIDC_ISSUER', client.issuer);
+    this.addEnvironment('OIDC_CLIENT_ID', client.clientId);
+    this.addEnvironment('OIDC_CLIENT_SECRET_ARN', client.clientSecret.secretArn);
+    client.clientSecret.grantRead(this);
+    return this;
+  }
+
+  /**
+   * Lets the function act on API Gateway API keys and usage plans (functions/aws/usage-plans.ts): sets
+   * `USAGE_PLAN_NAME`, the default plan it finds by name, and grants what the caller scoped to this
+   * API's plans. The grants go into a policy of their own, not the role's default policy: the function
+   * depends on that one, and these grants name the default plan, which depends on the function (plan ->
+   * stage -> deployment -> methods -> functions).
+   */
+  bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
+    this.addEnvironment('USAGE_PLAN_NAME', planName);
+    new Policy(this, 'UsagePlans', { statements: [...grants], roles: [this.executionRole] });
     return this;
   }
 

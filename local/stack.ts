@@ -13,16 +13,7 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
-import {
-  AUTHORIZER,
-  type LambdaDefinition,
-  MEDIA_WORKER,
-  MEDIA_WORKER_FILTER,
-  ROUTES,
-  SWEEPER,
-  WEBHOOK_WORKER,
-  WEBHOOK_WORKER_FILTERS,
-} from '../lib/routes';
+import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -127,16 +118,34 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
   return { apiKey: issued.apiKey };
 }
 
-/** Every handler module, as the gateway and the sweeper's timer call them. */
+/**
+ * Every handler module of the registry (lib/routes.ts `LAMBDAS`), by what invokes it: the gateway's
+ * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers.
+ */
 async function loadHandlers() {
-  const [routes, authorizer, sweeper] = await Promise.all([
+  const [authorizerDefinition, ...others] = lambdasTriggeredBy('authorizer');
+  if (!authorizerDefinition || others.length > 0) throw new Error('the registry must name exactly one authorizer');
+  const [routes, authorizer, scheduled, streamWorkers] = await Promise.all([
     Promise.all(
-      ROUTES.map(async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) })),
+      lambdasTriggeredBy('route').map(
+        async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) }),
+      ),
     ),
-    loadHandler<AuthorizerHandler>(AUTHORIZER),
-    loadHandler<() => Promise<unknown>>(SWEEPER),
+    loadHandler<AuthorizerHandler>(authorizerDefinition),
+    Promise.all(
+      lambdasTriggeredBy('schedule').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<() => Promise<unknown>>(definition),
+      })),
+    ),
+    Promise.all(
+      lambdasTriggeredBy('stream').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<StreamHandler>(definition),
+      })),
+    ),
   ]);
-  return { routes, authorizer, sweeper, stop: () => undefined };
+  return { routes, authorizer, scheduled, streamWorkers, stop: () => undefined };
 }
 
 type Started<T> = T & { stop(): Promise<void> | void };
@@ -324,28 +333,21 @@ export async function startLocalStack(
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
-    const { routes, authorizer, sweeper } = handlers;
-    // The media worker on the table's stream, as the deployed event source mapping runs it.
-    const poller = await startStreamPoller({
-      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
-      filter: MEDIA_WORKER_FILTER,
-      log,
-    });
-    cleanups.push(() => poller.stop());
-    // The webhook worker on the same stream, with the deployed mapping's filters.
-    const webhookPoller = await startStreamPoller({
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(WEBHOOK_WORKER),
-      filter: undefined,
-      filters: WEBHOOK_WORKER_FILTERS,
-      name: 'webhook worker',
-      log,
-    });
-    cleanups.push(() => webhookPoller.stop());
+    const { routes, authorizer, scheduled, streamWorkers } = handlers;
+    // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
+    for (const { definition, handler } of streamWorkers) {
+      const poller = await startStreamPoller({
+        // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+        endpoint: started.endpoint,
+        tableName: settings.tableName,
+        handler,
+        filter: undefined,
+        filters: definition.filters,
+        name: definition.name.replace('-', ' '),
+        log,
+      });
+      cleanups.push(() => poller.stop());
+    }
 
     const server: Server = createServer(
       createGateway({
@@ -377,19 +379,22 @@ export async function startLocalStack(
         }),
     );
 
-    // The sweeper runs as in AWS, on a schedule; a run never overlaps the previous one.
-    let sweeping: Promise<unknown> | undefined;
-    const timer = setInterval(() => {
-      sweeping ??= sweeper()
-        .catch((error: unknown) => log(`sweeper failed: ${(error as Error).message}`))
-        .finally(() => {
-          sweeping = undefined;
-        });
-    }, settings.sweeperIntervalSeconds * 1000);
-    cleanups.push(async () => {
-      clearInterval(timer);
-      await sweeping;
-    });
+    // The scheduled functions (the sweeper) run as in AWS, on a timer (every SWEEPER_INTERVAL_SECONDS
+    // here); a run never overlaps the previous one.
+    for (const { definition, handler } of scheduled) {
+      let running: Promise<unknown> | undefined;
+      const timer = setInterval(() => {
+        running ??= handler()
+          .catch((error: unknown) => log(`${definition.name} failed: ${(error as Error).message}`))
+          .finally(() => {
+            running = undefined;
+          });
+      }, settings.sweeperIntervalSeconds * 1000);
+      cleanups.push(async () => {
+        clearInterval(timer);
+        await running;
+      });
+    }
 
     const demoKey = await demoKeyWritten;
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.

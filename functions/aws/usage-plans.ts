@@ -35,6 +35,13 @@ export interface ApiStage {
   stage: string;
 }
 
+/**
+ * The tag every usage plan of the service carries, valued with its REST API's id: the stack's default
+ * plan (lib/constructs/service-api.ts) and each account plan (`createPlan`). The functions may add keys
+ * only to plans with their API's tag (IAM `aws:ResourceTag`, which a plan's keys inherit).
+ */
+export const USAGE_PLAN_API_TAG = 'generation-service:rest-api-id';
+
 /** What the service does with usage plans; {@link apiGatewayUsagePlans} is the deployed one. */
 export interface UsagePlans {
   /** Makes sure the key exists and is in `planId` (idempotent: a repeat changes nothing). */
@@ -122,6 +129,7 @@ export function apiGatewayUsagePlans(config: APIGatewayClientConfig = {}): Usage
           apiStages: [{ apiId: on.apiId, stage: on.stage }],
           throttle: { rateLimit: plan.ratePerSecond, burstLimit: plan.burst },
           ...(plan.dailyQuota === undefined ? {} : { quota: { limit: plan.dailyQuota, period: 'DAY' } }),
+          tags: { [USAGE_PLAN_API_TAG]: on.apiId },
         }),
       );
       if (!created.id) throw new Error(`API Gateway created usage plan ${name} without an id`);
