@@ -590,11 +590,16 @@ export class GenerationServiceStack extends Stack {
       if (!route.needs.usagePlans) continue;
       const fn = this.functionFor(route);
       fn.addEnvironment('USAGE_PLAN_NAME', name);
-      // Create and find API keys, find the default plan, add keys to plans: nothing else of API Gateway.
+      // Create, find and delete API keys, find the default plan, add keys to plans: nothing else of API Gateway.
       fn.addToRolePolicy(
         new PolicyStatement({
-          actions: ['apigateway:GET', 'apigateway:POST'],
-          resources: [apiGateway('/apikeys'), apiGateway('/usageplans'), apiGateway('/usageplans/*/keys')],
+          actions: ['apigateway:GET', 'apigateway:POST', 'apigateway:DELETE'],
+          resources: [
+            apiGateway('/apikeys'),
+            apiGateway('/apikeys/*'),
+            apiGateway('/usageplans'),
+            apiGateway('/usageplans/*/keys'),
+          ],
         }),
       );
     }
@@ -1031,6 +1036,11 @@ export class GenerationServiceStack extends Stack {
           // As cdk-nag prints it: the region literally when the stack has one (a CLI synth), else the token.
           `AwsSolutions-IAM5[Resource::arn:${Token.isUnresolved(this.partition) ? '<AWS::Partition>' : this.partition}:apigateway:${Token.isUnresolved(this.region) ? '<AWS::Region>' : this.region}::/usageplans/*/keys]`,
           "Adding a key to its account's usage plan: the plan ids are made at run time (account plans) or would be a circular reference (the default plan), and GET/POST are the only actions",
+        );
+        acknowledge(
+          fn.executionRole,
+          `AwsSolutions-IAM5[Resource::arn:${Token.isUnresolved(this.partition) ? '<AWS::Partition>' : this.partition}:apigateway:${Token.isUnresolved(this.region) ? '<AWS::Region>' : this.region}::/apikeys/*]`,
+          'Deleting the API Gateway key of an ended API key: its id is made at run time when the key is created',
         );
       }
       if (definition.needs.provider && config.providerSecretName !== '') {

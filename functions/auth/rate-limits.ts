@@ -14,6 +14,7 @@ import { type RatePlan, ratePlanProblems, type UsageSubject, usageKeyName, usage
 import { listApiKeys } from '../store/api-keys';
 import type { AuditActor } from '../store/audit';
 import type { StoreContext } from '../store/client';
+import { type Invite, markSessionUsageEnrolled } from '../store/invites';
 import { type AccountRatePlan, deleteRatePlan, getRatePlan, putRatePlan } from '../store/rate-plans';
 
 /** The deployed stack's usage plans: the client, the default plan and (for account plans) the stage. */
@@ -75,6 +76,23 @@ export async function enrollUsageKey(
   if (!enrollment) return;
   const own = await getRatePlan(ctx, userId);
   await enrollment.plans.enroll(usageKey(ctx, subject), own?.usagePlanId ?? (await enrollment.defaultPlanId()));
+}
+
+/**
+ * Enrolls the account's sessions once for the account's life (the CLI's invitation does it when it can,
+ * else the first sign-in), and records it on the invitation: later sign-ins make no API Gateway call, so
+ * a burst of control-plane calls elsewhere (key creations) cannot fail a sign-in. A no-op without usage
+ * plans. Throws ControlPlaneBusyError when API Gateway refuses; nothing is recorded then.
+ */
+export async function enrollSessionsOnce(
+  ctx: StoreContext,
+  enrollment: UsageEnrollment | undefined,
+  invite: Pick<Invite, 'email' | 'userId' | 'sessionUsageEnrolledAt'>,
+  now?: Date,
+): Promise<void> {
+  if (!enrollment || invite.sessionUsageEnrolledAt !== undefined) return;
+  await enrollUsageKey(ctx, enrollment, invite.userId, { credential: 'session', userId: invite.userId });
+  await markSessionUsageEnrolled(ctx, { email: invite.email, ...(now ? { now } : {}) });
 }
 
 /** Every usage key of an account: each of its API keys, and its sessions. */

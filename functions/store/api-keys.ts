@@ -59,7 +59,15 @@ export interface PutApiKeyInput {
   now?: Date;
   /** Recorded in the same transaction as the key (actions by customers and operators alike). */
   audit?: AuditInput;
+  /**
+   * Runs once the request is known to be valid, before anything is written: the new key exists only if
+   * it succeeds (key issuing enrolls the key's API Gateway key here, so no key is ever active without it).
+   */
+  beforeCommit?: BeforeCommit;
 }
+
+/** A step that must succeed before a new key is written; it gets the new key's id and owner. */
+export type BeforeCommit = (newKey: { keyId: string; userId: string }) => Promise<void>;
 
 /** Which key to act on; with `ownerId`, a key of anyone else is reported as not found. */
 export interface KeyAction {
@@ -307,6 +315,7 @@ export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promi
   );
   const prefix = keyPrefix(apiKey);
   const audit = input.audit ? [auditPut(ctx, input.userId, withKey(input.audit, keyId), now)] : [];
+  await input.beforeCommit?.({ keyId, userId: input.userId });
   await transact(ctx, [...createItems(ctx, record, hashApiKey(apiKey), prefix), ...audit]);
   return { ...record, apiKey, prefix };
 }
@@ -429,7 +438,7 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
  */
 export async function rotateApiKey(
   ctx: StoreContext,
-  input: KeyAction & { graceSeconds: number },
+  input: KeyAction & { graceSeconds: number; beforeCommit?: BeforeCommit },
 ): Promise<RotatedApiKey> {
   if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
     throw new UsageError('graceSeconds must be a non-negative integer');
@@ -474,6 +483,7 @@ export async function rotateApiKey(
     },
   });
 
+  await input.beforeCommit?.({ keyId, userId: old.userId });
   // Without grace the old key ends now, as a revocation does: guards first (see revokeApiKey). With grace
   // its end is in the future, so the guards can follow the rotation.
   if (previous.revokedAt !== undefined) {

@@ -36,6 +36,13 @@ export const conditions = {
     values: {},
   }),
 
+  /** An update that must not create: the item is there. */
+  itemExists: (): Expr => ({
+    expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
+    names: namesOf(TABLE.partitionKey),
+    values: {},
+  }),
+
   /** The balance item exists and holds at least `take` credits (a missing balance fails the comparison). */
   balanceCovers: (take: number): Expr => ({
     expression: `${attr('balance')} >= :take`,

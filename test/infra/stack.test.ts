@@ -245,7 +245,7 @@ describe('least privilege', () => {
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
-      const usagePlans = route.needs.usagePlans ? ['apigateway:GET', 'apigateway:POST'] : [];
+      const usagePlans = route.needs.usagePlans ? ['apigateway:DELETE', 'apigateway:GET', 'apigateway:POST'] : [];
       expect(actionsOf(statements)).toEqual(
         ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
       );
