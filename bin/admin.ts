@@ -21,6 +21,9 @@ function version(): string {
   return (require('../package.json') as { version: string }).version;
 }
 
+/** Key commands that enroll or delete API Gateway keys: locally they use the stand-in (local/usage-plans.ts). */
+const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke']);
+
 /** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
 const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset']);
 
@@ -71,6 +74,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       { localSettingsFromEnv },
       { webhookSecretBox },
       { webhookTargetPolicy },
+      { localUsageEnrollment },
     ] = await Promise.all([
       import('./admin/target'),
       import('./admin/commands'),
@@ -79,10 +83,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       import('../local/settings'),
       import('./admin/webhook-key'),
       import('../functions/webhooks/target-policy'),
+      import('../local/usage-plans'),
     ]);
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
-    target = resolveTarget(aws, env);
-    const usage = aws ? usageEnrollmentFromEnv(env) : undefined;
+    const resolved = resolveTarget(aws, env);
+    target = resolved;
+    // Locally, key commands record their API Gateway keys in the local stand-in, as the local stack does.
+    const usage = aws
+      ? usageEnrollmentFromEnv(env)
+      : LOCAL_KEY_COMMANDS.has(command.kind)
+        ? localUsageEnrollment(() => resolved.ctx)
+        : undefined;
     if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
       throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
     }

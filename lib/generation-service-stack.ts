@@ -586,10 +586,11 @@ export class GenerationServiceStack extends Stack {
       apiStages: [{ api: this.api, stage: this.api.deploymentStage }],
     });
     const apiGateway = (path: string) => `arn:${this.partition}:apigateway:${this.region}::${path}`;
-    for (const route of ROUTES) {
+    for (const route of [...ROUTES, SWEEPER]) {
       if (!route.needs.usagePlans) continue;
       const fn = this.functionFor(route);
       fn.addEnvironment('USAGE_PLAN_NAME', name);
+      fn.addEnvironment('MAX_ACTIVE_KEYS', String(config.maxActiveKeys));
       // Create, find and delete API keys, find the default plan, add keys to plans: nothing else of API Gateway.
       fn.addToRolePolicy(
         new PolicyStatement({

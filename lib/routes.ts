@@ -21,7 +21,8 @@ export type TableKeyPattern =
   | 'SESSION#*'
   | 'KEYID#*'
   | 'INVITE#*'
-  | 'WEBHOOKDUE#*';
+  | 'WEBHOOKDUE#*'
+  | 'GATEWAYKEYDUE';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -212,7 +213,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
-    needs: writeNeeds,
+    needs: { ...writeNeeds, usagePlans: true },
   },
   { name: 'audit-log', method: 'GET', path: '/api/audit', entry: 'functions/audit-log/handler.ts', needs: readNeeds },
 ];
@@ -234,7 +235,12 @@ export const SWEEPER: LambdaDefinition = {
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
-  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] } },
+  // Lists API Gateway keys due for a look (GATEWAYKEYDUE) and gives back those of ended keys.
+  needs: {
+    ...lifecycleNeeds,
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
+    usagePlans: true,
+  },
 };
 
 /**

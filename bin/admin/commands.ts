@@ -2,7 +2,7 @@
  * What each operator command does and prints. Times are shown as ISO 8601 (`null` = never / not).
  */
 
-import { issueKey, rotateKey } from '../../functions/auth/key-issuing';
+import { issueKey, revokeKey, rotateKey } from '../../functions/auth/key-issuing';
 import {
   enrollSessionsOnce,
   resetAccountLimits,
@@ -20,7 +20,7 @@ import {
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
-import { describeIssuedKey, describeKey, listApiKeys, revokeApiKey } from '../../functions/store/api-keys';
+import { describeIssuedKey, describeKey, listApiKeys } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';
@@ -124,7 +124,7 @@ export async function runCommand(
       return { output: { userId: command.userId, keys }, ok: true };
     }
     case 'keys revoke': {
-      const revoked = await revokeApiKey(ctx, {
+      const revoked = await revokeKey(ctx, options.usage, {
         keyId: command.keyId,
         now,
         audit: { action: 'key.revoke', actor: OPERATOR },

@@ -4,8 +4,8 @@
  * for both front doors: key management and sign-in call {@link enrollUsageKey}, the operator CLI calls
  * {@link setAccountLimits} and {@link resetAccountLimits}.
  *
- * Locally there is nothing to enroll: the local gateway takes every usage key the authorizer derives as
- * enrolled and reads the account's plan from the table (local/usage-plans.ts).
+ * Locally the stand-in (local/usage-plans.ts) records enrollments and deletions in the table, and the
+ * local gateway refuses a usage key whose API Gateway key was deleted, as API Gateway does.
  */
 
 import { type ApiStage, apiGatewayUsagePlans, type UsageKey, type UsagePlans } from '../aws/usage-plans';
@@ -40,6 +40,18 @@ function defaultPlan(plans: UsagePlans, id: string | undefined, name: string | u
   };
 }
 
+/** The local stack's stand-in for API Gateway's usage plans (local/usage-plans.ts); never set in AWS. */
+let standIn: UsageEnrollment | undefined;
+
+/**
+ * Installs the local stand-in: where no usage plan is configured, {@link usageEnrollmentFromEnv} returns it,
+ * so the handlers the local stack runs in its own process enroll and delete keys on the same path as
+ * deployed. Set before the handlers load (they read their enrollment when they load).
+ */
+export function useUsagePlansStandIn(enrollment: UsageEnrollment | undefined): void {
+  standIn = enrollment;
+}
+
 /**
  * The deployment's usage plans from `USAGE_PLAN_ID` (the CLI, from the stack output) or
  * `USAGE_PLAN_NAME` (the functions), and `REST_API_ID`, `STAGE_NAME` for account plans; undefined where
@@ -49,7 +61,7 @@ export function usageEnrollmentFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   plans: () => UsagePlans = apiGatewayUsagePlans,
 ): UsageEnrollment | undefined {
-  if (!env.USAGE_PLAN_ID && !env.USAGE_PLAN_NAME) return undefined;
+  if (!env.USAGE_PLAN_ID && !env.USAGE_PLAN_NAME) return standIn;
   const client = plans();
   const stage = env.REST_API_ID && env.STAGE_NAME ? { apiId: env.REST_API_ID, stage: env.STAGE_NAME } : undefined;
   return {

@@ -99,7 +99,7 @@ export class ControlPlaneBusyError extends ServiceBusyError {
   override readonly name: string = 'ControlPlaneBusyError';
   override readonly retryAfterSeconds: number;
   constructor(options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
-    super({ cause: options.cause }, 'Key service busy, retry later; no key was issued');
+    super({ cause: options.cause }, 'Key service busy, retry later');
     this.retryAfterSeconds = options.retryAfterSeconds ?? CONTROL_PLANE_RETRY_AFTER_SECONDS;
   }
 }

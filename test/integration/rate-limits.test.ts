@@ -4,9 +4,11 @@
  * quota), with the documented 429 body and `Retry-After`.
  */
 import { setAccountLimits } from '../../functions/auth/rate-limits';
+import { csrfTokenFor } from '../../functions/core/session';
 import { grantCredits } from '../../functions/store/accounts';
-import { putApiKey } from '../../functions/store/api-keys';
+import { listApiKeys, putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { createSession } from '../../functions/store/sessions';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
@@ -123,5 +125,41 @@ describe('per-key rate limits through the local gateway', () => {
 
     // Assert
     expect(answers.map((answer) => answer.status)).toEqual(Array(FLOOD).fill(401));
+  });
+
+  test("key creations take from the account's session bucket: a flood of POST /api/keys gets 429s and no key for them", async () => {
+    // Prepare
+    const userId = 'limits-sessions';
+    const { sessionId } = await createSession(store, {
+      userId,
+      email: `${userId}@example.test`,
+      idleSeconds: 3600,
+      absoluteSeconds: 7200,
+    });
+    const headers = {
+      Cookie: `__Host-session=${sessionId}`,
+      Origin: new URL(stack.baseUrl).origin,
+      'X-CSRF-Token': csrfTokenFor(sessionId),
+      'Content-Type': 'application/json',
+    };
+
+    // Act
+    const answers = await Promise.all(
+      Array.from({ length: FLOOD }, (_, index) =>
+        fetch(`${stack.baseUrl}/api/keys`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ name: `loop ${index}` }),
+        }),
+      ),
+    );
+
+    // Assert
+    const statuses = answers.map((answer) => answer.status);
+    const created = statuses.filter((status) => status === 201).length;
+    expect(created).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((status) => status !== 201 && status !== 429)).toEqual([]);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0);
+    expect(await listApiKeys(store, userId)).toHaveLength(created);
   });
 });
