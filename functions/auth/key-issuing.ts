@@ -121,19 +121,18 @@ export async function rotateKey(
   const rotated = await withEnrollment(ctx, enrollment, now, (beforeCommit) =>
     rotateApiKey(ctx, { ...input, now, maxActiveKeys, beforeCommit }),
   );
-  if (enrollment) {
-    await settleIssued(ctx, rotated.issued);
-    const old = { userId: rotated.issued.userId, keyId: rotated.previous.keyId };
-    const end = rotated.previous.revokedAt ?? rotated.previous.expiresAt ?? epochSeconds(now);
-    await scheduleGatewayKey(ctx, { ...old, due: new Date(end * 1000) });
-    if (rotated.previous.revokedAt !== undefined) await giveBack(ctx, enrollment, old);
-  }
+  if (enrollment) await settleIssued(ctx, rotated.issued);
+  // The old key's API Gateway key goes when the old key ends (the sweeper's, when not now or not here).
+  const old = { userId: rotated.issued.userId, keyId: rotated.previous.keyId };
+  const end = rotated.previous.revokedAt ?? rotated.previous.expiresAt ?? epochSeconds(now);
+  await scheduleGatewayKey(ctx, { ...old, due: new Date(end * 1000) });
+  if (enrollment && rotated.previous.revokedAt !== undefined) await giveBack(ctx, enrollment, old);
   return rotated;
 }
 
 /**
  * Revokes a key and deletes its API Gateway key. The deletion is recorded before the revocation, so a
- * crash (or a refusal by API Gateway) between the two leaves it to the sweeper.
+ * crash (or a refusal by API Gateway, or a caller without usage plans) leaves it to the sweeper.
  */
 export async function revokeKey(
   ctx: StoreContext,
@@ -141,14 +140,14 @@ export async function revokeKey(
   input: KeyAction,
 ): Promise<RevokedApiKey> {
   const now = input.now ?? new Date();
-  if (!enrollment) return revokeApiKey(ctx, { ...input, now });
   const record = await getApiKeyById(ctx, input.keyId);
   // Someone else's key is not found by revokeApiKey either: nothing is recorded for it.
   if (record && (input.ownerId === undefined || record.userId === input.ownerId)) {
     await scheduleGatewayKey(ctx, { userId: record.userId, keyId: record.keyId, due: now });
   }
   const revoked = await revokeApiKey(ctx, { ...input, now });
-  await giveBack(ctx, enrollment, revoked);
+  // Without usage plans here (the CLI with --aws but no USAGE_PLAN_ID) the sweeper deletes it.
+  if (enrollment) await giveBack(ctx, enrollment, revoked);
   return revoked;
 }
 

@@ -162,12 +162,14 @@ export async function ensureKeyCount(ctx: StoreContext, userId: string, now: Dat
       keyCountUpdate(ctx, userId, 1),
     ]);
   }
-  await ctx.doc.send(
-    new UpdateCommand({
-      TableName: ctx.tableName,
-      Key: accountKeys.keyCount(userId),
-      ...updateParams(update({ set: { initialized: true }, add: { activeKeys: 0 } })),
-    }),
+  await withRetry(() =>
+    ctx.doc.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: accountKeys.keyCount(userId),
+        ...updateParams(update({ set: { initialized: true }, add: { activeKeys: 0 } })),
+      }),
+    ),
   );
   return readKeyCount(ctx, userId);
 }
