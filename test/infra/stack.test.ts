@@ -252,6 +252,8 @@ describe('least privilege', () => {
       expect(env.PUBLIC_ORIGIN).toEqual({
         'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
       });
+      // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
+      if (route.name === 'keys-create' || route.name === 'keys-rotate') expect(env.MAX_ACTIVE_KEYS).toBe('20');
       if (route.needs.oidc) {
         expect(env).toMatchObject({
           OIDC_CLIENT_ID: { Ref: expect.stringMatching(/^UserPoolServiceClient/) },
