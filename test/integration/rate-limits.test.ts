@@ -3,20 +3,28 @@
  * semantics API Gateway's usage plans apply deployed (a bucket per key, the account's plan, a daily
  * quota), with the documented 429 body and `Retry-After`.
  */
+
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { setAccountLimits } from '../../functions/auth/rate-limits';
+import { usageKeyName } from '../../functions/core/rate-plan';
 import { csrfTokenFor } from '../../functions/core/session';
 import { grantCredits } from '../../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { getInvite, inviteAccount } from '../../functions/store/invites';
 import { createSession } from '../../functions/store/sessions';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { Browser, signIn } from '../e2e/support/browser';
 
 /** The default plan of this stack: a burst of 3, then one request a second. */
 const BURST = 3;
 /** Requests sent at once: far more than the burst plus what a second of refill could add on a slow machine. */
 const FLOOD = 20;
+
+/** Signs in through the local OpenID provider (invited by the test). */
+const SIGN_IN = { email: 'limits-sign-in@example.test', password: 'limits-sign-in-password' };
 
 let stack: SpawnedLocalStack;
 let store: StoreContext;
@@ -41,6 +49,8 @@ beforeAll(async () => {
       KEY_BURST_LIMIT: String(BURST),
       // Read an account's own plan on every request, so a plan set by the test applies at once.
       RATE_PLAN_CACHE_SECONDS: '0',
+      // An account of the local OpenID provider, to sign in as.
+      LOCAL_IDP_ACCOUNTS: `${SIGN_IN.email}:${SIGN_IN.password}`,
     },
   });
   store = {
@@ -161,5 +171,32 @@ describe('per-key rate limits through the local gateway', () => {
     expect(statuses.filter((status) => status !== 201 && status !== 429)).toEqual([]);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0);
     expect(await listApiKeys(store, userId)).toHaveLength(created);
+  });
+
+  test("sign-in enrolls the account's sessions once and records it; a later sign-in enrolls nothing", async () => {
+    // Prepare
+    const userId = 'limits-sign-in';
+    await inviteAccount(store, { email: SIGN_IN.email, userId });
+    const sessionsKey = {
+      PK: `LOCALAPIKEY#${usageKeyName(DEFAULT_TABLE_NAME, { credential: 'session', userId })}`,
+      SK: 'LOCALAPIKEY',
+    };
+
+    // Act
+    const first = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
+    const afterFirst = await getInvite(store, SIGN_IN.email);
+    const enrolled = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    await store.doc.send(new DeleteCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    const second = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
+    const afterSecond = await getInvite(store, SIGN_IN.email);
+    const enrolledAgain = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+
+    // Assert
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(afterFirst?.sessionUsageEnrolledAt).toEqual(expect.any(String));
+    expect(enrolled.Item).toBeDefined();
+    expect(afterSecond?.sessionUsageEnrolledAt).toBe(afterFirst?.sessionUsageEnrolledAt);
+    expect(enrolledAgain.Item).toBeUndefined();
   });
 });
