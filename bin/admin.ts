@@ -9,7 +9,7 @@
  * of them (esbuild keeps a dynamic import of a bundled module lazy).
  */
 
-import { DomainError, UsageError } from '../functions/core/errors';
+import { DomainError, KeyLimitError, UsageError } from '../functions/core/errors';
 import { helpText, parseInvocation } from './admin/args';
 import type { Target } from './admin/target';
 
@@ -112,7 +112,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });
     return result.ok ? 0 : 1;
   } catch (error) {
-    print(process.stderr, { error: describeFailure(error, target) });
+    // The cap on active keys answers as the API does: the message and the limit it names.
+    print(process.stderr, {
+      error: describeFailure(error, target),
+      ...(error instanceof KeyLimitError ? { limit: error.limit } : {}),
+    });
     return error instanceof UsageError ? 2 : 1;
   } finally {
     target?.ctx.doc.destroy();

@@ -114,7 +114,9 @@ export const CONTROL_PLANE_RETRY_AFTER_SECONDS = 5;
 export class KeyLimitError extends DomainError {
   override readonly name: string = 'KeyLimitError';
   constructor(readonly limit: number) {
-    super(`This account already has ${limit} active API keys, the most it may hold; revoke one first`);
+    super(
+      `This account already has ${limit} active API key${limit === 1 ? '' : 's'}, the most it may hold; revoke one first`,
+    );
   }
 }
 
