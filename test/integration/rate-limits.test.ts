@@ -12,6 +12,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { getInvite, inviteAccount } from '../../functions/store/invites';
+import { DEFAULT_MAX_ACTIVE_KEYS } from '../../functions/store/key-count';
 import { createSession } from '../../functions/store/sessions';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
@@ -198,5 +199,37 @@ describe('per-key rate limits through the local gateway', () => {
     expect(enrolled.Item).toBeDefined();
     expect(afterSecond?.sessionUsageEnrolledAt).toBe(afterFirst?.sessionUsageEnrolledAt);
     expect(enrolledAgain.Item).toBeUndefined();
+  });
+
+  test('POST /api/keys at the cap on active keys answers 409 naming the limit, and issues nothing', async () => {
+    // Prepare
+    const userId = 'limits-cap';
+    for (let index = 0; index < DEFAULT_MAX_ACTIVE_KEYS; index++) await putApiKey(store, { userId, name: `k${index}` });
+    const { sessionId } = await createSession(store, {
+      userId,
+      email: `${userId}@example.test`,
+      idleSeconds: 3600,
+      absoluteSeconds: 7200,
+    });
+
+    // Act
+    const answer = await fetch(`${stack.baseUrl}/api/keys`, {
+      method: 'POST',
+      headers: {
+        Cookie: `__Host-session=${sessionId}`,
+        Origin: new URL(stack.baseUrl).origin,
+        'X-CSRF-Token': csrfTokenFor(sessionId),
+        'Content-Type': 'application/json',
+      },
+      body: JSON.stringify({ name: 'one too many' }),
+    });
+
+    // Assert
+    expect(answer.status).toBe(409);
+    expect(await answer.json()).toEqual({
+      error: `This account already has ${DEFAULT_MAX_ACTIVE_KEYS} active API keys, the most it may hold; revoke one first`,
+      limit: DEFAULT_MAX_ACTIVE_KEYS,
+    });
+    expect(await listApiKeys(store, userId)).toHaveLength(DEFAULT_MAX_ACTIVE_KEYS);
   });
 });
