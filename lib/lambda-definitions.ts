@@ -10,7 +10,8 @@ export type TableAccess = 'none' | 'RO' | 'RW';
  * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
  * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
  * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
- * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt.
+ * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt;
+ * `GATEWAYKEYDUE` the index partition where API Gateway keys wait to be given back or enrolled again.
  */
 export type TableKeyPattern =
   | 'USER#*'
@@ -19,7 +20,8 @@ export type TableKeyPattern =
   | 'SESSION#*'
   | 'KEYID#*'
   | 'INVITE#*'
-  | 'WEBHOOKDUE#*';
+  | 'WEBHOOKDUE#*'
+  | 'GATEWAYKEYDUE';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {

@@ -227,13 +227,13 @@ export const SWEEPER: ScheduleDefinition = {
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
-  // It copies results whose copy waited too long (media write), and deletes the API Gateway keys of
-  // rotated keys whose grace ended.
+  // It copies results whose copy waited too long (media write), lists API Gateway keys due for a look
+  // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled.
   needs: {
     ...lifecycleNeeds,
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] },
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
     media: 'write',
-    usagePlans: ['delete'],
+    usagePlans: ['enroll', 'delete'],
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
   // longer than its one-minute period when a large video is being copied.

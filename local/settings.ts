@@ -6,6 +6,7 @@ import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { parseMaxOpenDeliveries, parseRetryDelays } from '../functions/core/webhooks';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -37,6 +38,8 @@ export interface LocalSettings {
   keyRatePlan: RatePlan;
   /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
+  /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
+  maxActiveKeys: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -163,6 +166,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
+    maxActiveKeys: maxActiveKeysFromEnv(env),
     providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
     ...(env.WEBHOOK_RETRY_DELAYS_SECONDS
       ? { webhookRetryDelays: checkedRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS) }

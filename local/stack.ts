@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
@@ -23,7 +24,7 @@ import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
-import { createUsageLimiter, storePlanLookup } from './usage-plans';
+import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';
@@ -263,6 +264,9 @@ export async function startLocalStack(
     const oidcClientSecret = randomBytes(32).toString('base64url');
     const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
 
+    // API Gateway's usage-plan control plane, recorded in the table (local/usage-plans.ts): installed before
+    // the handlers load, as they read their enrollment when they load.
+    useUsagePlansStandIn(localUsageEnrollment(storeFromEnv));
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
@@ -314,6 +318,7 @@ export async function startLocalStack(
       MEDIA_BASE_URL: url,
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
       MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
+      MAX_ACTIVE_KEYS: String(settings.maxActiveKeys),
       PUBLIC_ORIGIN: url,
       // The mock provider calls back here when a task ends (the same route as deployed).
       PROVIDER_CALLBACK_BASE_URL: apiUrl,

@@ -310,6 +310,10 @@ export class ServiceApi extends Construct {
       if (actions.includes('delete')) {
         // DeleteApiKey of an ended key. API key ARNs carry only a random id, so no narrower resource exists.
         grants.push(new PolicyStatement({ actions: ['apigateway:DELETE'], resources: [apiGateway('/apikeys/*')] }));
+        // The key is found by its name first (GetApiKeys), when enrolling does not grant that already.
+        if (!actions.includes('enroll')) {
+          grants.push(new PolicyStatement({ actions: ['apigateway:GET'], resources: [apiGateway('/apikeys')] }));
+        }
         acknowledge(
           fn,
           `AwsSolutions-IAM5[Resource::${printed('/apikeys/*')}]`,
@@ -317,6 +321,8 @@ export class ServiceApi extends Construct {
         );
       }
       fn.bindUsagePlans(name, grants);
+      // The cap on an account's active keys, checked where keys are issued (functions/auth/key-issuing.ts).
+      if (actions.includes('enroll')) fn.addEnvironment('MAX_ACTIVE_KEYS', String(config.maxActiveKeys));
     }
     return plan;
   }

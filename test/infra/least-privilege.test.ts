@@ -30,6 +30,8 @@ const ENROLL = [
 ];
 /** Deleting the API Gateway key of an ended key. */
 const DELETE_KEYS = `Allow apigateway:DELETE on ${API_GATEWAY}/apikeys/*`;
+/** Finding a key by its name, for a function that deletes keys but enrolls none. */
+const FIND_KEYS = `Allow apigateway:GET on ${API_GATEWAY}/apikeys`;
 const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
@@ -66,11 +68,12 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
   'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysCreate')],
   'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysRotate')],
-  'keys-revoke': [DELETE_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
+  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   sweeper: [
     DELETE_KEYS,
-    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*'),
+    ...ENROLL,
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     LIFECYCLE_SECRETS,
