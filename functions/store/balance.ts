@@ -15,7 +15,6 @@
  * does not change the balance, so it needs no entry of its own.
  */
 import {
-  QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
@@ -57,29 +56,10 @@ export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () =
 export async function readShards(ctx: RetryingStoreContext, userId: string): Promise<ShardBalances> {
   const prefix = keys.balancePrefix(userId);
   const balances: ShardBalances = new Array(TABLE.balanceShards).fill(0);
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-            ProjectionExpression: '#sk, #balance',
-            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, '#balance': 'balance' },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) {
-      const shard = balanceShardOf(String(item[TABLE.sortKey]));
-      if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
-    }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of await queryAllWithPrefix(ctx, prefix, [TABLE.sortKey, 'balance'])) {
+    const shard = balanceShardOf(String(item[TABLE.sortKey]));
+    if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
+  }
   return balances;
 }
 
