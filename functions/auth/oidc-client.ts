@@ -12,7 +12,7 @@
  */
 import * as client from 'openid-client';
 import { getSecretString } from '../aws/secrets-manager';
-import { publicOrigin } from '../http/csrf';
+import { publicOrigin } from '../environment/environment';
 
 export const CALLBACK_PATH = '/api/auth/callback';
 /** `email` to match invitations; nothing else is asked of the provider. */
