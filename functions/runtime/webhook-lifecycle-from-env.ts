@@ -3,7 +3,9 @@
  * by the API functions' media store (it only reads them: presigned GETs), the secret box, the
  * endpoint policy and the retry schedule.
  */
+
 import { parseRetryDelays } from '../core/webhooks';
+import { type Env, PROVIDER_BASE_URL, readEnv, WEBHOOK_RETRY_DELAYS_SECONDS } from '../environment/environment';
 import type { WebhookLifecycle } from '../lifecycle/webhooks';
 import { secretBoxFromEnv } from '../webhooks/secret-box';
 import { webhookTargetPolicy } from '../webhooks/target-policy';
@@ -17,20 +19,20 @@ let cached: WebhookLifecycle | null | undefined;
  * is configured (`WEBHOOK_SECRETS_KEY` or `WEBHOOK_SECRETS_KEY_ARN`): webhooks are then off.
  * @throws Error on a malformed setting (`WEBHOOK_RETRY_DELAYS_SECONDS`, `WEBHOOK_INSECURE_ORIGINS`)
  */
-export function webhookLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): WebhookLifecycle | undefined {
+export function webhookLifecycleFromEnv(env?: Env): WebhookLifecycle | undefined {
   if (cached !== undefined) return cached ?? undefined;
   const box = secretBoxFromEnv(env);
   if (!box) {
     cached = null;
     return undefined;
   }
-  const base = env.PROVIDER_BASE_URL ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
+  const base = readEnv(PROVIDER_BASE_URL, env) ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
   cached = {
     ...base,
     webhooks: {
       box,
       policy: webhookTargetPolicy(env),
-      retryDelays: parseRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS),
+      retryDelays: parseRetryDelays(readEnv(WEBHOOK_RETRY_DELAYS_SECONDS, env)),
     },
   };
   return cached;
