@@ -50,6 +50,7 @@ interface Parser<T> {
 const text: Parser<string> = { parse: (value) => value, format: (value) => value };
 
 /** An integer within bounds (inclusive). */
+/* @__NO_SIDE_EFFECTS__ */
 function integer(min: number, max: number = Number.MAX_SAFE_INTEGER): Parser<number> {
   return {
     parse: (value) => {
@@ -64,6 +65,7 @@ function integer(min: number, max: number = Number.MAX_SAFE_INTEGER): Parser<num
 }
 
 /** A finite number, fractions allowed (seconds), at least `min`. */
+/* @__NO_SIDE_EFFECTS__ */
 function decimal(min: number): Parser<number> {
   return {
     parse: (value) => {
@@ -93,6 +95,7 @@ const url: Parser<string> = {
 };
 
 /** One of a few words; letter case ignored, the value is the listed spelling. */
+/* @__NO_SIDE_EFFECTS__ */
 function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   return {
     parse: (value) => {
@@ -124,6 +127,7 @@ const list: Parser<readonly string[]> = {
   format: (value) => value.join(','),
 };
 
+/* @__NO_SIDE_EFFECTS__ */
 function variable<T>(name: string, setBy: SetBy, parser: Parser<T>, doc: string): EnvVar<T> {
   return { name, setBy, doc, parse: parser.parse, format: parser.format };
 }
@@ -171,7 +175,8 @@ export function environmentOf(...settings: readonly EnvSetting[]): Record<string
 }
 
 // --- the variables --------------------------------------------------------------------------------
-// Grouped by what reads them. `/* @__PURE__ */` lets esbuild drop the ones a bundle does not use.
+// `/* @__PURE__ */` (and `@__NO_SIDE_EFFECTS__` on the parser factories, whose calls are the
+// arguments) lets esbuild drop the variables a bundle does not use.
 
 /** The DynamoDB table of the service (single-table design). */
 export const TABLE_NAME = /* @__PURE__ */ variable(
