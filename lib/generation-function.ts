@@ -13,6 +13,15 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import {
+  MEDIA_BUCKET,
+  MEDIA_URL_TTL_SECONDS,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_SECRET_ARN,
+  PROVIDER_SECRET_ARN,
+  TABLE_NAME,
+  WEBHOOK_SECRETS_KEY_ARN,
+} from '../functions/environment/environment';
 import { TABLE } from '../functions/store/table';
 import type { TableNeeds } from './routes';
 
@@ -239,7 +248,7 @@ export class GenerationFunction extends NodejsFunction {
     );
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
-    this.addEnvironment('TABLE_NAME', table.tableName);
+    this.addEnvironment(TABLE_NAME.name, table.tableName);
     return this;
   }
 
@@ -253,8 +262,8 @@ export class GenerationFunction extends NodejsFunction {
     const secretArn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
     this.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretArn] }));
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_BASE_URL', baseUrl);
-    this.addEnvironment('PROVIDER_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_BASE_URL.name, baseUrl);
+    this.addEnvironment(PROVIDER_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -267,7 +276,7 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_CALLBACK_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_CALLBACK_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -280,7 +289,7 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', secret.secretArn);
+    this.addEnvironment(WEBHOOK_SECRETS_KEY_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -299,8 +308,8 @@ export class GenerationFunction extends NodejsFunction {
     );
     if (access === 'write') bucket.encryptionKey?.grantEncryptDecrypt(this);
     else bucket.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('MEDIA_BUCKET', bucket.bucketName);
-    if (urlTtl) this.addEnvironment('MEDIA_URL_TTL_SECONDS', String(urlTtl.toSeconds()));
+    this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    if (urlTtl) this.addEnvironment(MEDIA_URL_TTL_SECONDS.name, String(urlTtl.toSeconds()));
     return this;
   }
 }

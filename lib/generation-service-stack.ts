@@ -100,6 +100,22 @@ import {
   THROTTLED_RETRY_AFTER_SECONDS,
 } from '../functions/core/rate-plan';
 // The alarms read the metric names the handlers emit (EMF), from the one module that defines them.
+import {
+  INLINE_AUTHORIZER,
+  LOG_LEVEL,
+  MAX_PENDING_SECONDS,
+  MEDIA_SOURCE_HOSTS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET_ARN,
+  OIDC_ISSUER,
+  ORIGIN_VERIFY_SECRET_ARN,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_PROFILE,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PUBLIC_ORIGIN,
+  RESULT_RETENTION_DAYS,
+  USAGE_PLAN_NAME,
+} from '../functions/environment/environment';
 import { METRICS_NAMESPACE, MetricName } from '../functions/observability/metrics';
 import { TABLE } from '../functions/store/table';
 import { resolveProviderProfile, type ServiceConfig } from './config';
@@ -444,8 +460,8 @@ export class GenerationServiceStack extends Stack {
       architecture: config.localstack && process.arch !== 'arm64' ? Architecture.X86_64 : undefined,
       tracing: config.tracing,
       environment: {
-        LOG_LEVEL: config.logLevel,
-        ...(options.inlineAuthorizer ? { INLINE_AUTHORIZER: 'true' } : {}),
+        [LOG_LEVEL.name]: config.logLevel,
+        ...(options.inlineAuthorizer ? { [INLINE_AUTHORIZER.name]: 'true' } : {}),
       },
       define: definition.needs.provider
         ? { ...profileDefine(config), ...providerReadsDefine(definition.needs) }
@@ -455,17 +471,17 @@ export class GenerationServiceStack extends Stack {
     fn.bindTable(this.table, options.inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.provider) {
       fn.bindProvider(this.providerSecret, config.providerBaseUrl);
-      fn.addEnvironment('PROVIDER_PROFILE', resolveProviderProfile(config.providerProfile).profile.name);
-      fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
-      fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
+      fn.addEnvironment(PROVIDER_PROFILE.name, resolveProviderProfile(config.providerProfile).profile.name);
+      fn.addEnvironment(PROVIDER_REFRESH_INTERVAL_SECONDS.name, String(config.providerRefreshIntervalSeconds));
+      fn.addEnvironment(MAX_PENDING_SECONDS.name, String(config.maxPendingSeconds));
       // Signing (submit, retries) and checking (the callback route) callback URLs need the secret.
       fn.bindCallbackSecret(this.callbackSecret);
     }
     if (needs.media !== 'none') {
       fn.bindMedia(this.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds), needs.media);
       // The bucket's lifecycle rule, so tasks can say until when their results exist.
-      fn.addEnvironment('RESULT_RETENTION_DAYS', String(config.resultRetentionDays));
-      if (config.mediaSourceHosts !== '') fn.addEnvironment('MEDIA_SOURCE_HOSTS', config.mediaSourceHosts);
+      fn.addEnvironment(RESULT_RETENTION_DAYS.name, String(config.resultRetentionDays));
+      if (config.mediaSourceHosts !== '') fn.addEnvironment(MEDIA_SOURCE_HOSTS.name, config.mediaSourceHosts);
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(this.webhookSecretsKey);
     return fn;
@@ -589,7 +605,7 @@ export class GenerationServiceStack extends Stack {
     for (const route of ROUTES) {
       if (!route.needs.usagePlans) continue;
       const fn = this.functionFor(route);
-      fn.addEnvironment('USAGE_PLAN_NAME', name);
+      fn.addEnvironment(USAGE_PLAN_NAME.name, name);
       // Create and find API keys, find the default plan, add keys to plans: nothing else of API Gateway.
       fn.addToRolePolicy(
         new PolicyStatement({
@@ -800,24 +816,24 @@ export class GenerationServiceStack extends Stack {
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${userPool.userPoolId}`;
     for (const definition of [AUTHORIZER, ...ROUTES].filter((d) => d.needs.viewerAddress)) {
       const fn = this.functionFor(definition);
-      fn.addEnvironment('ORIGIN_VERIFY_SECRET_ARN', originVerify.secretArn);
+      fn.addEnvironment(ORIGIN_VERIFY_SECRET_ARN.name, originVerify.secretArn);
       originVerify.grantRead(fn);
     }
     for (const route of ROUTES) {
       const fn = this.functionFor(route);
-      fn.addEnvironment('PUBLIC_ORIGIN', origin);
+      fn.addEnvironment(PUBLIC_ORIGIN.name, origin);
       // The provider calls back through the distribution's /api/* (tasks get a callBackUrl only with it).
-      if (route.needs.provider) fn.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+      if (route.needs.provider) fn.addEnvironment(PROVIDER_CALLBACK_BASE_URL.name, origin);
       if (route.needs.oidc) {
-        fn.addEnvironment('OIDC_ISSUER', issuer);
-        fn.addEnvironment('OIDC_CLIENT_ID', client.userPoolClientId);
-        fn.addEnvironment('OIDC_CLIENT_SECRET_ARN', clientSecret.secretArn);
+        fn.addEnvironment(OIDC_ISSUER.name, issuer);
+        fn.addEnvironment(OIDC_CLIENT_ID.name, client.userPoolClientId);
+        fn.addEnvironment(OIDC_CLIENT_SECRET_ARN.name, clientSecret.secretArn);
         clientSecret.grantRead(fn);
       }
     }
 
     // The sweeper resends tasks the provider never took: they get a callback URL too.
-    this.sweeperFunction.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+    this.sweeperFunction.addEnvironment(PROVIDER_CALLBACK_BASE_URL.name, origin);
 
     new CfnOutput(this, 'DashboardUrl', { value: `${origin}/`, description: 'The dashboard and /api/* for browsers' });
     new CfnOutput(this, 'DashboardBucketName', {
