@@ -72,7 +72,7 @@ describe('import rules (biome.json)', () => {
     expect(result.output).toContain('core/b.ts');
   });
 
-  test('an import up the layers fails: store importing http, core importing store, anything importing lib', () => {
+  test('an import against the layers fails: upward, entry to entry, into lib/ or local/ (also from a new folder)', () => {
     // Prepare
     const files = {
       'functions/http/h.ts': 'export const h = 1;\n',
@@ -81,6 +81,11 @@ describe('import rules (biome.json)', () => {
       'functions/core/profiles/up.ts': "import { t } from '../../store/table';\nexport const p = [t];\n",
       'functions/media/stack.ts': "import type { X } from '../../lib/routes';\nexport type M = X;\n",
       'lib/routes.ts': 'export type X = number;\n',
+      'functions/sweeper/handler.ts': 'export const handler = 1;\n',
+      'functions/get-task/handler.ts':
+        "import { handler as h } from '../sweeper/handler';\nexport const handler = h;\n",
+      'functions/new-folder/x.ts': "import { s } from '../../local/stack';\nexport const x = [s];\n",
+      'local/stack.ts': 'export const s = 1;\n',
     };
 
     // Act
@@ -89,9 +94,11 @@ describe('import rules (biome.json)', () => {
     // Assert
     expect(result.status).not.toBe(0);
     const restricted = result.output.match(/lint\/style\/noRestrictedImports/g) ?? [];
-    expect(restricted).toHaveLength(3);
+    expect(restricted).toHaveLength(5);
     expect(result.output).toContain('store/up.ts');
     expect(result.output).toContain('profiles/up.ts');
     expect(result.output).toContain('media/stack.ts');
+    expect(result.output).toContain('get-task/handler.ts');
+    expect(result.output).toContain('new-folder/x.ts');
   });
 });
