@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -16,10 +16,17 @@ import type { Construct } from 'constructs';
 import {
   MEDIA_BUCKET,
   MEDIA_URL_TTL_SECONDS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET_ARN,
+  OIDC_ISSUER,
+  ORIGIN_VERIFY_SECRET_ARN,
   PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
   PROVIDER_CALLBACK_SECRET_ARN,
   PROVIDER_SECRET_ARN,
+  PUBLIC_ORIGIN,
   TABLE_NAME,
+  USAGE_PLAN_NAME,
   WEBHOOK_SECRETS_KEY_ARN,
 } from '../functions/environment/environment';
 import { TABLE } from '../functions/store/table';
@@ -290,6 +297,57 @@ export class GenerationFunction extends NodejsFunction {
     );
     secret.encryptionKey?.grantDecrypt(this);
     this.addEnvironment(WEBHOOK_SECRETS_KEY_ARN.name, secret.secretArn);
+    return this;
+  }
+
+  /**
+   * Grants reading (`GetSecretValue`, `DescribeSecret`) the secret the dashboard's distribution sends
+   * as `X-Origin-Verify` and sets `ORIGIN_VERIFY_SECRET_ARN`: with it the function believes the viewer
+   * address the distribution forwards (functions/auth/viewer-address.ts).
+   */
+  bindOriginVerify(secret: ISecret): this {
+    this.addEnvironment(ORIGIN_VERIFY_SECRET_ARN.name, secret.secretArn);
+    secret.grantRead(this);
+    return this;
+  }
+
+  /** Sets `PUBLIC_ORIGIN`, the browsers' origin (CSRF checks, redirects after sign-in). */
+  bindPublicOrigin(origin: string): this {
+    this.addEnvironment(PUBLIC_ORIGIN.name, origin);
+    return this;
+  }
+
+  /**
+   * Sets `PROVIDER_CALLBACK_BASE_URL`: tasks sent to the provider get a callback URL under it (without
+   * it, tasks finish by polling and the sweeper).
+   */
+  bindProviderCallbacks(origin: string): this {
+    this.addEnvironment(PROVIDER_CALLBACK_BASE_URL.name, origin);
+    return this;
+  }
+
+  /**
+   * Makes the function the OpenID Connect client: sets `OIDC_ISSUER`, `OIDC_CLIENT_ID` and
+   * `OIDC_CLIENT_SECRET_ARN`, and grants reading the client secret (nothing else).
+   */
+  bindOidcClient(client: { issuer: string; clientId: string; clientSecret: ISecret }): this {
+    this.addEnvironment(OIDC_ISSUER.name, client.issuer);
+    this.addEnvironment(OIDC_CLIENT_ID.name, client.clientId);
+    this.addEnvironment(OIDC_CLIENT_SECRET_ARN.name, client.clientSecret.secretArn);
+    client.clientSecret.grantRead(this);
+    return this;
+  }
+
+  /**
+   * Lets the function act on API Gateway API keys and usage plans (functions/aws/usage-plans.ts): sets
+   * `USAGE_PLAN_NAME`, the default plan it finds by name, and grants what the caller scoped to this
+   * API's plans. The grants go into a policy of their own, not the role's default policy: the function
+   * depends on that one, and these grants name the default plan, which depends on the function (plan ->
+   * stage -> deployment -> methods -> functions).
+   */
+  bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
+    this.addEnvironment(USAGE_PLAN_NAME.name, planName);
+    new Policy(this, 'UsagePlans', { statements: [...grants], roles: [this.executionRole] });
     return this;
   }
 

@@ -10,13 +10,16 @@ import {
   MAX_PENDING_SECONDS,
   PROVIDER_PROFILE,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
+  readEnv,
   SESSION_ABSOLUTE_SECONDS,
   SESSION_IDLE_SECONDS,
   TABLE_NAME,
   WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_MAX_OPEN_DELIVERIES,
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -48,6 +51,8 @@ export interface LocalSettings {
   keyRatePlan: RatePlan;
   /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
+  /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
+  maxActiveKeys: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -156,6 +161,8 @@ function optional<K extends string>(key: K, text: string | undefined, check: (te
 }
 
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
+  readEnv(WEBHOOK_MAX_OPEN_DELIVERIES, env);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
@@ -177,6 +184,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
+    maxActiveKeys: maxActiveKeysFromEnv(env),
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>

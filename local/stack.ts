@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   AWS_ACCESS_KEY_ID,
@@ -12,6 +13,7 @@ import {
   DYNAMODB_ENDPOINT,
   environmentOf,
   LOG_LEVEL,
+  MAX_ACTIVE_KEYS,
   MAX_PENDING_SECONDS,
   MEDIA_BASE_URL,
   MEDIA_DIR,
@@ -45,16 +47,7 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
-import {
-  AUTHORIZER,
-  type LambdaDefinition,
-  MEDIA_WORKER,
-  MEDIA_WORKER_FILTER,
-  ROUTES,
-  SWEEPER,
-  WEBHOOK_WORKER,
-  WEBHOOK_WORKER_FILTERS,
-} from '../lib/routes';
+import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
@@ -64,7 +57,7 @@ import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
-import { createUsageLimiter, storePlanLookup } from './usage-plans';
+import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';
@@ -159,16 +152,34 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
   return { apiKey: issued.apiKey };
 }
 
-/** Every handler module, as the gateway and the sweeper's timer call them. */
+/**
+ * Every handler module of the registry (lib/routes.ts `LAMBDAS`), by what invokes it: the gateway's
+ * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers.
+ */
 async function loadHandlers() {
-  const [routes, authorizer, sweeper] = await Promise.all([
+  const [authorizerDefinition, ...others] = lambdasTriggeredBy('authorizer');
+  if (!authorizerDefinition || others.length > 0) throw new Error('the registry must name exactly one authorizer');
+  const [routes, authorizer, scheduled, streamWorkers] = await Promise.all([
     Promise.all(
-      ROUTES.map(async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) })),
+      lambdasTriggeredBy('route').map(
+        async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) }),
+      ),
     ),
-    loadHandler<AuthorizerHandler>(AUTHORIZER),
-    loadHandler<() => Promise<unknown>>(SWEEPER),
+    loadHandler<AuthorizerHandler>(authorizerDefinition),
+    Promise.all(
+      lambdasTriggeredBy('schedule').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<() => Promise<unknown>>(definition),
+      })),
+    ),
+    Promise.all(
+      lambdasTriggeredBy('stream').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<StreamHandler>(definition),
+      })),
+    ),
   ]);
-  return { routes, authorizer, sweeper, stop: () => undefined };
+  return { routes, authorizer, scheduled, streamWorkers, stop: () => undefined };
 }
 
 type Started<T> = T & { stop(): Promise<void> | void };
@@ -225,17 +236,19 @@ function localCallbackSecret(dataDir: string): string {
 /**
  * The key that seals accounts' webhook signing secrets (Secrets Manager holds it when deployed):
  * `WEBHOOK_SECRETS_KEY` when set, else made once and kept in the data directory (readable by its owner
- * only), where the operator CLI finds it; a new one per start with `:memory:`.
+ * only), where the operator CLI finds it; a new one per start with `:memory:`, which the CLI finds in
+ * that run's record.
  */
-function localWebhookSecretsKey(dataDir: string): string {
+function localWebhookSecretsKey(dataDir: string): { key: string; from: 'env' | 'memory' | 'file' } {
   const given = readEnv(WEBHOOK_SECRETS_KEY);
-  if (given) return given;
-  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+  if (given) return { key: given, from: 'env' };
+  // Kept for the CLI in this run's record (local/stack-state.ts), which is removed when the stack stops.
+  if (dataDir === ':memory:') return { key: randomBytes(32).toString('base64url'), from: 'memory' };
   const file = resolve(dataDir, 'webhook-secrets-key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (existsSync(file)) return { key: readFileSync(file, 'utf8').trim(), from: 'file' };
   const key = randomBytes(32).toString('base64url');
   writeFileSync(file, key, { mode: 0o600 });
-  return key;
+  return { key, from: 'file' };
 }
 
 /** Starts everything; on any failure, stops what already started. */
@@ -292,6 +305,9 @@ export async function startLocalStack(
     const oidcClientSecret = randomBytes(32).toString('base64url');
     const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
 
+    // API Gateway's usage-plan control plane, recorded in the table (local/usage-plans.ts): installed before
+    // the handlers load, as they read their enrollment when they load.
+    useUsagePlansStandIn(localUsageEnrollment(storeFromEnv));
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
@@ -327,6 +343,7 @@ export async function startLocalStack(
       dynamodb = { endpoint: proxy.endpoint };
     }
 
+    const webhookKey = localWebhookSecretsKey(settings.dataDir);
     // The handlers' environment, built from the contract the CDK stack sets by (functions/environment/
     // environment.ts): the same names, with this machine's stand-ins where AWS has a service (DynamoDB
     // Local, plain secrets for Secrets Manager ARNs, a media directory for the bucket). Typed settings:
@@ -347,11 +364,12 @@ export async function startLocalStack(
         setting(MEDIA_BASE_URL, url),
         setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
         setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
+        setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
         setting(PUBLIC_ORIGIN, url),
         // The mock provider calls back here when a task ends (the same route as deployed).
         setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
         setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
-        setting(WEBHOOK_SECRETS_KEY, localWebhookSecretsKey(settings.dataDir)),
+        setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
         setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
         setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
         setting(OIDC_ISSUER, oidc.issuer),
@@ -367,28 +385,21 @@ export async function startLocalStack(
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
-    const { routes, authorizer, sweeper } = handlers;
-    // The media worker on the table's stream, as the deployed event source mapping runs it.
-    const poller = await startStreamPoller({
-      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
-      filter: MEDIA_WORKER_FILTER,
-      log,
-    });
-    cleanups.push(() => poller.stop());
-    // The webhook worker on the same stream, with the deployed mapping's filters.
-    const webhookPoller = await startStreamPoller({
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(WEBHOOK_WORKER),
-      filter: undefined,
-      filters: WEBHOOK_WORKER_FILTERS,
-      name: 'webhook worker',
-      log,
-    });
-    cleanups.push(() => webhookPoller.stop());
+    const { routes, authorizer, scheduled, streamWorkers } = handlers;
+    // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
+    for (const { definition, handler } of streamWorkers) {
+      const poller = await startStreamPoller({
+        // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+        endpoint: started.endpoint,
+        tableName: settings.tableName,
+        handler,
+        filter: undefined,
+        filters: definition.filters,
+        name: definition.name.replace('-', ' '),
+        log,
+      });
+      cleanups.push(() => poller.stop());
+    }
 
     const server: Server = createServer(
       createGateway({
@@ -420,28 +431,35 @@ export async function startLocalStack(
         }),
     );
 
-    // The sweeper runs as in AWS, on a schedule; a run never overlaps the previous one.
-    let sweeping: Promise<unknown> | undefined;
-    const timer = setInterval(() => {
-      sweeping ??= sweeper()
-        .catch((error: unknown) => log(`sweeper failed: ${(error as Error).message}`))
-        .finally(() => {
-          sweeping = undefined;
-        });
-    }, settings.sweeperIntervalSeconds * 1000);
-    cleanups.push(async () => {
-      clearInterval(timer);
-      await sweeping;
-    });
+    // The scheduled functions (the sweeper) run as in AWS, on a timer (every SWEEPER_INTERVAL_SECONDS
+    // here); a run never overlaps the previous one.
+    for (const { definition, handler } of scheduled) {
+      let running: Promise<unknown> | undefined;
+      const timer = setInterval(() => {
+        running ??= handler()
+          .catch((error: unknown) => log(`${definition.name} failed: ${(error as Error).message}`))
+          .finally(() => {
+            running = undefined;
+          });
+      }, settings.sweeperIntervalSeconds * 1000);
+      cleanups.push(async () => {
+        clearInterval(timer);
+        await running;
+      });
+    }
 
     const demoKey = await demoKeyWritten;
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
     cleanups.push(
-      writeStackState(settings.dataDir, {
+      writeStackState(settings.dataDir, settings.port, {
         pid: process.pid,
         dynamodbEndpoint: dynamodb.endpoint,
         tableName: settings.tableName,
         apiUrl,
+        ...(webhookKey.from === 'memory' ? { webhookSecretsKey: webhookKey.key } : {}),
+        ...(webhookKey.from === 'env' ? { webhookSecretsKeyFromEnv: true } : {}),
+        ...(settings.webhookInsecureOrigins ? { webhookInsecureOrigins: settings.webhookInsecureOrigins } : {}),
+        keyRatePlan: settings.keyRatePlan,
       }),
     );
     return {

@@ -335,8 +335,18 @@ export const WEBHOOK_SECRETS_KEY = /* @__PURE__ */ variable('WEBHOOK_SECRETS_KEY
 /** Seconds between webhook attempts, comma-separated (default: the deployed schedule). */
 export const WEBHOOK_RETRY_DELAYS_SECONDS = /* @__PURE__ */ variable('WEBHOOK_RETRY_DELAYS_SECONDS', 'default', text);
 
+/** Open webhook deliveries one account may have at once (default 100); past it a delivery fails unsent. */
+export const WEBHOOK_MAX_OPEN_DELIVERIES = /* @__PURE__ */ variable(
+  'WEBHOOK_MAX_OPEN_DELIVERIES',
+  'default',
+  integer(1, 100_000),
+);
+
 /** The name of the deployment's default usage plan (key creation enrolls keys in it). */
 export const USAGE_PLAN_NAME = /* @__PURE__ */ variable('USAGE_PLAN_NAME', 'stack-when-configured', text);
+
+/** The most active API keys one account may hold (the stack's `maxActiveKeys`; default 20, store/key-count.ts). */
+export const MAX_ACTIVE_KEYS = /* @__PURE__ */ variable('MAX_ACTIVE_KEYS', 'stack', integer(1, 1000));
 
 /** The default usage plan's id (the operator CLI, from the stack output). */
 export const USAGE_PLAN_ID = /* @__PURE__ */ variable('USAGE_PLAN_ID', 'local', text);

@@ -266,7 +266,12 @@ export async function markKeyEnd(
     try {
       // Retried on conflicts: guards race with the accepts that check them, and a revocation must not
       // give up where a submit would (it is rare, and a caller that sees 503 would have to retry it).
-      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), { ...KEY_END_RETRY, ...ctx.retry });
+      // The context's retry options (sleep, delays) apply, but never fewer tries than the guards' own.
+      const retry = {
+        ...ctx.retry,
+        maxAttempts: Math.max(ctx.retry?.maxAttempts ?? 0, KEY_END_RETRY.maxAttempts),
+      };
+      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), retry);
     } catch (error) {
       // An earlier end is recorded already: it stands.
       lostCondition(error);
@@ -276,7 +281,7 @@ export async function markKeyEnd(
 }
 
 /** The guards' retry budget: more tries than a submit's, the same full-jitter backoff. */
-const KEY_END_RETRY = { maxAttempts: 12 } as const;
+const KEY_END_RETRY = { maxAttempts: 20 } as const;
 
 /** Attribute names per REMOVE: an expression may hold at most 4 KB, and each name costs about 12 bytes. */
 const LEGACY_REMOVALS_PER_UPDATE = 100;

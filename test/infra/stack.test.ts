@@ -19,6 +19,7 @@ import {
 import {
   actionsOf,
   cleanUp,
+  functionLogicalId,
   logicalIdOf,
   type Statement,
   type SynthesizedService,
@@ -44,18 +45,7 @@ const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
-  const fn =
-    name === AUTHORIZER.name
-      ? service.stack.authorizerFunction
-      : name === SWEEPER.name
-        ? service.stack.sweeperFunction
-        : name === MEDIA_WORKER.name
-          ? service.stack.mediaWorkerFunction
-          : name === WEBHOOK_WORKER.name
-            ? service.stack.webhookWorkerFunction
-            : service.stack.routeFunctions.get(name);
-  if (!fn) throw new Error(`no function ${name}`);
-  return logicalIdOf(service, fn);
+  return functionLogicalId(service, name);
 }
 
 function statementsOf(name: string): Statement[] {
@@ -245,10 +235,20 @@ describe('least privilege', () => {
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
-      const usagePlans = route.needs.usagePlans ? ['apigateway:GET', 'apigateway:POST'] : [];
+      // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
+      // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
+      const uses = route.needs.usagePlans ?? [];
+      const usagePlans = [
+        ...(uses.includes('enroll') ? ['apigateway:GET', 'apigateway:POST', 'apigateway:POST'] : []),
+        ...(uses.includes('delete') ? ['apigateway:DELETE'] : []),
+        ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
+      ];
       expect(actionsOf(statements)).toEqual(
         ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
       );
+      // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
+      // Only those: sign-in and the sweeper enroll keys but issue none.
+      expect(env.MAX_ACTIVE_KEYS).toBe(route.needs.issuesKeys ? '20' : undefined);
       expect(env.PUBLIC_ORIGIN).toEqual({
         'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
       });
@@ -270,6 +270,12 @@ describe('least privilege', () => {
       const statements = statementsOf(name);
 
       // Assert
+      // Only the sweeper copies results (a copy that waited too long) and deletes ended API keys; no
+      // request path writes media.
+      const sweeperOnly =
+        name === SWEEPER.name
+          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          : [];
       expect(actionsOf(statements)).toEqual(
         [
           'logs:CreateLogStream',
@@ -278,10 +284,10 @@ describe('least privilege', () => {
           ...WRITE,
           'secretsmanager:GetSecretValue',
           's3:GetObject',
-          's3:PutObject',
+          ...sweeperOnly,
         ].sort(),
       );
-      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
+      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
       expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
@@ -300,7 +306,7 @@ describe('least privilege', () => {
     const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
-      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'],
+      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
       'submit-image': ['USER#*'],
@@ -310,7 +316,10 @@ describe('least privilege', () => {
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
-      // The listings read the caller's own partition only.
+      // The listings read the caller's own partition only; the session also its session by hash.
+      session: ['USER#*', 'SESSION#*'],
+      'keys-list': ['USER#*'],
+      'audit-log': ['USER#*'],
       'list-tasks': ['USER#*'],
       'get-credits': ['USER#*'],
       'list-models': ['USER#*'],
@@ -415,7 +424,7 @@ describe('accounts', () => {
     expect(api.FunctionAssociations).toEqual([
       {
         EventType: 'viewer-request',
-        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/^ViewerAddressFunction/), 'FunctionARN'] },
+        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/ViewerAddressFunction[0-9A-F]{8}$/), 'FunctionARN'] },
       },
     ]);
     expect(functions).toHaveLength(1);
@@ -610,7 +619,7 @@ describe('API', () => {
       Throttle: { RateLimit: 100, BurstLimit: 200 },
       Quota: Match.absent(),
     });
-    for (const route of ROUTES.filter((r) => r.needs.usagePlans)) {
+    for (const route of ROUTES.filter((r) => (r.needs.usagePlans ?? []).length > 0)) {
       expect(environmentOf(route.name).USAGE_PLAN_NAME).toBe('GenerationService-default');
     }
   });

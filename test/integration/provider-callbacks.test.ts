@@ -29,17 +29,22 @@ import {
   IMAGE_COST,
   imageRequest,
   invoke,
+  jestTimeoutFor,
   type ServiceHarness,
   sleep,
   startServiceHarness,
   storedWhenEnded,
   submitEvent,
+  TASK_END_BUDGET_MS,
   type TestUser,
 } from '../support/service-harness';
 
-jest.setTimeout(30_000);
+// Waits for callbacks and the media worker on the wall-clock budget of a loaded machine.
+jest.setTimeout(jestTimeoutFor());
 
 const HOUR_SECONDS = 3600;
+/** The mock's delay for the early-callback task; its lying callback comes at half of it. */
+const EARLY_DELAY_MS = 8000;
 const SECRET = randomBytes(32).toString('base64url');
 const CALLBACK_ROUTE = ROUTES.find((route) => route.name === 'provider-callback');
 
@@ -97,10 +102,14 @@ describe('provider callbacks', () => {
     return stored;
   }
 
-  /** Reads the stored task (no refresh: reading the table never moves a task) until `done` holds; bounded. */
+  /**
+   * Reads the stored task (no refresh: reading the table never moves a task) until `done` holds, or
+   * {@link TASK_END_BUDGET_MS} of wall clock passed.
+   */
   async function storedWhen(task: TaskRecord, done: (stored: TaskRecord) => boolean): Promise<TaskRecord> {
+    const deadline = Date.now() + TASK_END_BUDGET_MS;
     let stored = await getTask(h.store, task.userId, task.taskId);
-    for (let attempt = 0; attempt < 100 && !(stored && done(stored)); attempt++) {
+    while (!(stored && done(stored)) && Date.now() < deadline) {
       await sleep(100);
       stored = await getTask(h.store, task.userId, task.taskId);
     }
@@ -108,10 +117,14 @@ describe('provider callbacks', () => {
     return stored;
   }
 
-  /** Waits until the mock has sent `count` callbacks for the task (and got answers); bounded. */
+  /**
+   * Waits until the mock has sent `count` callbacks for the task (and got answers), or
+   * {@link TASK_END_BUDGET_MS} of wall clock passed.
+   */
   async function callbacksOf(task: TaskRecord, count: number) {
+    const deadline = Date.now() + TASK_END_BUDGET_MS;
     const of = () => h.provider.stats.callbacks.filter((sent) => sent.providerTaskId === task.providerTaskId);
-    for (let attempt = 0; attempt < 100 && of().length < count; attempt++) await sleep(100);
+    while (of().length < count && Date.now() < deadline) await sleep(100);
     return of();
   }
 
@@ -171,8 +184,12 @@ describe('provider callbacks', () => {
 
   test('an early callback claiming success leaves the task pending; a poll finishes it later', async () => {
     // Prepare
+    // The lying callback comes halfway through (4 s in), and the product's read of the provider must
+    // come before the mock is done: a window wide enough for a loaded machine.
     const user = await h.createUser(100);
-    const task = await submit(user, { mockDelayMs: 1500, mockCallback: 'early' });
+    const task = await submit(user, { mockDelayMs: EARLY_DELAY_MS, mockCallback: 'early' });
+    // The mock created the task before the submit answered: it is done by then plus its delay.
+    const mockDoneBy = Date.now() + EARLY_DELAY_MS;
 
     // Act: the lying callback arrives halfway through
     const sent = await callbacksOf(task, 1);
@@ -184,8 +201,9 @@ describe('provider callbacks', () => {
     expect(afterCallback).toMatchObject({ status: 0 });
     expect(afterCallback?.resultKeys).toBeUndefined();
 
-    // Act: polling still works once the mock is done (the clock moved past the refresh interval)
-    await sleep(1500);
+    // Act: polling still works once the mock is done (the clock moved past the refresh interval). The
+    // wait is for the mock's own clock (its outcome comes mockDelayMs after creation), not the product's.
+    await sleep(Math.max(0, mockDoneBy - Date.now()));
     const later = () => new Date(Date.now() + HOUR_SECONDS * 1000 + 1000);
     const polled = await h.withClock(later, () => invoke(getTaskHandler, getTaskEvent(user, task.taskId)));
 
@@ -198,6 +216,7 @@ describe('provider callbacks', () => {
     // Prepare
     const user = await h.createUser(100);
     const task = await submit(user, { mockDelayMs: 100, mockCallback: 'drop' });
+    // The mock's own clock: its outcome (and the callback it drops) comes 100 ms after creation.
     await sleep(300);
 
     // Act
@@ -260,12 +279,16 @@ describe('provider callbacks', () => {
     // Prepare: the mock finishes at once but calls back only a minute later
     const user = await h.createUser(100);
     const task = await submit(user, { mockDelayMs: 0, mockCallbackDelayMs: 60_000 });
+    // A task submitted after it that also ends at once and calls back without delay: once its callback
+    // came, the delayed one would have come too, had the mock sent it at the end.
+    const witness = await submit(user, { mockDelayMs: 0 });
 
     // Act
-    await sleep(500);
+    const witnessCallbacks = await callbacksOf(witness, 1);
     const stored = await getTask(h.store, user.userId, task.taskId);
 
     // Assert: no callback yet, so (with polling an hour apart) nothing moved the task
+    expect(witnessCallbacks).toEqual([{ providerTaskId: witness.providerTaskId, status: 200 }]);
     expect(h.provider.stats.callbacks.filter((sent) => sent.providerTaskId === task.providerTaskId)).toEqual([]);
     expect(stored?.status).toBe(0);
     expect(h.provider.stats.getTaskCalls(task.providerTaskId ?? '')).toBe(0);

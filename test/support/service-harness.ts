@@ -187,8 +187,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
     setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
-    // The mock's files are tiny: a copy that takes seconds is a hung source (the worker retries it).
-    setting(MEDIA_COPY_TIMEOUT_MS, 3000),
+    // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
+    // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
+    setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
     setting(METRICS, 'off'),
     setting(LOG_LEVEL, 'error'),
   );
@@ -437,18 +438,33 @@ export function videoRequest(providerInput: Record<string, unknown> = {}, extra:
 }
 
 /**
- * GETs the task until it is terminal, waiting one refresh interval between polls; gives up after
- * `maxPolls` and returns the last answer (the caller asserts on its status).
+ * How long a test waits for a task to end (or for anything else the service finishes in the
+ * background: the media worker on the stream poller, the sweeper), measured on the wall clock. A loaded
+ * 2-core machine (DynamoDB Local's JVM, the stream poller and a second copy of the suite sharing it)
+ * can take many times the few seconds an idle one needs: generous, and only ever spent by a test that
+ * fails anyway. Files that wait on it set jest's timeout with {@link jestTimeoutFor}.
+ */
+export const TASK_END_BUDGET_MS = 120_000;
+
+/** Jest's per-test timeout for a test that waits up to `budgets` task-end budgets, with room for the rest. */
+export function jestTimeoutFor(budgets = 1): number {
+  return budgets * TASK_END_BUDGET_MS + 60_000;
+}
+
+/**
+ * GETs the task until it is terminal, waiting `intervalMs` (the product's refresh interval, which a GET
+ * must let pass to query the provider) between polls; gives up after `timeoutMs` of wall clock
+ * (default {@link TASK_END_BUDGET_MS}) and returns the last answer (the caller asserts on its status).
  */
 export async function pollUntilTerminal(
   getTask: ProxyHandler,
   user: TestUser,
   taskId: string,
-  options: { intervalMs: number; maxPolls?: number },
+  options: { intervalMs: number; timeoutMs?: number },
 ): Promise<ApiAnswer> {
-  const maxPolls = options.maxPolls ?? 10;
+  const deadline = Date.now() + (options.timeoutMs ?? TASK_END_BUDGET_MS);
   let answer = await invoke(getTask, getTaskEvent(user, taskId));
-  for (let poll = 1; poll < maxPolls && answer.statusCode === 200 && answer.body.status === 0; poll++) {
+  while (answer.statusCode === 200 && answer.body.status === 0 && Date.now() < deadline) {
     await sleep(options.intervalMs);
     answer = await invoke(getTask, getTaskEvent(user, taskId));
   }
@@ -457,11 +473,18 @@ export async function pollUntilTerminal(
 
 /**
  * Reads the stored task (reading the table never moves a task) until it is terminal, e.g. until the
- * media worker has copied its results; bounded, returns the last read (the caller asserts on it).
+ * media worker has copied its results; gives up after `timeoutMs` of wall clock (default
+ * {@link TASK_END_BUDGET_MS}) and returns the last read (the caller asserts on it).
  */
-export async function storedWhenEnded(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
+export async function storedWhenEnded(
+  h: ServiceHarness,
+  userId: string,
+  taskId: string,
+  timeoutMs = TASK_END_BUDGET_MS,
+) {
+  const deadline = Date.now() + timeoutMs;
   let stored = await getStoredTask(h.store, userId, taskId);
-  for (let read = 1; read < maxReads && stored?.status === 0; read++) {
+  while (stored?.status === 0 && Date.now() < deadline) {
     await sleep(100);
     stored = await getStoredTask(h.store, userId, taskId);
   }
