@@ -110,10 +110,13 @@ export class ServiceFunctions extends Construct {
         );
       }
     }
+    // The bucket's lifecycle rule, so tasks can say until when their results exist: every function
+    // that builds the lifecycle (the submit functions too, which sign no result URL).
+    if (needs.provider || needs.media !== 'none') {
+      fn.addEnvironment(RESULT_RETENTION_DAYS.name, String(config.resultRetentionDays));
+    }
     if (needs.media !== 'none') {
       fn.bindMedia(props.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds), needs.media);
-      // The bucket's lifecycle rule, so tasks can say until when their results exist.
-      fn.addEnvironment(RESULT_RETENTION_DAYS.name, String(config.resultRetentionDays));
       if (config.mediaSourceHosts !== '') fn.addEnvironment(MEDIA_SOURCE_HOSTS.name, config.mediaSourceHosts);
       // As cdk-nag prints the grant: the bucket's ARN is an attribute of its logical id.
       const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;

@@ -60,24 +60,6 @@ const READ_BUT_UNSET: Readonly<Record<string, Exception>> = {
   },
 };
 
-/**
- * Settings the stack makes that the function's bundle never reads, as found when this test was written.
- * Harmless (a dead variable), but each hints at a grant the function may not need either; they are
- * listed, not fixed, because lib/ is being restructured on another branch. A new one fails the test.
- */
-const SET_BUT_UNREAD: Readonly<Record<string, Exception>> = {
-  MEDIA_BUCKET: {
-    functions: /\/Submit(Image|Video)$/,
-    why: 'bindMedia for the submit functions, which store no media',
-  },
-  MEDIA_URL_TTL_SECONDS: { functions: /\/Submit(Image|Video)$/, why: 'set by bindMedia with MEDIA_BUCKET' },
-  PUBLIC_ORIGIN: {
-    functions: /\/(ProviderCallback|Openapi)$/,
-    why: 'set for every route; these two take no session cookie (no CSRF check) and sign no one in',
-  },
-  TABLE_NAME: { functions: /\/ListModels$/, why: 'bindTable for a route that serves the catalog only' },
-};
-
 let service: SynthesizedService | undefined;
 let deployed: DeployedFunction[] = [];
 
@@ -161,16 +143,13 @@ describe('environment contract against the synthesized stack', () => {
     expect(stray).toEqual([]);
   });
 
-  test('the stack sets no variable a function never reads (build-time ones aside; known ones listed)', () => {
+  test('the stack sets no variable a function never reads (build-time ones aside)', () => {
     // Prepare
     const buildTime = new Set(ENVIRONMENT.filter((v) => v.setBy === 'build').map((v) => v.name));
 
     // Act
     const unread = deployed.flatMap((fn) =>
-      [...fn.sets]
-        .filter((name) => !buildTime.has(name) && !fn.reads.has(name))
-        .filter((name) => !SET_BUT_UNREAD[name]?.functions.test(fn.name))
-        .map((name) => `${fn.name}: ${name}`),
+      [...fn.sets].filter((name) => !buildTime.has(name) && !fn.reads.has(name)).map((name) => `${fn.name}: ${name}`),
     );
 
     // Assert
