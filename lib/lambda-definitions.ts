@@ -44,8 +44,9 @@ export interface FunctionNeeds {
   providerReads?: boolean;
   /**
    * `write` copies results into the media bucket and signs URLs (the media worker, and the sweeper for
-   * copies that waited too long); `read` only signs URLs to results (the request functions and the
-   * webhook worker's payloads); `none` never touches it.
+   * copies that waited too long); `read` only signs URLs to results (reading a task, the provider's
+   * callback, the webhook worker's payloads); `none` never touches it (submission: a task it answers has
+   * no result yet).
    */
   media: 'write' | 'read' | 'none';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
@@ -58,6 +59,8 @@ export interface FunctionNeeds {
    * API Gateway key of an ended key. Absent: nothing.
    */
   usagePlans?: readonly UsageKeyAction[];
+  /** Issues API keys to callers (creation, rotation): held to the cap on an account's active keys. */
+  issuesKeys?: boolean;
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
 }

@@ -4,7 +4,20 @@
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
-import { parseMaxOpenDeliveries, parseRetryDelays } from '../functions/core/webhooks';
+import { parseRetryDelays } from '../functions/core/webhooks';
+import {
+  DYNAMODB_ENDPOINT,
+  MAX_PENDING_SECONDS,
+  PROVIDER_PROFILE,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  TABLE_NAME,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_MAX_OPEN_DELIVERIES,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+} from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
@@ -142,9 +155,14 @@ function checkedOrigins(text: string, setting: string): string {
   return text;
 }
 
+/** `{ [key]: check(text) }` when the setting is given, `{}` when it is not. */
+function optional<K extends string>(key: K, text: string | undefined, check: (text: string) => string) {
+  return text ? ({ [key]: check(text) } as { [P in K]: string }) : {};
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
-  parseMaxOpenDeliveries(env.WEBHOOK_MAX_OPEN_DELIVERIES);
+  readEnv(WEBHOOK_MAX_OPEN_DELIVERIES, env);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
@@ -154,25 +172,23 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', offset(portBase(env), 2) ?? 3002),
     idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
     staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
-    sessionIdleSeconds: optionalSeconds(env, 'SESSION_IDLE_SECONDS'),
-    sessionAbsoluteSeconds: optionalSeconds(env, 'SESSION_ABSOLUTE_SECONDS'),
-    tableName: env.TABLE_NAME || DEFAULT_TABLE_NAME,
+    sessionIdleSeconds: optionalSeconds(env, SESSION_IDLE_SECONDS.name),
+    sessionAbsoluteSeconds: optionalSeconds(env, SESSION_ABSOLUTE_SECONDS.name),
+    tableName: env[TABLE_NAME.name] || DEFAULT_TABLE_NAME,
     dataDir: env.DATA_DIR || '.data',
-    providerRefreshIntervalSeconds: int(env, 'PROVIDER_REFRESH_INTERVAL_SECONDS', 30),
+    providerRefreshIntervalSeconds: int(env, PROVIDER_REFRESH_INTERVAL_SECONDS.name, 30),
     authorizerCacheTtlSeconds: authorizerCacheTtl(env),
-    maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
+    maxPendingSeconds: int(env, MAX_PENDING_SECONDS.name, 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
-    dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    dynamodbEndpoint: env[DYNAMODB_ENDPOINT.name] || undefined,
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     maxActiveKeys: maxActiveKeysFromEnv(env),
-    providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
-    ...(env.WEBHOOK_RETRY_DELAYS_SECONDS
-      ? { webhookRetryDelays: checkedRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS) }
-      : {}),
-    ...(env.WEBHOOK_INSECURE_ORIGINS
-      ? { webhookInsecureOrigins: checkedOrigins(env.WEBHOOK_INSECURE_ORIGINS, 'WEBHOOK_INSECURE_ORIGINS') }
-      : {}),
+    providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
+    ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
+    ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
+      checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
+    ),
   };
 }

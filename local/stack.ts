@@ -6,6 +6,39 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  LOG_LEVEL,
+  MAX_ACTIVE_KEYS,
+  MAX_PENDING_SECONDS,
+  MEDIA_BASE_URL,
+  MEDIA_DIR,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  METRICS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET,
+  OIDC_ISSUER,
+  PROVIDER_API_KEY,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET,
+  PROVIDER_PROFILE,
+  PROVIDER_PROFILE_JSON,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PUBLIC_ORIGIN,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  setting,
+  TABLE_NAME,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+  WEBHOOK_SECRETS_KEY,
+} from '../functions/environment/environment';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
@@ -49,7 +82,7 @@ export const DEMO_CREDITS = 1000;
 /** How long the key a later start prints keeps working (the first start's demo key does not end). */
 export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
-const OIDC_CLIENT_ID = 'generation-service-local';
+const LOCAL_OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
 // local/ here, dist/ when bundled (bin/run-ts.cjs): one level below the repository either way.
 const ROOT = resolve(__dirname, '..');
@@ -207,7 +240,8 @@ function localCallbackSecret(dataDir: string): string {
  * that run's record.
  */
 function localWebhookSecretsKey(dataDir: string): { key: string; from: 'env' | 'memory' | 'file' } {
-  if (process.env.WEBHOOK_SECRETS_KEY) return { key: process.env.WEBHOOK_SECRETS_KEY, from: 'env' };
+  const given = readEnv(WEBHOOK_SECRETS_KEY);
+  if (given) return { key: given, from: 'env' };
   // Kept for the CLI in this run's record (local/stack-state.ts), which is removed when the stack stops.
   if (dataDir === ':memory:') return { key: randomBytes(32).toString('base64url'), from: 'memory' };
   const file = resolve(dataDir, 'webhook-secrets-key');
@@ -241,7 +275,14 @@ export async function startLocalStack(
     throw error;
   }
   // Set before the handlers load: the submit functions read their profile when they load.
-  Object.assign(process.env, { PROVIDER_PROFILE: profile.profile.name, PROVIDER_PROFILE_JSON: profile.json ?? '' });
+  Object.assign(
+    process.env,
+    // An empty PROVIDER_PROFILE_JSON is written, not left out: it clears one an earlier start set.
+    environmentOf(setting(PROVIDER_PROFILE, profile.profile.name), {
+      name: PROVIDER_PROFILE_JSON.name,
+      text: profile.json ?? '',
+    }),
+  );
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -254,8 +295,8 @@ export async function startLocalStack(
   };
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
   // Before any handler module loads: some create their logger when imported.
-  process.env.METRICS ??= 'off';
-  process.env.LOG_LEVEL ??= 'warn';
+  process.env[METRICS.name] ??= 'off';
+  process.env[LOG_LEVEL.name] ??= 'warn';
 
   try {
     const url = `http://${settings.host}:${settings.port}`;
@@ -284,7 +325,7 @@ export async function startLocalStack(
       startLocalOidcProvider({
         host: settings.host,
         port: settings.oidcProviderPort,
-        clientId: OIDC_CLIENT_ID,
+        clientId: LOCAL_OIDC_CLIENT_ID,
         clientSecret: oidcClientSecret,
         redirectUri: `${apiUrl}/api/auth/callback`,
         accounts: [demoSignIn, ...settings.idpAccounts],
@@ -303,35 +344,41 @@ export async function startLocalStack(
     }
 
     const webhookKey = localWebhookSecretsKey(settings.dataDir);
-    // The handlers read exactly the variables the CDK stack sets on the Lambdas.
-    Object.assign(process.env, {
-      TABLE_NAME: settings.tableName,
-      DYNAMODB_ENDPOINT: dynamodb.endpoint,
-      AWS_REGION: 'local',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      PROVIDER_BASE_URL: mockProvider.url,
-      PROVIDER_API_KEY: PROVIDER_KEY,
-      // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
-      MEDIA_SOURCE_INSECURE_ORIGINS: mockProvider.url,
-      MEDIA_DIR: mediaDir,
-      MEDIA_BASE_URL: url,
-      PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
-      MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
-      MAX_ACTIVE_KEYS: String(settings.maxActiveKeys),
-      PUBLIC_ORIGIN: url,
-      // The mock provider calls back here when a task ends (the same route as deployed).
-      PROVIDER_CALLBACK_BASE_URL: apiUrl,
-      PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
-      WEBHOOK_SECRETS_KEY: webhookKey.key,
-      ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
-      ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
-      OIDC_ISSUER: oidc.issuer,
-      OIDC_CLIENT_ID,
-      OIDC_CLIENT_SECRET: oidcClientSecret,
-      ...(settings.sessionIdleSeconds ? { SESSION_IDLE_SECONDS: String(settings.sessionIdleSeconds) } : {}),
-      ...(settings.sessionAbsoluteSeconds ? { SESSION_ABSOLUTE_SECONDS: String(settings.sessionAbsoluteSeconds) } : {}),
-    });
+    // The handlers' environment, built from the contract the CDK stack sets by (functions/environment/
+    // environment.ts): the same names, with this machine's stand-ins where AWS has a service (DynamoDB
+    // Local, plain secrets for Secrets Manager ARNs, a media directory for the bucket). Typed settings:
+    // a value the handlers would refuse fails here.
+    Object.assign(
+      process.env,
+      environmentOf(
+        setting(TABLE_NAME, settings.tableName),
+        setting(DYNAMODB_ENDPOINT, dynamodb.endpoint),
+        setting(AWS_REGION, 'local'),
+        setting(AWS_ACCESS_KEY_ID, 'local'),
+        setting(AWS_SECRET_ACCESS_KEY, 'local'),
+        setting(PROVIDER_BASE_URL, mockProvider.url),
+        setting(PROVIDER_API_KEY, PROVIDER_KEY),
+        // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
+        setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockProvider.url),
+        setting(MEDIA_DIR, mediaDir),
+        setting(MEDIA_BASE_URL, url),
+        setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
+        setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
+        setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(PUBLIC_ORIGIN, url),
+        // The mock provider calls back here when a task ends (the same route as deployed).
+        setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
+        setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
+        setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
+        setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
+        setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
+        setting(OIDC_ISSUER, oidc.issuer),
+        setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),
+        setting(OIDC_CLIENT_SECRET, oidcClientSecret),
+        setting(SESSION_IDLE_SECONDS, settings.sessionIdleSeconds || undefined),
+        setting(SESSION_ABSOLUTE_SECONDS, settings.sessionAbsoluteSeconds || undefined),
+      ),
+    );
     resetStoreFromEnv();
     resetLifecycleFromEnv();
     const { created } = await ensureTable(storeFromEnv());

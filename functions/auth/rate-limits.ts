@@ -11,6 +11,7 @@
 import { type ApiStage, apiGatewayUsagePlans, type UsageKey, type UsagePlans } from '../aws/usage-plans';
 import { UsageError } from '../core/errors';
 import { type RatePlan, ratePlanProblems, type UsageSubject, usageKeyName, usageKeyOf } from '../core/rate-plan';
+import { type Env, REST_API_ID, readEnv, STAGE_NAME, USAGE_PLAN_ID, USAGE_PLAN_NAME } from '../environment/environment';
 import { listApiKeys } from '../store/api-keys';
 import type { AuditActor } from '../store/audit';
 import type { StoreContext } from '../store/client';
@@ -58,15 +59,19 @@ export function useUsagePlansStandIn(enrollment: UsageEnrollment | undefined): v
  * there are none to enroll in (the local stack, LocalStack mode).
  */
 export function usageEnrollmentFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   plans: () => UsagePlans = apiGatewayUsagePlans,
 ): UsageEnrollment | undefined {
-  if (!env.USAGE_PLAN_ID && !env.USAGE_PLAN_NAME) return standIn;
+  const planId = readEnv(USAGE_PLAN_ID, env);
+  const planName = readEnv(USAGE_PLAN_NAME, env);
+  if (!planId && !planName) return standIn;
   const client = plans();
-  const stage = env.REST_API_ID && env.STAGE_NAME ? { apiId: env.REST_API_ID, stage: env.STAGE_NAME } : undefined;
+  const apiId = readEnv(REST_API_ID, env);
+  const stageName = readEnv(STAGE_NAME, env);
+  const stage = apiId && stageName ? { apiId, stage: stageName } : undefined;
   return {
     plans: client,
-    defaultPlanId: defaultPlan(client, env.USAGE_PLAN_ID, env.USAGE_PLAN_NAME),
+    defaultPlanId: defaultPlan(client, planId, planName),
     ...(stage ? { stage } : {}),
   };
 }

@@ -15,6 +15,7 @@
  */
 import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { KeyLimitError } from '../core/errors';
+import { type Env, MAX_ACTIVE_KEYS, readEnv } from '../environment/environment';
 import type { StoreContext } from './client';
 import { and, conditions, type Expr, keyCountConditions, update, updateParams } from './conditions';
 import { cancellationReasons, withRetry } from './errors';
@@ -26,15 +27,12 @@ type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[numb
 /** The default cap on an account's active keys (`maxActiveKeys` / `MAX_ACTIVE_KEYS`). */
 export const DEFAULT_MAX_ACTIVE_KEYS = 20;
 
-/** The cap from `MAX_ACTIVE_KEYS` (the stack sets it from `maxActiveKeys`), else the default. */
-export function maxActiveKeysFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.MAX_ACTIVE_KEYS;
-  if (raw === undefined || raw === '') return DEFAULT_MAX_ACTIVE_KEYS;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 1000) {
-    throw new Error(`MAX_ACTIVE_KEYS must be a whole number from 1 to 1000, got "${raw}"`);
-  }
-  return value;
+/**
+ * The cap from `MAX_ACTIVE_KEYS` (the stack sets it from `maxActiveKeys`), else the default.
+ * @throws Error naming the variable when it is not a whole number from 1 to 1000
+ */
+export function maxActiveKeysFromEnv(env?: Env): number {
+  return readEnv(MAX_ACTIVE_KEYS, env) ?? DEFAULT_MAX_ACTIVE_KEYS;
 }
 
 /** The count's change in a key transaction: `delta` keys, checked against `limit` when it adds one. */

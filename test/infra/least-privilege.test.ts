@@ -2,7 +2,8 @@
  * Least privilege, pinned: every function's IAM statements as a table (function -> the statements its
  * role allows), and the sign-in client's auth flows. A grant added, widened or dropped anywhere changes
  * a line here. Issue 24: API Gateway key and plan grants scoped to this API's plans and to what each
- * function does; no media writes on request paths; the session, key listing and audit log read only
+ * function does; no media writes on request paths (and no media at all for submission, which signs no
+ * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
@@ -44,13 +45,13 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Authorizer'),
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
-  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_RESULTS, LIFECYCLE_SECRETS],
+  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), LIFECYCLE_SECRETS],
+  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), LIFECYCLE_SECRETS],
   'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
   'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
-  'list-models': [readOnly('USER#*'), ownLogs('ListModels')],
+  'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],
   'auth-sign-in': [
     ownLogs('AuthSignIn'),

@@ -110,23 +110,32 @@ describe('functions', () => {
   test('the environment carries exactly the contract each function reads', () => {
     // Act
     const authorizer = environmentOf(AUTHORIZER.name);
-    const lifecycle = [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)].map(environmentOf);
+    const lifecycle = [SWEEPER, ...LIFECYCLE_ROUTES].map((definition) => ({
+      env: environmentOf(definition.name),
+      media: definition.needs.media !== 'none',
+    }));
 
     // Assert
     expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'ORIGIN_VERIFY_SECRET_ARN', 'TABLE_NAME']);
-    for (const env of lifecycle) {
+    for (const { env, media } of lifecycle) {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
         PROVIDER_BASE_URL: TEST_PROVIDER_URL,
         PROVIDER_PROFILE: 'kie',
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
-        MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
-        MEDIA_URL_TTL_SECONDS: '3600',
         RESULT_RETENTION_DAYS: '30',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
         MAX_PENDING_SECONDS: '1800',
         LOG_LEVEL: 'INFO',
       });
+      // The bucket where results are signed (GET, the callback, the sweeper); submission signs none.
+      if (media) {
+        expect(env).toMatchObject({ MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) } });
+        expect(env).toMatchObject({ MEDIA_URL_TTL_SECONDS: '3600' });
+      } else {
+        expect(env).not.toHaveProperty('MEDIA_BUCKET');
+        expect(env).not.toHaveProperty('MEDIA_URL_TTL_SECONDS');
+      }
       expect(env).not.toHaveProperty('INLINE_AUTHORIZER');
       // No allowlist configured: any public https host; the variable is then absent.
       expect(env).not.toHaveProperty('MEDIA_SOURCE_HOSTS');
@@ -166,8 +175,10 @@ describe('functions', () => {
       expect([...externalSdk]).toEqual(usesTable ? ['require("@aws-sdk/signature-v4-crt")'] : []);
       expect(code.includes('sourceMappingURL')).toBe(false);
     }
-    // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
-    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table.access === 'none').length);
+    // Starting sign-in (it stores nothing) and the OpenAPI document hold no SDK. The model catalog
+    // touches no table either (no grant, no TABLE_NAME), yet the request stack it shares (functions/http)
+    // brings the DynamoDB client into its bundle, unused.
+    expect(withTable).toBe(assetDirs.length - 2);
   });
 
   test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
@@ -247,10 +258,17 @@ describe('least privilege', () => {
         ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
-      if (route.name === 'keys-create' || route.name === 'keys-rotate') expect(env.MAX_ACTIVE_KEYS).toBe('20');
-      expect(env.PUBLIC_ORIGIN).toEqual({
-        'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
-      });
+      // Only those: sign-in and the sweeper enroll keys but issue none.
+      expect(env.MAX_ACTIVE_KEYS).toBe(route.needs.issuesKeys ? '20' : undefined);
+      // The browsers' origin where a session cookie (CSRF) or sign-in needs it; not on the provider's
+      // callback nor the OpenAPI document.
+      if (route.auth !== 'none' || route.needs.oidc) {
+        expect(env.PUBLIC_ORIGIN).toEqual({
+          'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
+        });
+      } else {
+        expect(env.PUBLIC_ORIGIN).toBeUndefined();
+      }
       if (route.needs.oidc) {
         expect(env).toMatchObject({
           OIDC_CLIENT_ID: { Ref: expect.stringMatching(/^UserPoolServiceClient/) },
@@ -264,7 +282,7 @@ describe('least privilege', () => {
   });
 
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
-    for (const name of [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)]) {
+    for (const { name, needs } of [SWEEPER, ...LIFECYCLE_ROUTES]) {
       // Act
       const statements = statementsOf(name);
 
@@ -282,12 +300,13 @@ describe('least privilege', () => {
           ...READ,
           ...WRITE,
           'secretsmanager:GetSecretValue',
-          's3:GetObject',
+          // Submission signs no result URL: no media grant.
+          ...(needs.media === 'none' ? [] : ['s3:GetObject']),
           ...sweeperOnly,
         ].sort(),
       );
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
-      expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      if (needs.media !== 'none') expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -321,10 +340,10 @@ describe('least privilege', () => {
       'audit-log': ['USER#*'],
       'list-tasks': ['USER#*'],
       'get-credits': ['USER#*'],
-      'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 2); // sign-in and the OpenAPI document touch no table
+    // Sign-in, the OpenAPI document and the model catalog touch no table.
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 3);
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)
