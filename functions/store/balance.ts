@@ -14,11 +14,7 @@
  * Every change is still one transaction with its ledger entry; moving credits between shards inside it
  * does not change the balance, so it needs no entry of its own.
  */
-import {
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
 import {
   backoffDelay,
