@@ -3,6 +3,7 @@
  * the same ones so that it talks to the stack `npm start` runs.
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
+import { type CreateRateLimit, parseCreateRateLimit, parseMaxInFlight } from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { parseRetryDelays } from '../functions/core/webhooks';
 import {
@@ -27,6 +28,10 @@ export interface LocalSettings {
   port: number;
   dynamodbPort: number;
   mockProviderPort: number;
+  /** The mock provider's create rate (`MOCK_PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`); unset: unlimited. */
+  mockProviderCreateRateLimit?: CreateRateLimit;
+  /** The mock provider's cap on tasks in flight (`MOCK_PROVIDER_MAX_IN_FLIGHT`); unset: none. */
+  mockProviderMaxInFlight?: number;
   /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
   /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
@@ -170,6 +175,17 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     dynamodbPort: int(env, 'DYNAMODB_PORT', offset(portBase(env), 3) ?? 8000),
     mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', offset(portBase(env), 1) ?? 3001),
     oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', offset(portBase(env), 2) ?? 3002),
+    ...(env.MOCK_PROVIDER_CREATE_RATE_LIMIT
+      ? {
+          mockProviderCreateRateLimit: parseCreateRateLimit(
+            env.MOCK_PROVIDER_CREATE_RATE_LIMIT,
+            'MOCK_PROVIDER_CREATE_RATE_LIMIT',
+          ),
+        }
+      : {}),
+    ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
+      ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
+      : {}),
     idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
     staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
     sessionIdleSeconds: optionalSeconds(env, SESSION_IDLE_SECONDS.name),

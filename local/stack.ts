@@ -316,6 +316,8 @@ export async function startLocalStack(
         port: settings.mockProviderPort,
         host: settings.host,
         apiKey: PROVIDER_KEY,
+        ...(settings.mockProviderCreateRateLimit ? { createRateLimit: settings.mockProviderCreateRateLimit } : {}),
+        ...(settings.mockProviderMaxInFlight ? { maxInFlight: settings.mockProviderMaxInFlight } : {}),
         // The mock's own profile keeps its open door (any providerInput option); any other profile makes
         // it refuse what that upstream would refuse.
         ...(profile.profile.name === DEFAULT_PROFILE_NAME && profile.json === undefined

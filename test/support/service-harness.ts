@@ -53,7 +53,7 @@ import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env'
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
-import { type MockProvider, startMockProvider } from '../../local/mock-provider';
+import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
 import { createTestStore, type TestStore, testEndpoint } from './dynamodb';
 
@@ -69,6 +69,8 @@ export interface ServiceHarnessOptions {
   mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
+  /** The mock provider's capacity limits (create rate, tasks in flight); default none. */
+  providerLimits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
 }
 
 /** A caller as the authorizer describes it. */
@@ -167,7 +169,7 @@ function mediaServer(dir: string): Server {
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
   const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
-  const provider = await startMockProvider({ apiKey: providerKey });
+  const provider = await startMockProvider({ apiKey: providerKey, ...options.providerLimits });
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
