@@ -9,7 +9,8 @@
  * of them (esbuild keeps a dynamic import of a bundled module lazy).
  */
 
-import { DomainError, UsageError } from '../functions/core/errors';
+import { DomainError, KeyLimitError, UsageError } from '../functions/core/errors';
+import type { LocalStackState } from '../local/stack-state';
 import { helpText, parseInvocation } from './admin/args';
 import type { Target } from './admin/target';
 
@@ -20,6 +21,9 @@ function version(): string {
   if (typeof ADMIN_VERSION === 'string') return ADMIN_VERSION;
   return (require('../package.json') as { version: string }).version;
 }
+
+/** Key commands that enroll or delete API Gateway keys: locally they use the stand-in (local/usage-plans.ts). */
+const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke']);
 
 /** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
 const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset']);
@@ -50,6 +54,12 @@ function describeFailure(error: unknown, target: Target | undefined): string {
   return code ? `${code}: ${message}` : message;
 }
 
+/** The CLI's environment, with the running stack's WEBHOOK_INSECURE_ORIGINS unless the CLI sets its own. */
+function localWebhookEnv(env: NodeJS.ProcessEnv, running: LocalStackState | undefined): NodeJS.ProcessEnv {
+  if (env.WEBHOOK_INSECURE_ORIGINS || !running?.webhookInsecureOrigins) return env;
+  return { ...env, WEBHOOK_INSECURE_ORIGINS: running.webhookInsecureOrigins };
+}
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const now = new Date();
   let target: Target | undefined;
@@ -71,6 +81,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       { localSettingsFromEnv },
       { webhookSecretBox },
       { webhookTargetPolicy },
+      { localUsageEnrollment },
     ] = await Promise.all([
       import('./admin/target'),
       import('./admin/commands'),
@@ -79,29 +90,43 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       import('../local/settings'),
       import('./admin/webhook-key'),
       import('../functions/webhooks/target-policy'),
+      import('../local/usage-plans'),
     ]);
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
-    target = resolveTarget(aws, env);
-    const usage = aws ? usageEnrollmentFromEnv(env) : undefined;
+    const resolved = resolveTarget(aws, env);
+    target = resolved;
+    // Locally, key commands record their API Gateway keys in the local stand-in, as the local stack does.
+    const usage = aws
+      ? usageEnrollmentFromEnv(env)
+      : LOCAL_KEY_COMMANDS.has(command.kind)
+        ? localUsageEnrollment(() => resolved.ctx)
+        : undefined;
     if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
       throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
     }
-    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...), read like npm start does.
-    const defaultPlan = aws ? undefined : localSettingsFromEnv(env).keyRatePlan;
+    // Locally the default plan is the local stack's setting (KEY_RATE_LIMIT, ...): the running stack's
+    // as it recorded it, unless the CLI is given its own; else read like npm start does.
+    const ownPlanSettings = Boolean(env.KEY_RATE_LIMIT || env.KEY_BURST_LIMIT || env.KEY_DAILY_QUOTA);
+    const runningPlan = ownPlanSettings ? undefined : target.running?.state.keyRatePlan;
+    const defaultPlan = aws ? undefined : (runningPlan ?? localSettingsFromEnv(env).keyRatePlan);
     const result = await runCommand(target.ctx, command, now, {
       createIdentity,
       ...(usage ? { usage } : {}),
       ...(defaultPlan ? { defaultPlan } : {}),
       // Deployed: the strict rule; locally the local stack's own exceptions (WEBHOOK_INSECURE_ORIGINS).
-      webhookPolicy: webhookTargetPolicy(aws ? {} : env),
-      webhookBox: () => webhookSecretBox(aws, env),
+      webhookPolicy: webhookTargetPolicy(aws ? {} : localWebhookEnv(env, target.running?.state)),
+      webhookBox: () => webhookSecretBox(aws, env, target?.running),
     });
     print(process.stdout, result.output);
     if (!result.ok)
       print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });
     return result.ok ? 0 : 1;
   } catch (error) {
-    print(process.stderr, { error: describeFailure(error, target) });
+    // The cap on active keys answers as the API does: the message and the limit it names.
+    print(process.stderr, {
+      error: describeFailure(error, target),
+      ...(error instanceof KeyLimitError ? { limit: error.limit } : {}),
+    });
     return error instanceof UsageError ? 2 : 1;
   } finally {
     target?.ctx.doc.destroy();

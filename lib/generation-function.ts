@@ -6,13 +6,29 @@
 import * as path from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import {
+  MEDIA_BUCKET,
+  MEDIA_URL_TTL_SECONDS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET_ARN,
+  OIDC_ISSUER,
+  ORIGIN_VERIFY_SECRET_ARN,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET_ARN,
+  PROVIDER_SECRET_ARN,
+  PUBLIC_ORIGIN,
+  TABLE_NAME,
+  USAGE_PLAN_NAME,
+  WEBHOOK_SECRETS_KEY_ARN,
+} from '../functions/environment/environment';
 import { TABLE } from '../functions/store/table';
 import type { TableNeeds } from './routes';
 
@@ -237,9 +253,19 @@ export class GenerationFunction extends NodejsFunction {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.keys] } },
       }),
     );
+    if (access === 'RW' && needs.deletes && needs.deletes.length > 0) {
+      // Deleting is granted apart, on the partitions that need it only (the dispatch queue's entries).
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:DeleteItem'],
+          resources: [table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.deletes] } },
+        }),
+      );
+    }
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
-    this.addEnvironment('TABLE_NAME', table.tableName);
+    this.addEnvironment(TABLE_NAME.name, table.tableName);
     return this;
   }
 
@@ -253,8 +279,8 @@ export class GenerationFunction extends NodejsFunction {
     const secretArn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
     this.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretArn] }));
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_BASE_URL', baseUrl);
-    this.addEnvironment('PROVIDER_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_BASE_URL.name, baseUrl);
+    this.addEnvironment(PROVIDER_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -267,7 +293,7 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_CALLBACK_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_CALLBACK_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -280,7 +306,58 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', secret.secretArn);
+    this.addEnvironment(WEBHOOK_SECRETS_KEY_ARN.name, secret.secretArn);
+    return this;
+  }
+
+  /**
+   * Grants reading (`GetSecretValue`, `DescribeSecret`) the secret the dashboard's distribution sends
+   * as `X-Origin-Verify` and sets `ORIGIN_VERIFY_SECRET_ARN`: with it the function believes the viewer
+   * address the distribution forwards (functions/auth/viewer-address.ts).
+   */
+  bindOriginVerify(secret: ISecret): this {
+    this.addEnvironment(ORIGIN_VERIFY_SECRET_ARN.name, secret.secretArn);
+    secret.grantRead(this);
+    return this;
+  }
+
+  /** Sets `PUBLIC_ORIGIN`, the browsers' origin (CSRF checks, redirects after sign-in). */
+  bindPublicOrigin(origin: string): this {
+    this.addEnvironment(PUBLIC_ORIGIN.name, origin);
+    return this;
+  }
+
+  /**
+   * Sets `PROVIDER_CALLBACK_BASE_URL`: tasks sent to the provider get a callback URL under it (without
+   * it, tasks finish by polling and the sweeper).
+   */
+  bindProviderCallbacks(origin: string): this {
+    this.addEnvironment(PROVIDER_CALLBACK_BASE_URL.name, origin);
+    return this;
+  }
+
+  /**
+   * Makes the function the OpenID Connect client: sets `OIDC_ISSUER`, `OIDC_CLIENT_ID` and
+   * `OIDC_CLIENT_SECRET_ARN`, and grants reading the client secret (nothing else).
+   */
+  bindOidcClient(client: { issuer: string; clientId: string; clientSecret: ISecret }): this {
+    this.addEnvironment(OIDC_ISSUER.name, client.issuer);
+    this.addEnvironment(OIDC_CLIENT_ID.name, client.clientId);
+    this.addEnvironment(OIDC_CLIENT_SECRET_ARN.name, client.clientSecret.secretArn);
+    client.clientSecret.grantRead(this);
+    return this;
+  }
+
+  /**
+   * Lets the function act on API Gateway API keys and usage plans (functions/aws/usage-plans.ts): sets
+   * `USAGE_PLAN_NAME`, the default plan it finds by name, and grants what the caller scoped to this
+   * API's plans. The grants go into a policy of their own, not the role's default policy: the function
+   * depends on that one, and these grants name the default plan, which depends on the function (plan ->
+   * stage -> deployment -> methods -> functions).
+   */
+  bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
+    this.addEnvironment(USAGE_PLAN_NAME.name, planName);
+    new Policy(this, 'UsagePlans', { statements: [...grants], roles: [this.executionRole] });
     return this;
   }
 
@@ -299,8 +376,8 @@ export class GenerationFunction extends NodejsFunction {
     );
     if (access === 'write') bucket.encryptionKey?.grantEncryptDecrypt(this);
     else bucket.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('MEDIA_BUCKET', bucket.bucketName);
-    if (urlTtl) this.addEnvironment('MEDIA_URL_TTL_SECONDS', String(urlTtl.toSeconds()));
+    this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    if (urlTtl) this.addEnvironment(MEDIA_URL_TTL_SECONDS.name, String(urlTtl.toSeconds()));
     return this;
   }
 }

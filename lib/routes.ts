@@ -1,97 +1,49 @@
 /**
- * The route table: every endpoint, the Lambda behind it and what that Lambda may touch. The CDK stack
- * and the local gateway are both built from it, so the deployed API and `npm start` expose the same
- * routes with the same handlers.
+ * The registry of every Lambda of the service (`LAMBDAS`): its handler, what it may touch, its timeout
+ * and what invokes it (a route, the API's authorizer, a schedule, the table's stream, or the stream and
+ * delayed wake-ups for the paced dispatcher). The CDK stack
+ * (lib/constructs/), the local stack (local/stack.ts, local/gateway.ts) and the tests are all built from
+ * it, so the deployed API and `npm start` run the same handlers on the same triggers. `ROUTES` is the
+ * route table: the registry's route entries, in order.
  */
 
-/** Least-privilege access a function gets to the table: none, read only or read/write. */
-export type TableAccess = 'none' | 'RO' | 'RW';
+import type {
+  AuthorizerDefinition,
+  FunctionNeeds,
+  LambdaDefinition,
+  PacedDefinition,
+  RouteDefinition,
+  ScheduleDefinition,
+  StreamDefinition,
+  TableKeyPattern,
+  TableNeeds,
+} from './lambda-definitions';
 
-/**
- * Partition key patterns (`dynamodb:LeadingKeys`, IAM `StringLike`) of the items a function touches:
- * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
- * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
- * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
- * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt.
- */
-export type TableKeyPattern =
-  | 'USER#*'
-  | 'APIKEY#*'
-  | 'PENDING#*'
-  | 'SESSION#*'
-  | 'KEYID#*'
-  | 'INVITE#*'
-  | 'WEBHOOKDUE#*'
-  | 'DISPATCH#*';
-
-/** The table access of a function: what it may do, and to which items. */
-export interface TableNeeds {
-  access: TableAccess;
-  keys: readonly TableKeyPattern[];
-}
-
-/** What a function needs besides the table; the stack grants exactly this. */
-export interface FunctionNeeds {
-  table: TableNeeds;
-  /** Calls the upstream provider (needs the provider URL and key secret). */
-  provider: boolean;
-  /**
-   * `false`: only creates provider tasks, never reads their state (the submit functions); the bundle
-   * then leaves the state-reading code out (`providerReadsDefine`). Default: reads too.
-   */
-  providerReads?: boolean;
-  /**
-   * `write` copies results into the media bucket and signs URLs; `read` only signs URLs to results
-   * (the webhook worker's payloads); `none` never touches it.
-   */
-  media: 'write' | 'read' | 'none';
-  /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
-  webhookSecrets?: boolean;
-  /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
-  oidc?: boolean;
-  /** Enrolls keys (or an account's sessions) in API Gateway usage plans: their per-key rate limits. */
-  usagePlans?: boolean;
-  /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
-  viewerAddress?: boolean;
-}
-
-export interface LambdaDefinition {
-  /** kebab-case name; also the folder under functions/. */
-  name: string;
-  /** Handler file relative to the repository root; it exports `handler`. */
-  entry: string;
-  needs: FunctionNeeds;
-}
-
-export interface RouteDefinition extends LambdaDefinition {
-  method: 'GET' | 'POST';
-  /** API Gateway path, `{param}` for path parameters. */
-  path: string;
-  /**
-   * `credentials` (default): behind the authorizer, which takes a key or a session (the handler then
-   * says which it accepts); `none`: no authorizer (starting sign-in and its callback).
-   */
-  auth?: 'credentials' | 'none';
-}
+export type * from './lambda-definitions';
 
 // Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+// No request copies media (the media worker does): GET and the callback only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
   provider: true,
-  media: 'write',
-};
-/** Submit also puts the task's entry in the dispatch queue (DISPATCH#QUEUE) in the accept transaction. */
-const submitNeeds: FunctionNeeds = {
-  ...lifecycleNeeds,
-  providerReads: false,
-  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#*'] },
+  media: 'read',
 };
 /** What the authorizer touches: keys and sessions by hash, their listings under the account. */
 const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
 const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
-const readNeeds: FunctionNeeds = { table: { access: 'RO', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
 /** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
+/**
+ * Submission queues provider tasks (the dispatcher creates them) and never reads their state; a task it
+ * answers has no result yet, so it signs no media URL (its bundle holds no media store).
+ */
+const SUBMIT_NEEDS: FunctionNeeds = {
+  ...lifecycleNeeds,
+  // The accept transaction also puts the task's entry in the dispatch queue.
+  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'] },
+  media: 'none',
+  providerReads: false,
+};
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
 
@@ -103,24 +55,27 @@ export function withInlineKeyReads(needs: TableNeeds): TableNeeds {
   return { ...needs, keys: [...new Set([...needs.keys, ...AUTHORIZER_KEYS])] };
 }
 
-export const ROUTES: readonly RouteDefinition[] = [
+const ROUTE_TABLE: readonly RouteDefinition[] = [
   {
     name: 'submit-image',
+    trigger: 'route',
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: submitNeeds,
+    needs: SUBMIT_NEEDS,
   },
   {
     name: 'submit-video',
+    trigger: 'route',
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: submitNeeds,
+    needs: SUBMIT_NEEDS,
   },
   {
     // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.
     name: 'get-task',
+    trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
@@ -130,6 +85,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
     // It reads the task at the provider and completes it like a poll does, hence the lifecycle's needs.
     name: 'provider-callback',
+    trigger: 'route',
     method: 'POST',
     path: '/api/provider/callbacks/{taskId}',
     entry: 'functions/provider-callback/handler.ts',
@@ -139,6 +95,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
   {
     name: 'list-tasks',
+    trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks',
     entry: 'functions/list-tasks/handler.ts',
@@ -146,6 +103,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   {
     name: 'get-credits',
+    trigger: 'route',
     method: 'GET',
     path: '/api/ai/credits',
     entry: 'functions/get-credits/handler.ts',
@@ -153,14 +111,17 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   {
     name: 'list-models',
+    trigger: 'route',
     method: 'GET',
     path: '/api/ai/models',
     entry: 'functions/list-models/handler.ts',
-    needs: ownReadNeeds,
+    // The catalog is in the bundle (core/catalog.ts): no table.
+    needs: { table: { access: 'none', keys: [] }, provider: false, media: 'none' },
   },
   {
     // The OpenAPI document, public (a client generator needs it before it has a key).
     name: 'openapi',
+    trigger: 'route',
     method: 'GET',
     path: '/api/openapi.json',
     entry: 'functions/openapi/handler.ts',
@@ -170,6 +131,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   // Accounts: sign-in, sessions and key management (session only, see each handler).
   {
     name: 'auth-sign-in',
+    trigger: 'route',
     method: 'GET',
     path: '/api/auth/sign-in',
     entry: 'functions/auth-sign-in/handler.ts',
@@ -178,14 +140,16 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   {
     name: 'auth-callback',
+    trigger: 'route',
     method: 'GET',
     path: '/api/auth/callback',
     entry: 'functions/auth-callback/handler.ts',
-    needs: { ...writeNeeds, oidc: true, usagePlans: true, viewerAddress: true },
+    needs: { ...writeNeeds, oidc: true, usagePlans: ['enroll'], viewerAddress: true },
     auth: 'none',
   },
   {
     name: 'auth-sign-out',
+    trigger: 'route',
     method: 'POST',
     path: '/api/auth/sign-out',
     entry: 'functions/auth-sign-out/handler.ts',
@@ -193,55 +157,102 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   {
     name: 'auth-sign-out-everywhere',
+    trigger: 'route',
     method: 'POST',
     path: '/api/auth/sign-out-everywhere',
     entry: 'functions/auth-sign-out-everywhere/handler.ts',
     needs: writeNeeds,
   },
-  { name: 'session', method: 'GET', path: '/api/session', entry: 'functions/session/handler.ts', needs: readNeeds },
-  { name: 'keys-list', method: 'GET', path: '/api/keys', entry: 'functions/keys-list/handler.ts', needs: readNeeds },
+  {
+    name: 'session',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/session',
+    entry: 'functions/session/handler.ts',
+    // The session by its hash and the account's balance; no keys, no invitations.
+    needs: { table: { access: 'RO', keys: ['USER#*', 'SESSION#*'] }, provider: false, media: 'none' },
+  },
+  {
+    name: 'keys-list',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/keys',
+    entry: 'functions/keys-list/handler.ts',
+    // The key listings under the account (USER#<id>/KEY#...), never the keys themselves.
+    needs: ownReadNeeds,
+  },
   {
     name: 'keys-create',
+    trigger: 'route',
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, usagePlans: true },
+    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
+    trigger: 'route',
     method: 'POST',
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
-    needs: { ...writeNeeds, usagePlans: true },
+    // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
+    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
+    trigger: 'route',
     method: 'POST',
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
-    needs: writeNeeds,
+    // Deletes the revoked key's API Gateway key.
+    needs: { ...writeNeeds, usagePlans: ['delete'] },
   },
-  { name: 'audit-log', method: 'GET', path: '/api/audit', entry: 'functions/audit-log/handler.ts', needs: readNeeds },
+  {
+    name: 'audit-log',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/audit',
+    entry: 'functions/audit-log/handler.ts',
+    // The account's audit entries (USER#<id>/AUDIT#...).
+    needs: ownReadNeeds,
+  },
 ];
 
 /**
  * The API Gateway REQUEST authorizer in front of every route with `auth: 'credentials'`. It writes
  * (hence RW): a session's idle expiry and a key's "last used", each at most once a minute.
  */
-export const AUTHORIZER: LambdaDefinition = {
+export const AUTHORIZER: AuthorizerDefinition = {
   name: 'authorizer',
+  trigger: 'authorizer',
   entry: 'functions/authorizer/handler.ts',
   // Keys by hash and sessions by hash; "last used" and idle expiry also on the listings (USER#<id>).
   needs: { table: { access: 'RW', keys: AUTHORIZER_KEYS }, provider: false, media: 'none', viewerAddress: true },
+  // Every API request waits for it: a store read and at most one write.
+  timeoutSeconds: 10,
 };
 
 /** Runs on a schedule and drives every pending task to a terminal state. */
-export const SWEEPER: LambdaDefinition = {
+export const SWEEPER: ScheduleDefinition = {
   name: 'sweeper',
+  trigger: 'schedule',
+  rateMinutes: 1,
+  description: 'Drives every pending generation task to a terminal state',
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
-  needs: { ...lifecycleNeeds, table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] } },
+  // It copies results whose copy waited too long (media write), lists API Gateway keys due for a look
+  // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled. A send
+  // lost to a crash goes back to the queue by its task's stage (USER#<id>); it never sends to the provider.
+  needs: {
+    ...lifecycleNeeds,
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
+    media: 'write',
+    usagePlans: ['enroll', 'delete'],
+  },
+  // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
+  // longer than its one-minute period when a large video is being copied.
+  timeoutSeconds: 120,
 };
 
 /**
@@ -258,17 +269,6 @@ export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as cons
 export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
 
 /**
- * Copies finished tasks' results into media storage, fed by the table's stream (deployed: an event
- * source mapping; locally: local/stream-poller.ts). Reads and completes tasks (USER#*), writes results.
- */
-export const MEDIA_WORKER: LambdaDefinition = {
-  name: 'media-worker',
-  entry: 'functions/media-worker/handler.ts',
-  // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
-};
-
-/**
  * The stream records the media worker is invoked for (an event source mapping filter pattern): a task
  * still pending with results ready to copy. The worker itself also checks that the record is the write
  * that made them ready (`readyTaskOf`), so other writes to such a task cost no copy.
@@ -279,15 +279,19 @@ export const MEDIA_WORKER_FILTER = {
 } as const;
 
 /**
- * Sends webhooks: opens a task's delivery when the task ends and makes each claimed attempt, fed by the
- * table's stream (deployed: an event source mapping; locally: local/stream-poller.ts). Reads tasks and
- * webhook settings and writes deliveries and attempts (USER#*), signs result URLs for the payload, and
- * opens signing secrets. No provider.
+ * Copies finished tasks' results into media storage, fed by the table's stream (deployed: an event
+ * source mapping; locally: local/stream-poller.ts). Reads and completes tasks (USER#*), writes results.
  */
-export const WEBHOOK_WORKER: LambdaDefinition = {
-  name: 'webhook-worker',
-  entry: 'functions/webhook-worker/handler.ts',
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'read', webhookSecrets: true },
+export const MEDIA_WORKER: StreamDefinition = {
+  name: 'media-worker',
+  trigger: 'stream',
+  filters: [MEDIA_WORKER_FILTER],
+  retryAttempts: 5,
+  entry: 'functions/media-worker/handler.ts',
+  // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
+  // A 1 GB video streams through in minutes; the copy's own deadline (MEDIA_COPY_TIMEOUT_MS) is shorter.
+  timeoutSeconds: 900,
 };
 
 /**
@@ -307,20 +311,20 @@ export const WEBHOOK_WORKER_FILTERS = [
 ] as const;
 
 /**
- * Sends queued tasks to the provider at its pace (README "Dispatching to the provider"): reads the
- * dispatch queue and the capacity item (DISPATCH#*), claims and records tasks and refunds refused ones
- * (USER#*). Deployed (lib/constructs/dispatch.ts) it is fed by the table's stream (`DISPATCHER_FILTER`)
- * and by its SQS wake-up queue; locally by local/dispatch-loop.ts. It never reads provider task states.
+ * Sends webhooks: opens a task's delivery when the task ends and makes each claimed attempt, fed by the
+ * table's stream (deployed: an event source mapping; locally: local/stream-poller.ts). Reads tasks and
+ * webhook settings and writes deliveries and attempts (USER#*), signs result URLs for the payload, and
+ * opens signing secrets. No provider.
  */
-export const DISPATCHER: LambdaDefinition = {
-  name: 'dispatcher',
-  entry: 'functions/dispatcher/handler.ts',
-  needs: {
-    table: { access: 'RW', keys: ['USER#*', 'DISPATCH#*'] },
-    provider: true,
-    providerReads: false,
-    media: 'none',
-  },
+export const WEBHOOK_WORKER: StreamDefinition = {
+  name: 'webhook-worker',
+  trigger: 'stream',
+  filters: WEBHOOK_WORKER_FILTERS,
+  retryAttempts: 3,
+  entry: 'functions/webhook-worker/handler.ts',
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'read', webhookSecrets: true },
+  // One attempt waits at most 10 s for its endpoint, and a batch's attempts run side by side.
+  timeoutSeconds: 60,
 };
 
 /** The stream records that wake the dispatcher: a task's entry was put in the dispatch queue. */
@@ -328,3 +332,54 @@ export const DISPATCHER_FILTER = {
   eventName: ['INSERT'],
   dynamodb: { Keys: { PK: { S: ['DISPATCH#QUEUE'] } } },
 } as const;
+
+/**
+ * Sends queued tasks to the provider at its pace (README "Dispatching to the provider"): reads the
+ * dispatch queue and the capacity item (DISPATCH#QUEUE, DISPATCH#CAPACITY), claims and records tasks and
+ * refunds refused ones (USER#*). Deployed (lib/constructs/dispatch.ts) it is fed by the table's stream
+ * (`DISPATCHER_FILTER`) and by its SQS wake-up queue; locally by local/dispatch-loop.ts. It never reads
+ * provider task states, and signs no result URL.
+ */
+export const DISPATCHER: PacedDefinition = {
+  name: 'dispatcher',
+  trigger: 'paced',
+  filters: [DISPATCHER_FILTER],
+  retryAttempts: 2,
+  // Every slot is decided by a conditional write anyway: two at once only keeps the contention low.
+  wakeConcurrency: 2,
+  entry: 'functions/dispatcher/handler.ts',
+  needs: {
+    // Deletes a queue entry once its task reached the provider (or ended): DeleteItem there only.
+    table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'], deletes: ['DISPATCH#QUEUE'] },
+    provider: true,
+    providerReads: false,
+    media: 'none',
+  },
+  // A run sends while capacity lasts and stops 10 s before its deadline (SAFETY_MARGIN_MS in the handler).
+  timeoutSeconds: 120,
+};
+
+/** The route table: every endpoint and the function behind it, in the order the API documents them. */
+export const ROUTES: readonly RouteDefinition[] = ROUTE_TABLE;
+
+/**
+ * Every Lambda of the service, once: what builds the stack's functions, the local stack's handlers and
+ * the tests' lists. Names are unique (they name the functions' constructs and folders).
+ */
+export const LAMBDAS: readonly LambdaDefinition[] = [
+  AUTHORIZER,
+  ...ROUTE_TABLE,
+  SWEEPER,
+  MEDIA_WORKER,
+  WEBHOOK_WORKER,
+  DISPATCHER,
+];
+
+/** The registry's entries with one trigger, typed by it. */
+export function lambdasTriggeredBy<T extends LambdaDefinition['trigger']>(
+  trigger: T,
+): Extract<LambdaDefinition, { trigger: T }>[] {
+  return LAMBDAS.filter(
+    (definition): definition is Extract<LambdaDefinition, { trigger: T }> => definition.trigger === trigger,
+  );
+}

@@ -17,7 +17,11 @@ export interface DynamoDbLocalOptions {
   port: number;
   /** Directory for the database file; omitted = in memory (nothing kept). */
   dataDir?: string;
-  /** How long to wait for the engine to answer `ListTables`; default 30 s. */
+  /**
+   * How long to wait for the engine to answer `ListTables`; default 120 s. The JVM answers within
+   * seconds on an idle machine, but a 2-core machine running test suites (several JVMs starting at
+   * once) was seen to need far more; only a start that fails anyway waits this long.
+   */
   startTimeoutMs?: number;
   /**
    * `QUICK_START_FLAGS` (C1 only, no verification, serial collector), for `npm start`: the JVM answers
@@ -125,7 +129,7 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions): Promise<Dy
   };
 
   try {
-    await waitUntilAnswering(endpoint, child, exited, () => spawnError, opts.startTimeoutMs ?? 30_000);
+    await waitUntilAnswering(endpoint, child, exited, () => spawnError, opts.startTimeoutMs ?? 120_000);
   } catch (error) {
     await stop();
     const reason = error instanceof Error ? error.message : String(error);

@@ -11,7 +11,22 @@ import {
 } from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { parseRetryDelays } from '../functions/core/webhooks';
+import {
+  DYNAMODB_ENDPOINT,
+  MAX_PENDING_SECONDS,
+  PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_PROFILE,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  TABLE_NAME,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_MAX_OPEN_DELIVERIES,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+} from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -52,6 +67,8 @@ export interface LocalSettings {
   keyRatePlan: RatePlan;
   /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
+  /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
+  maxActiveKeys: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -154,7 +171,14 @@ function checkedOrigins(text: string, setting: string): string {
   return text;
 }
 
+/** `{ [key]: check(text) }` when the setting is given, `{}` when it is not. */
+function optional<K extends string>(key: K, text: string | undefined, check: (text: string) => string) {
+  return text ? ({ [key]: check(text) } as { [P in K]: string }) : {};
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
+  readEnv(WEBHOOK_MAX_OPEN_DELIVERIES, env);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
@@ -170,36 +194,37 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
           ),
         }
       : {}),
-    ...(env.PROVIDER_CREATE_RATE_LIMIT
-      ? {
-          providerCreateRateLimit: formatCreateRateLimit(
-            parseCreateRateLimit(env.PROVIDER_CREATE_RATE_LIMIT, 'PROVIDER_CREATE_RATE_LIMIT'),
-          ),
-        }
-      : {}),
+    ...providerCreateRateLimitFrom(env),
     ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
       ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
       : {}),
     idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
     staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
-    sessionIdleSeconds: optionalSeconds(env, 'SESSION_IDLE_SECONDS'),
-    sessionAbsoluteSeconds: optionalSeconds(env, 'SESSION_ABSOLUTE_SECONDS'),
-    tableName: env.TABLE_NAME || DEFAULT_TABLE_NAME,
+    sessionIdleSeconds: optionalSeconds(env, SESSION_IDLE_SECONDS.name),
+    sessionAbsoluteSeconds: optionalSeconds(env, SESSION_ABSOLUTE_SECONDS.name),
+    tableName: env[TABLE_NAME.name] || DEFAULT_TABLE_NAME,
     dataDir: env.DATA_DIR || '.data',
-    providerRefreshIntervalSeconds: int(env, 'PROVIDER_REFRESH_INTERVAL_SECONDS', 30),
+    providerRefreshIntervalSeconds: int(env, PROVIDER_REFRESH_INTERVAL_SECONDS.name, 30),
     authorizerCacheTtlSeconds: authorizerCacheTtl(env),
-    maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
+    maxPendingSeconds: int(env, MAX_PENDING_SECONDS.name, 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
-    dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    dynamodbEndpoint: env[DYNAMODB_ENDPOINT.name] || undefined,
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
-    providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
-    ...(env.WEBHOOK_RETRY_DELAYS_SECONDS
-      ? { webhookRetryDelays: checkedRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS) }
-      : {}),
-    ...(env.WEBHOOK_INSECURE_ORIGINS
-      ? { webhookInsecureOrigins: checkedOrigins(env.WEBHOOK_INSECURE_ORIGINS, 'WEBHOOK_INSECURE_ORIGINS') }
-      : {}),
+    maxActiveKeys: maxActiveKeysFromEnv(env),
+    providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
+    ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
+    ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
+      checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
+    ),
   };
+}
+
+/** `PROVIDER_CREATE_RATE_LIMIT` checked now (a malformed value stops the start naming it), in its text form. */
+function providerCreateRateLimitFrom(env: NodeJS.ProcessEnv): { providerCreateRateLimit?: string } {
+  const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
+  return text === undefined
+    ? {}
+    : { providerCreateRateLimit: formatCreateRateLimit(parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name)) };
 }

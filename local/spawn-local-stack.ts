@@ -94,7 +94,9 @@ export function buildLocalStack(): void {
 
 /** Starts the stack and resolves at its `API ready at` line; stops it again on any failure. */
 export async function spawnLocalStack(options: SpawnOptions = {}): Promise<SpawnedLocalStack> {
-  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  // Seconds on an idle machine; a 2-core machine running test suites (several JVMs starting at once)
+  // can need minutes. Only a start that fails anyway waits this long.
+  const readyTimeoutMs = options.readyTimeoutMs ?? 180_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
   const [port, dynamodbPort, mockProviderPort, oidcProviderPort] = await freePorts(4);
   const lines: string[] = [];

@@ -4,7 +4,42 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  LOG_LEVEL,
+  MAX_ACTIVE_KEYS,
+  MAX_PENDING_SECONDS,
+  MEDIA_BASE_URL,
+  MEDIA_DIR,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  METRICS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET,
+  OIDC_ISSUER,
+  PROVIDER_API_KEY,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET,
+  PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_PROFILE,
+  PROVIDER_PROFILE_JSON,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PUBLIC_ORIGIN,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  setting,
+  TABLE_NAME,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+  WEBHOOK_SECRETS_KEY,
+} from '../functions/environment/environment';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
@@ -13,17 +48,7 @@ import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
-import {
-  AUTHORIZER,
-  DISPATCHER,
-  type LambdaDefinition,
-  MEDIA_WORKER,
-  MEDIA_WORKER_FILTER,
-  ROUTES,
-  SWEEPER,
-  WEBHOOK_WORKER,
-  WEBHOOK_WORKER_FILTERS,
-} from '../lib/routes';
+import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
@@ -34,7 +59,7 @@ import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
-import { createUsageLimiter, storePlanLookup } from './usage-plans';
+import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';
@@ -59,7 +84,7 @@ export const DEMO_CREDITS = 1000;
 /** How long the key a later start prints keeps working (the first start's demo key does not end). */
 export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
-const OIDC_CLIENT_ID = 'generation-service-local';
+const LOCAL_OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
 // local/ here, dist/ when bundled (bin/run-ts.cjs): one level below the repository either way.
 const ROOT = resolve(__dirname, '..');
@@ -129,16 +154,41 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
   return { apiKey: issued.apiKey };
 }
 
-/** Every handler module, as the gateway and the sweeper's timer call them. */
+/**
+ * Every handler module of the registry (lib/routes.ts `LAMBDAS`), by what invokes it: the gateway's
+ * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers, the
+ * loops of the paced functions (the dispatcher).
+ */
 async function loadHandlers() {
-  const [routes, authorizer, sweeper] = await Promise.all([
+  const [authorizerDefinition, ...others] = lambdasTriggeredBy('authorizer');
+  if (!authorizerDefinition || others.length > 0) throw new Error('the registry must name exactly one authorizer');
+  const [routes, authorizer, scheduled, streamWorkers, paced] = await Promise.all([
     Promise.all(
-      ROUTES.map(async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) })),
+      lambdasTriggeredBy('route').map(
+        async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) }),
+      ),
     ),
-    loadHandler<AuthorizerHandler>(AUTHORIZER),
-    loadHandler<() => Promise<unknown>>(SWEEPER),
+    loadHandler<AuthorizerHandler>(authorizerDefinition),
+    Promise.all(
+      lambdasTriggeredBy('schedule').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<() => Promise<unknown>>(definition),
+      })),
+    ),
+    Promise.all(
+      lambdasTriggeredBy('stream').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<StreamHandler>(definition),
+      })),
+    ),
+    Promise.all(
+      lambdasTriggeredBy('paced').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<DispatchHandler>(definition),
+      })),
+    ),
   ]);
-  return { routes, authorizer, sweeper, stop: () => undefined };
+  return { routes, authorizer, scheduled, streamWorkers, paced, stop: () => undefined };
 }
 
 type Started<T> = T & { stop(): Promise<void> | void };
@@ -195,16 +245,19 @@ function localCallbackSecret(dataDir: string): string {
 /**
  * The key that seals accounts' webhook signing secrets (Secrets Manager holds it when deployed):
  * `WEBHOOK_SECRETS_KEY` when set, else made once and kept in the data directory (readable by its owner
- * only), where the operator CLI finds it; a new one per start with `:memory:`.
+ * only), where the operator CLI finds it; a new one per start with `:memory:`, which the CLI finds in
+ * that run's record.
  */
-function localWebhookSecretsKey(dataDir: string): string {
-  if (process.env.WEBHOOK_SECRETS_KEY) return process.env.WEBHOOK_SECRETS_KEY;
-  if (dataDir === ':memory:') return randomBytes(32).toString('base64url');
+function localWebhookSecretsKey(dataDir: string): { key: string; from: 'env' | 'memory' | 'file' } {
+  const given = readEnv(WEBHOOK_SECRETS_KEY);
+  if (given) return { key: given, from: 'env' };
+  // Kept for the CLI in this run's record (local/stack-state.ts), which is removed when the stack stops.
+  if (dataDir === ':memory:') return { key: randomBytes(32).toString('base64url'), from: 'memory' };
   const file = resolve(dataDir, 'webhook-secrets-key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (existsSync(file)) return { key: readFileSync(file, 'utf8').trim(), from: 'file' };
   const key = randomBytes(32).toString('base64url');
   writeFileSync(file, key, { mode: 0o600 });
-  return key;
+  return { key, from: 'file' };
 }
 
 /** Starts everything; on any failure, stops what already started. */
@@ -231,7 +284,14 @@ export async function startLocalStack(
     throw error;
   }
   // Set before the handlers load: the submit functions read their profile when they load.
-  Object.assign(process.env, { PROVIDER_PROFILE: profile.profile.name, PROVIDER_PROFILE_JSON: profile.json ?? '' });
+  Object.assign(
+    process.env,
+    // An empty PROVIDER_PROFILE_JSON is written, not left out: it clears one an earlier start set.
+    environmentOf(setting(PROVIDER_PROFILE, profile.profile.name), {
+      name: PROVIDER_PROFILE_JSON.name,
+      text: profile.json ?? '',
+    }),
+  );
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -244,8 +304,8 @@ export async function startLocalStack(
   };
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
   // Before any handler module loads: some create their logger when imported.
-  process.env.METRICS ??= 'off';
-  process.env.LOG_LEVEL ??= 'warn';
+  process.env[METRICS.name] ??= 'off';
+  process.env[LOG_LEVEL.name] ??= 'warn';
 
   try {
     const url = `http://${settings.host}:${settings.port}`;
@@ -254,6 +314,9 @@ export async function startLocalStack(
     const oidcClientSecret = randomBytes(32).toString('base64url');
     const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
 
+    // API Gateway's usage-plan control plane, recorded in the table (local/usage-plans.ts): installed before
+    // the handlers load, as they read their enrollment when they load.
+    useUsagePlansStandIn(localUsageEnrollment(storeFromEnv));
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
@@ -273,7 +336,7 @@ export async function startLocalStack(
       startLocalOidcProvider({
         host: settings.host,
         port: settings.oidcProviderPort,
-        clientId: OIDC_CLIENT_ID,
+        clientId: LOCAL_OIDC_CLIENT_ID,
         clientSecret: oidcClientSecret,
         redirectUri: `${apiUrl}/api/auth/callback`,
         accounts: [demoSignIn, ...settings.idpAccounts],
@@ -291,67 +354,74 @@ export async function startLocalStack(
       dynamodb = { endpoint: proxy.endpoint };
     }
 
-    // The handlers read exactly the variables the CDK stack sets on the Lambdas.
-    Object.assign(process.env, {
-      TABLE_NAME: settings.tableName,
-      DYNAMODB_ENDPOINT: dynamodb.endpoint,
-      AWS_REGION: 'local',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      PROVIDER_BASE_URL: mockProvider.url,
-      PROVIDER_API_KEY: PROVIDER_KEY,
-      // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
-      MEDIA_SOURCE_INSECURE_ORIGINS: mockProvider.url,
-      MEDIA_DIR: mediaDir,
-      MEDIA_BASE_URL: url,
-      PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
-      MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
-      PUBLIC_ORIGIN: url,
-      // The mock provider calls back here when a task ends (the same route as deployed).
-      PROVIDER_CALLBACK_BASE_URL: apiUrl,
-      PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
-      WEBHOOK_SECRETS_KEY: localWebhookSecretsKey(settings.dataDir),
-      ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
-      // The upstream's capacity the dispatcher keeps to: PROVIDER_CREATE_RATE_LIMIT, else the profile's.
-      ...(providerCreateRateLimit(settings, profile.profile) ?? {}),
-      ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
-      OIDC_ISSUER: oidc.issuer,
-      OIDC_CLIENT_ID,
-      OIDC_CLIENT_SECRET: oidcClientSecret,
-      ...(settings.sessionIdleSeconds ? { SESSION_IDLE_SECONDS: String(settings.sessionIdleSeconds) } : {}),
-      ...(settings.sessionAbsoluteSeconds ? { SESSION_ABSOLUTE_SECONDS: String(settings.sessionAbsoluteSeconds) } : {}),
-    });
+    const webhookKey = localWebhookSecretsKey(settings.dataDir);
+    // The handlers' environment, built from the contract the CDK stack sets by (functions/environment/
+    // environment.ts): the same names, with this machine's stand-ins where AWS has a service (DynamoDB
+    // Local, plain secrets for Secrets Manager ARNs, a media directory for the bucket). Typed settings:
+    // a value the handlers would refuse fails here.
+    Object.assign(
+      process.env,
+      environmentOf(
+        setting(TABLE_NAME, settings.tableName),
+        setting(DYNAMODB_ENDPOINT, dynamodb.endpoint),
+        setting(AWS_REGION, 'local'),
+        setting(AWS_ACCESS_KEY_ID, 'local'),
+        setting(AWS_SECRET_ACCESS_KEY, 'local'),
+        setting(PROVIDER_BASE_URL, mockProvider.url),
+        setting(PROVIDER_API_KEY, PROVIDER_KEY),
+        // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
+        setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockProvider.url),
+        setting(MEDIA_DIR, mediaDir),
+        setting(MEDIA_BASE_URL, url),
+        setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
+        setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
+        setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(PUBLIC_ORIGIN, url),
+        // The mock provider calls back here when a task ends (the same route as deployed).
+        setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
+        setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
+        setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
+        setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
+        // The upstream's capacity the dispatcher keeps to: PROVIDER_CREATE_RATE_LIMIT, else the profile's.
+        setting(
+          PROVIDER_CREATE_RATE_LIMIT,
+          settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
+        ),
+        setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
+        setting(OIDC_ISSUER, oidc.issuer),
+        setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),
+        setting(OIDC_CLIENT_SECRET, oidcClientSecret),
+        setting(SESSION_IDLE_SECONDS, settings.sessionIdleSeconds || undefined),
+        setting(SESSION_ABSOLUTE_SECONDS, settings.sessionAbsoluteSeconds || undefined),
+      ),
+    );
     resetStoreFromEnv();
     resetLifecycleFromEnv();
     const { created } = await ensureTable(storeFromEnv());
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
-    const { routes, authorizer, sweeper } = handlers;
-    // The media worker on the table's stream, as the deployed event source mapping runs it.
-    const poller = await startStreamPoller({
-      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(MEDIA_WORKER),
-      filter: MEDIA_WORKER_FILTER,
-      log,
-    });
-    cleanups.push(() => poller.stop());
-    // The webhook worker on the same stream, with the deployed mapping's filters.
-    const webhookPoller = await startStreamPoller({
-      endpoint: started.endpoint,
-      tableName: settings.tableName,
-      handler: await loadHandler<StreamHandler>(WEBHOOK_WORKER),
-      filter: undefined,
-      filters: WEBHOOK_WORKER_FILTERS,
-      name: 'webhook worker',
-      log,
-    });
-    cleanups.push(() => webhookPoller.stop());
-    // The dispatcher, as its stream records and SQS wake-ups drive it deployed (local/dispatch-loop.ts).
-    const dispatchLoop = startDispatchLoop({ handler: await loadHandler<DispatchHandler>(DISPATCHER), log });
-    cleanups.push(() => dispatchLoop.stop());
+    const { routes, authorizer, scheduled, streamWorkers, paced } = handlers;
+    // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
+    for (const { definition, handler } of streamWorkers) {
+      const poller = await startStreamPoller({
+        // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+        endpoint: started.endpoint,
+        tableName: settings.tableName,
+        handler,
+        filter: undefined,
+        filters: definition.filters,
+        name: definition.name.replace('-', ' '),
+        log,
+      });
+      cleanups.push(() => poller.stop());
+    }
+    // The paced functions (the dispatcher), as their stream records and SQS wake-ups drive them deployed
+    // (local/dispatch-loop.ts).
+    for (const { handler } of paced) {
+      const loop = startDispatchLoop({ handler, log });
+      cleanups.push(() => loop.stop());
+    }
 
     const server: Server = createServer(
       createGateway({
@@ -383,28 +453,35 @@ export async function startLocalStack(
         }),
     );
 
-    // The sweeper runs as in AWS, on a schedule; a run never overlaps the previous one.
-    let sweeping: Promise<unknown> | undefined;
-    const timer = setInterval(() => {
-      sweeping ??= sweeper()
-        .catch((error: unknown) => log(`sweeper failed: ${(error as Error).message}`))
-        .finally(() => {
-          sweeping = undefined;
-        });
-    }, settings.sweeperIntervalSeconds * 1000);
-    cleanups.push(async () => {
-      clearInterval(timer);
-      await sweeping;
-    });
+    // The scheduled functions (the sweeper) run as in AWS, on a timer (every SWEEPER_INTERVAL_SECONDS
+    // here); a run never overlaps the previous one.
+    for (const { definition, handler } of scheduled) {
+      let running: Promise<unknown> | undefined;
+      const timer = setInterval(() => {
+        running ??= handler()
+          .catch((error: unknown) => log(`${definition.name} failed: ${(error as Error).message}`))
+          .finally(() => {
+            running = undefined;
+          });
+      }, settings.sweeperIntervalSeconds * 1000);
+      cleanups.push(async () => {
+        clearInterval(timer);
+        await running;
+      });
+    }
 
     const demoKey = await demoKeyWritten;
     // The operator CLI finds this stack (its DynamoDB Local and table) through this record.
     cleanups.push(
-      writeStackState(settings.dataDir, {
+      writeStackState(settings.dataDir, settings.port, {
         pid: process.pid,
         dynamodbEndpoint: dynamodb.endpoint,
         tableName: settings.tableName,
         apiUrl,
+        ...(webhookKey.from === 'memory' ? { webhookSecretsKey: webhookKey.key } : {}),
+        ...(webhookKey.from === 'env' ? { webhookSecretsKeyFromEnv: true } : {}),
+        ...(settings.webhookInsecureOrigins ? { webhookInsecureOrigins: settings.webhookInsecureOrigins } : {}),
+        keyRatePlan: settings.keyRatePlan,
       }),
     );
     return {
@@ -421,13 +498,4 @@ export async function startLocalStack(
     await stop();
     throw error;
   }
-}
-
-/** The create rate the dispatcher keeps to, as the variable the handler reads; undefined: none. */
-function providerCreateRateLimit(
-  settings: LocalSettings,
-  profile: ResolvedProfile['profile'],
-): { PROVIDER_CREATE_RATE_LIMIT: string } | undefined {
-  const rate = settings.providerCreateRateLimit ?? profile.capacity?.createRateLimit;
-  return rate === undefined ? undefined : { PROVIDER_CREATE_RATE_LIMIT: rate };
 }

@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   );
   log(
     settings.dataDir === ':memory:'
-      ? 'Nothing is kept (DATA_DIR=:memory:).'
+      ? `Nothing is kept (DATA_DIR=:memory:). The operator CLI finds this stack while it runs by its port: npm run --silent admin -- <command>${settings.port === 3000 ? '' : ` with PORT=${settings.port}`}.`
       : `Data is kept in ${settings.dataDir}; to start over, stop and delete it (rm -rf ${settings.dataDir}).`,
   );
   if (settings.mockProviderCreateRateLimit || settings.mockProviderMaxInFlight) {

@@ -188,7 +188,8 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
 
 const TARGET_LINES = [
   'Target: the local stack by default, with the settings npm start uses: the DynamoDB Local it started',
-  '(found in $DATA_DIR/local-stack.json while it runs; else DYNAMODB_ENDPOINT, or DYNAMODB_PORT, default 8000)',
+  '(found in $DATA_DIR/local-stack.json while it runs, or for DATA_DIR=:memory: in a per-run record named by PORT;',
+  'else DYNAMODB_ENDPOINT, or DYNAMODB_PORT, default 8000)',
   "and TABLE_NAME (default 'generation-service'). --aws: the table named by TABLE_NAME (required), with the",
   'normal AWS credential chain and region.',
   'Output: one JSON object on stdout; errors as { "error": ... } on stderr, exit 2 for usage errors, 1 otherwise.',

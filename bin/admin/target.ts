@@ -7,7 +7,7 @@ import { UsageError } from '../../functions/core/errors';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { readStackState } from '../../local/stack-state';
+import { IN_MEMORY, type LocalStackState, readStackState, runDirectory } from '../../local/stack-state';
 
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 const PORT = /^[1-9][0-9]{0,4}$/;
@@ -17,6 +17,8 @@ export interface Target {
   /** For error messages: where the CLI looked. */
   description: string;
   local: boolean;
+  /** The running `npm start` the CLI follows, and the data directory it was started with. */
+  running?: { state: LocalStackState; dataDir: string };
 }
 
 /** DYNAMODB_ENDPOINT, else DynamoDB Local on DYNAMODB_PORT (default 8000), as `npm start` reads them. */
@@ -34,6 +36,40 @@ function localEndpoint(env: NodeJS.ProcessEnv): string {
   return `http://127.0.0.1:${port}`;
 }
 
+/** The API port `npm start` uses with these settings: PORT, else PORT_BASE, else 3000. */
+export function localApiPort(env: NodeJS.ProcessEnv): number {
+  const portText = env.PORT || env.PORT_BASE || '3000';
+  const port = PORT.test(portText) ? Number(portText) : Number.NaN;
+  if (!(port >= 1 && port <= 65535)) throw new UsageError(`PORT is not a port number: ${portText}`);
+  return port;
+}
+
+/**
+ * The running stack: with a data directory, its record there; with `DATA_DIR=:memory:`, the record of
+ * the in-memory start on this API port (an error when there is none: an in-memory stack exists only
+ * while it runs). With DATA_DIR unset, a running `.data` start wins, else an in-memory start on the port.
+ */
+function runningStack(env: NodeJS.ProcessEnv): Target['running'] {
+  if (env.DYNAMODB_PORT || env.DYNAMODB_ENDPOINT) return undefined;
+  const port = localApiPort(env);
+  if (env.DATA_DIR === IN_MEMORY) {
+    const state = readStackState(IN_MEMORY, port, env);
+    if (!state) {
+      throw new UsageError(
+        `no in-memory local stack (DATA_DIR=:memory:) is running on port ${port}: it keeps nothing once stopped. ` +
+          `Start it (DATA_DIR=:memory: npm start), or give the CLI the PORT or PORT_BASE it was started with ` +
+          `(its record is looked for in ${runDirectory(env)})`,
+      );
+    }
+    return { state, dataDir: IN_MEMORY };
+  }
+  const dataDir = env.DATA_DIR || '.data';
+  const kept = readStackState(dataDir, port, env);
+  if (kept) return { state: kept, dataDir };
+  const inMemory = env.DATA_DIR ? undefined : readStackState(IN_MEMORY, port, env);
+  return inMemory ? { state: inMemory, dataDir: IN_MEMORY } : undefined;
+}
+
 /** Builds the store context for the invocation; validates the settings first (UsageError). */
 export function resolveTarget(aws: boolean, env: NodeJS.ProcessEnv): Target {
   if (aws) {
@@ -43,14 +79,15 @@ export function resolveTarget(aws: boolean, env: NodeJS.ProcessEnv): Target {
     return { ctx: { doc: createDocumentClient(), tableName }, description: `table ${tableName} in AWS`, local: false };
   }
   // The stack `npm start` runs, as it recorded itself, unless the settings say otherwise.
-  const running = env.DYNAMODB_PORT || env.DYNAMODB_ENDPOINT ? undefined : readStackState(env.DATA_DIR || '.data');
-  const tableName = env.TABLE_NAME || running?.tableName || DEFAULT_TABLE_NAME;
+  const running = runningStack(env);
+  const tableName = env.TABLE_NAME || running?.state.tableName || DEFAULT_TABLE_NAME;
   if (!TABLE_NAME.test(tableName)) throw new UsageError(`TABLE_NAME is not a valid table name: ${tableName}`);
-  const endpoint = running?.dynamodbEndpoint ?? localEndpoint(env);
+  const endpoint = running?.state.dynamodbEndpoint ?? localEndpoint(env);
   return {
     // Two attempts: a stopped local stack should fail fast with a clear message, not after backoff.
     ctx: { doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint, maxAttempts: 2 }), tableName },
     description: `table ${tableName} on DynamoDB Local at ${endpoint}`,
     local: true,
+    ...(running ? { running } : {}),
   };
 }

@@ -3,6 +3,14 @@
  * signer (`./signer`), as `secrets-manager.ts` does for Secrets Manager. Used by the dispatcher to
  * schedule its own wake-up with a delivery delay.
  */
+import {
+  AWS_DEFAULT_REGION,
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_SQS,
+  AWS_REGION,
+  type Env,
+  readEnv,
+} from '../environment/environment';
 import { credentialsFromEnv, signRequest } from './signer';
 
 const SQS_TIMEOUT_MS = 5_000;
@@ -15,12 +23,13 @@ export const MAX_DELAY_SECONDS = 900;
  */
 export async function sendDelayedMessage(
   input: { queueUrl: string; body: string; delaySeconds: number },
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   doFetch: typeof fetch = fetch,
 ): Promise<void> {
-  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  const region = readEnv(AWS_REGION, env) ?? readEnv(AWS_DEFAULT_REGION, env);
   if (!region) throw new Error('AWS_REGION is not set');
-  const endpoint = env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL ?? `https://sqs.${region}.amazonaws.com/`;
+  const endpoint =
+    readEnv(AWS_ENDPOINT_URL_SQS, env) ?? readEnv(AWS_ENDPOINT_URL, env) ?? `https://sqs.${region}.amazonaws.com/`;
   const url = new URL('/', endpoint);
   const body = JSON.stringify({
     QueueUrl: input.queueUrl,

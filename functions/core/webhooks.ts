@@ -4,7 +4,7 @@
  * payload, our retry schedule and the secret's format. No I/O here.
  */
 import { randomBytes } from 'node:crypto';
-import { type TaskResource, TaskStatus } from './task';
+import { type TaskRecord, type TaskResource, TaskStatus } from './task';
 
 /** The events a task sends: one per task, when it ends. */
 export type WebhookEventType = 'task.completed' | 'task.failed';
@@ -57,6 +57,36 @@ export function webhookEventOf(status: TaskStatus): WebhookEventType | undefined
   if (status === TaskStatus.COMPLETED) return 'task.completed';
   if (status === TaskStatus.FAILED) return 'task.failed';
   return undefined;
+}
+
+/**
+ * Whether a task ended inside its own submission: the provider refused it at once, before it started
+ * (no provider task, never claimed since the accept), and it was refunded. It cost nothing, and the
+ * caller already read `status: 2` in the 202 answer, so it sends no webhook: otherwise every refused
+ * submission would buy up to eight signed requests, carrying its prompt, to any https host for free.
+ */
+export function refusedAtSubmission(
+  task: Pick<TaskRecord, 'status' | 'errorCode' | 'providerTaskId' | 'attempts'>,
+): boolean {
+  return (
+    task.status === TaskStatus.FAILED &&
+    task.errorCode === 'PROVIDER_REJECTED' &&
+    task.providerTaskId === undefined &&
+    task.attempts === 0
+  );
+}
+
+/**
+ * Open deliveries (`sending` or `waiting`: not yet delivered nor given up) an account may have at once
+ * (`WEBHOOK_MAX_OPEN_DELIVERIES`). A delivery that would exceed it is recorded as `failed` with the
+ * reason and never sent, so the service cannot be turned into a relay of signed requests: each open
+ * delivery makes at most one attempt per step of the schedule.
+ */
+export const DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES = 100;
+
+/** The reason recorded on a delivery dropped by the bound. */
+export function droppedDeliveryReason(maxOpen: number): string {
+  return `Dropped: the account already has ${maxOpen} open webhook deliveries (WEBHOOK_MAX_OPEN_DELIVERIES)`;
 }
 
 /** The body of a delivery. */

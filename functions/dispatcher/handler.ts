@@ -8,7 +8,8 @@
  */
 import type { Context } from 'aws-lambda';
 import { sendDelayedMessage } from '../aws/sqs';
-import { type CreateRateLimit, parseCreateRateLimit } from '../core/provider-capacity';
+import { parseCreateRateLimit } from '../core/provider-capacity';
+import { DISPATCH_WAKE_QUEUE_URL, type Env, PROVIDER_CREATE_RATE_LIMIT, readEnv } from '../environment/environment';
 import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
 import { logger, withInvocation } from '../observability/logger';
 import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
@@ -18,12 +19,9 @@ import { claimWake } from '../store/dispatch';
 const SAFETY_MARGIN_MS = 10_000;
 
 /** The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` (checked at synth and at start). */
-export function dispatchSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): DispatchSettings {
-  const text = env.PROVIDER_CREATE_RATE_LIMIT;
-  const createRateLimit: CreateRateLimit | undefined = text
-    ? parseCreateRateLimit(text, 'PROVIDER_CREATE_RATE_LIMIT')
-    : undefined;
-  return createRateLimit ? { createRateLimit } : {};
+export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
+  const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
+  return text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) };
 }
 
 type DispatcherContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
@@ -39,7 +37,7 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
   const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {
     hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
   });
-  const queueUrl = process.env.DISPATCH_WAKE_QUEUE_URL;
+  const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
   if (run.waitMs !== undefined && queueUrl) {
     const now = lc.now().getTime();
     const at = now + run.waitMs;

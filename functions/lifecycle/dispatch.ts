@@ -138,7 +138,7 @@ export async function dispatchNext(
 /** Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider). */
 async function dropIfDone(lc: ProviderLifecycle, ref: QueuedRef): Promise<void> {
   const task = await getTask(lc.store, ref.userId, ref.taskId);
-  if (!task || task.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
+  if (task?.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
 }
 
 async function send(

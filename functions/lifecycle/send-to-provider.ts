@@ -4,9 +4,6 @@
  */
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
-import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
-import { recordProviderTask } from '../store/tasks';
-import { failTask } from './finish-task';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
 
 /** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */

@@ -90,6 +90,8 @@ export async function describeDeliveries(store: StoreContext, userId: string, ta
           nextAttemptAt: delivery.deliveryState === 'waiting' ? (delivery.dueAt ?? null) : null,
           deliveredAt: delivery.deliveredAt ?? null,
           gaveUpAt: delivery.gaveUpAt ?? null,
+          // Why it was never tried, when the bound on open deliveries dropped it.
+          reason: delivery.dropReason ?? null,
         }
       : null,
     attempts: attempts.map((attempt) => ({

@@ -15,7 +15,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TaskStatus } from '../core/task';
-import { isDelivered, nextAttemptAt, WEBHOOK_CLAIM_SECONDS, webhookEventOf, webhookPayload } from '../core/webhooks';
+import {
+  DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
+  droppedDeliveryReason,
+  isDelivered,
+  nextAttemptAt,
+  refusedAtSubmission,
+  WEBHOOK_CLAIM_SECONDS,
+  webhookEventOf,
+  webhookPayload,
+} from '../core/webhooks';
 import type { ResolveHost } from '../media/public-address';
 import type { SourcePolicy } from '../media/source-policy';
 import type { Logger } from '../observability/logger';
@@ -41,6 +50,8 @@ export interface WebhookSettingsWiring {
   policy: SourcePolicy;
   /** Seconds to wait after each failed attempt (`WEBHOOK_RETRY_DELAYS_SECONDS`). */
   retryDelays: readonly number[];
+  /** Open deliveries an account may have at once (`WEBHOOK_MAX_OPEN_DELIVERIES`); default 100. */
+  maxOpenDeliveries?: number;
   /** Tests inject DNS answers. */
   resolve?: ResolveHost;
   timeoutMs?: number;
@@ -73,16 +84,18 @@ function leaseFrom(now: Date): Date {
  * @returns what happened, for logs and tests
  */
 export async function openDelivery(
-  lc: Pick<Lifecycle, 'store' | 'now'>,
+  lc: Pick<Lifecycle, 'store' | 'now'> & { webhooks?: Pick<WebhookSettingsWiring, 'maxOpenDeliveries'> },
   ref: EndedTaskRef,
   log: Logger,
-): Promise<'opened' | 'exists' | 'no-endpoint' | 'no-secret' | 'not-ended'> {
+): Promise<'opened' | 'exists' | 'dropped' | 'refused-at-submission' | 'no-endpoint' | 'no-secret' | 'not-ended'> {
   const [task, settings] = await Promise.all([
     getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
   ]);
   const eventType = task ? webhookEventOf(task.status) : undefined;
   if (!task || !eventType) return 'not-ended';
+  // Its 202 answer said status 2 already, and it cost nothing: no free signed traffic for it.
+  if (refusedAtSubmission(task)) return 'refused-at-submission';
   const url = task.webhookUrl ?? settings?.url;
   if (!url) return 'no-endpoint';
   if (!settings?.sealedSecret) {
@@ -92,6 +105,7 @@ export async function openDelivery(
     return 'no-secret';
   }
   const now = lc.now();
+  const maxOpen = lc.webhooks?.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
   const opened = await createDelivery(lc.store, {
     userId: task.userId,
     taskId: task.taskId,
@@ -102,9 +116,17 @@ export async function openDelivery(
     claimId: randomUUID(),
     leaseUntil: leaseFrom(now),
     now,
+    maxOpen,
+    dropReason: droppedDeliveryReason(maxOpen),
   });
-  if (opened) log.info('Webhook delivery opened', { taskId: task.taskId, eventType });
-  return opened ? 'opened' : 'exists';
+  if (opened === 'opened') log.info('Webhook delivery opened', { taskId: task.taskId, eventType });
+  if (opened === 'dropped') {
+    log.warn('Webhook delivery dropped: the account is at its bound of open deliveries', {
+      taskId: task.taskId,
+      maxOpen,
+    });
+  }
+  return opened;
 }
 
 /**
@@ -170,6 +192,7 @@ export async function attemptDelivery(
     },
     next,
     now: finishedAt,
+    countsOpen: delivery.countsOpen === true,
   });
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   if (!recorded) log.warn('Webhook attempt made but its claim was lost; not recorded', fields);

@@ -11,52 +11,68 @@ import { type Cidr, cidrContains, type IpAddress, parseCidr, parseIp } from '../
 import { bareHost } from './source-policy';
 
 /**
- * Address blocks no result may come from: this network, private (RFC 1918, unique local), shared
- * (CGNAT), loopback, link-local (cloud metadata lives at 169.254.169.254 and fd00:ec2::254),
- * documentation, benchmarking, multicast, reserved and broadcast, plus the IPv6 forms that embed or
- * tunnel an IPv4 address (IPv4-compatible, NAT64, 6to4, Teredo), which are refused outright rather
- * than decoded. IPv4-mapped IPv6 addresses are read as the IPv4 address they carry (`parseIp`).
+ * Address blocks no result may come from: every block of IANA's IPv4 and IPv6 Special-Purpose Address
+ * Registries (read 2026-11-25), the globally reachable ones included (anycast DNS and relay services
+ * such as AS112 and AMT: no file server or webhook receiver lives there), and multicast. That is:
+ * this network, private (RFC 1918, unique local), shared (CGNAT), loopback, link-local (cloud metadata
+ * lives at 169.254.169.254 and fd00:ec2::254), documentation, benchmarking, multicast, reserved and
+ * broadcast, segment-routing SIDs, the discard and dummy prefixes, plus the IPv6 forms that embed or
+ * tunnel an IPv4 address (IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo), which are refused
+ * outright rather than decoded. IPv4-mapped IPv6 addresses are read as the IPv4 address they carry
+ * (`parseIp`). Beyond the list, an IPv6 address outside 2000::/3 is refused: IANA's IPv6 address space
+ * registry allocates global unicast from that block only, so anything else is reserved or special.
  */
-const BLOCKED = [
-  '0.0.0.0/8',
-  '10.0.0.0/8',
-  '100.64.0.0/10',
-  '127.0.0.0/8',
-  '169.254.0.0/16',
-  '172.16.0.0/12',
-  '192.0.0.0/24',
-  '192.0.2.0/24',
-  '192.88.99.0/24',
-  '192.168.0.0/16',
-  '198.18.0.0/15',
-  '198.51.100.0/24',
-  '203.0.113.0/24',
-  '224.0.0.0/4',
-  '240.0.0.0/4',
-  '::/96',
-  '64:ff9b::/96',
-  '64:ff9b:1::/48',
-  '100::/64',
-  '2001::/32',
-  '2001:2::/48',
-  '2001:10::/28',
-  '2001:20::/28',
-  '2001:db8::/32',
-  '2002::/16',
-  'fc00::/7',
-  'fe80::/10',
-  'fec0::/10',
-  'ff00::/8',
-].map((text): Cidr => {
+function range(text: string): Cidr {
   const cidr = parseCidr(text);
-  if (!cidr) throw new Error(`Bad blocked range ${text}`);
+  if (!cidr) throw new Error(`Bad address range ${text}`);
   return cidr;
-});
+}
+
+const BLOCKED = [
+  '0.0.0.0/8', // "this network" (RFC 791)
+  '10.0.0.0/8', // private (RFC 1918)
+  '100.64.0.0/10', // shared address space, CGNAT (RFC 6598)
+  '127.0.0.0/8', // loopback (RFC 1122)
+  '169.254.0.0/16', // link-local (RFC 3927), cloud metadata
+  '172.16.0.0/12', // private (RFC 1918)
+  '192.0.0.0/24', // IETF protocol assignments (RFC 6890): DS-Lite, NAT64 discovery, PCP and TURN anycast
+  '192.0.2.0/24', // documentation, TEST-NET-1 (RFC 5737)
+  '192.31.196.0/24', // AS112-v4 anycast DNS (RFC 7535)
+  '192.52.193.0/24', // AMT relay anycast (RFC 7450)
+  '192.88.99.0/24', // deprecated 6to4 relay anycast (RFC 7526)
+  '192.168.0.0/16', // private (RFC 1918)
+  '192.175.48.0/24', // AS112 direct delegation (RFC 7534)
+  '198.18.0.0/15', // benchmarking (RFC 2544)
+  '198.51.100.0/24', // documentation, TEST-NET-2 (RFC 5737)
+  '203.0.113.0/24', // documentation, TEST-NET-3 (RFC 5737)
+  '224.0.0.0/4', // multicast (RFC 5771)
+  '240.0.0.0/4', // reserved (RFC 1112), with the limited broadcast 255.255.255.255 (RFC 919)
+  '::/96', // unspecified, loopback, IPv4-compatible (RFC 4291)
+  '::ffff:0:0:0/96', // IPv4-translated (RFC 2765, SIIT)
+  '64:ff9b::/96', // NAT64 well-known prefix (RFC 6052)
+  '64:ff9b:1::/48', // local-use IPv4/IPv6 translation (RFC 8215)
+  '100::/64', // discard-only (RFC 6666)
+  '100:0:0:1::/64', // dummy prefix (RFC 9780)
+  '2001::/23', // IETF protocol assignments (RFC 2928): Teredo, benchmarking, ORCHID, anycast services
+  '2001:db8::/32', // documentation (RFC 3849)
+  '2002::/16', // 6to4 (RFC 3056)
+  '2620:4f:8000::/48', // AS112 direct delegation (RFC 7534)
+  '3fff::/20', // documentation (RFC 9637)
+  '5f00::/16', // segment routing SIDs (RFC 9602)
+  'fc00::/7', // unique local (RFC 4193)
+  'fe80::/10', // link-local (RFC 4291)
+  'fec0::/10', // deprecated site-local (RFC 3879)
+  'ff00::/8', // multicast (RFC 4291)
+].map(range);
+
+/** IPv6 global unicast as IANA allocates it (RFC 4291 section 2.4, the IPv6 address space registry). */
+const GLOBAL_UNICAST_V6 = range('2000::/3');
 
 /** Whether `address` (IPv4 or IPv6 text) is a public unicast address a result may come from. */
 export function isPublicAddress(address: string): boolean {
   const parsed: IpAddress | undefined = parseIp(address.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, ''));
   if (!parsed) return false;
+  if (parsed.family === 6 && !cidrContains(GLOBAL_UNICAST_V6, parsed)) return false;
   return !BLOCKED.some((cidr) => cidrContains(cidr, parsed));
 }
 

@@ -1,6 +1,9 @@
 /**
  * The S3 media store: results are streamed from the provider into the bucket with a presigned PUT,
- * and handed out as presigned GET URLs.
+ * and handed out as presigned GET URLs. Deployed, the API functions use it to sign URLs only: every
+ * copy is made by the media worker or the sweeper with `s3-upload-media-store.ts`, which streams a
+ * source without `Content-Length` up to the kind's limit. The 16 MiB cap on such a source below is
+ * this store's alone (one PUT needs the length first).
  *
  * It speaks S3 with `fetch` and the SDK's SigV4 signer (`../aws/signer`) rather than
  * `@aws-sdk/client-s3`: the Lambda bundles are measured against a DynamoDB-client-only floor, and two

@@ -3,7 +3,13 @@
  * check failures become domain outcomes here, and the transient failures the SDK does not retry
  * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
-import { IdempotencyConflictError, ServiceBusyError, UnauthorizedError, UsageError } from '../core/errors';
+import {
+  IdempotencyConflictError,
+  KeyLimitError,
+  ServiceBusyError,
+  UnauthorizedError,
+  UsageError,
+} from '../core/errors';
 import type { StoreContext } from './client';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
@@ -149,6 +155,22 @@ export function attemptRecordLost(error: unknown): true {
   throw error;
 }
 
+/**
+ * Maps a failed key write (issue or rotation) whose transaction took one more key into the account's
+ * active-key count: when the count's condition failed, the account holds `limit` active keys already
+ * (KeyLimitError, a 409 naming the limit). Returns the error unchanged for any other cause.
+ */
+export function keyCountFailure(
+  error: unknown,
+  layout: { counter: number | undefined; limit: number | undefined },
+): unknown {
+  const reasons = cancellationReasons(error);
+  if (reasons && layout.limit !== undefined && failedCondition(reasons, layout.counter)) {
+    return new KeyLimitError(layout.limit);
+  }
+  return error;
+}
+
 /** True when a conditional single-item update lost (the state moved on); anything else rethrows. */
 export function lostCondition(error: unknown): true {
   if (isConditionalCheckFailed(error)) return true;
@@ -228,4 +250,23 @@ export async function withRetry<T>(operation: () => Promise<T>, options: RetryOp
  */
 export function busy(error: unknown): ServiceBusyError {
   return new ServiceBusyError({ cause: error });
+}
+
+/** What a cancelled opening of a delivery means (the delivery's put and the open counter's update). */
+export type DeliveryOpenFailure = 'exists' | 'over-limit';
+
+/**
+ * Maps a failed opening of a webhook delivery: the task has its delivery already (a redelivered
+ * record), or the account is at its bound of open deliveries. Rethrows anything else (a conflict is
+ * retried by `withRetry` before it gets here).
+ */
+export function deliveryOpenFailure(
+  error: unknown,
+  layout: { delivery: number; counter: number },
+): DeliveryOpenFailure {
+  const reasons = cancellationReasons(error);
+  if (!reasons) throw error;
+  if (failedCondition(reasons, layout.delivery)) return 'exists';
+  if (failedCondition(reasons, layout.counter)) return 'over-limit';
+  throw error;
 }

@@ -10,12 +10,24 @@
  *   again by the sweeper.
  * - `waiting`: the last attempt failed; in the due index under the time of the next one.
  * - `delivered` or `failed` (the schedule is spent): out of the index, kept for 30 days.
+ *
+ * An account has at most `maxOpen` deliveries `sending` or `waiting` at once: a counter item
+ * (`webhookKeys.openDeliveries`) goes up in the transaction that opens a delivery, on the condition
+ * that it is below the bound, and down in the one that records its last attempt. A delivery over the
+ * bound is written `failed` from the start, with its `dropReason`.
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
 import { attr, conditionParams, conditions, deliveryConditions, update, updateParams } from './conditions';
-import { attemptRecordLost, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import {
+  attemptRecordLost,
+  type DeliveryOpenFailure,
+  deliveryOpenFailure,
+  lostCondition,
+  type RetryingStoreContext,
+  withRetry,
+} from './errors';
 import { userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
 
@@ -57,6 +69,10 @@ export interface WebhookDelivery {
   updatedAt: string;
   deliveredAt?: string;
   gaveUpAt?: string;
+  /** Counted in the account's open deliveries while `sending` or `waiting` (released when it ends). */
+  countsOpen?: boolean;
+  /** Why the delivery was never tried (the bound on open deliveries); it is `failed` from the start. */
+  dropReason?: string;
 }
 
 /** One recorded attempt. */
@@ -157,9 +173,15 @@ export function putWebhookSecret(
   });
 }
 
+/** What opening a delivery did. */
+export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
+
 /**
  * Creates a task's delivery with its first attempt claimed (`sending`); this write, through the
- * stream, starts the attempt. False when the task has a delivery already (a redelivered record).
+ * stream, starts the attempt. In the same transaction the account's count of open deliveries goes up
+ * by one, on the condition that it is below `maxOpen`. At the bound, the delivery is recorded instead
+ * as `failed` with `dropReason` and no attempt (nothing is sent, the operator sees why). `exists`:
+ * the task has a delivery already (a redelivered record); nothing was written.
  */
 export async function createDelivery(
   ctx: RetryingStoreContext,
@@ -173,46 +195,104 @@ export async function createDelivery(
     claimId: string;
     leaseUntil: Date;
     now: Date;
+    /** The account's bound on open deliveries. */
+    maxOpen: number;
+    /** Recorded on the delivery when the bound drops it. */
+    dropReason: string;
   },
-): Promise<boolean> {
+): Promise<DeliveryOpened> {
   const leaseIso = input.leaseUntil.toISOString();
   const now = input.now.toISOString();
-  const delivery: WebhookDelivery = {
+  const base = {
     userId: input.userId,
     taskId: input.taskId,
     webhookId: input.webhookId,
     url: input.url,
     eventType: input.eventType,
     eventAt: input.eventAt,
-    deliveryState: 'sending',
-    claimId: input.claimId,
     attempts: 0,
-    dueAt: leaseIso,
     createdAt: now,
     updatedAt: now,
   };
+  const delivery: WebhookDelivery = {
+    ...base,
+    deliveryState: 'sending',
+    claimId: input.claimId,
+    dueAt: leaseIso,
+    countsOpen: true,
+  };
+  const ttl = { [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400 };
+  const layout = { delivery: 0, counter: 1 };
+  let failure: DeliveryOpenFailure;
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: ctx.tableName,
+                  Item: {
+                    ...webhookKeys.delivery(input.userId, input.taskId),
+                    ...webhookKeys.due(input.taskId, leaseIso),
+                    ...delivery,
+                    ...ttl,
+                  },
+                  ...conditionParams(conditions.itemIsNew()),
+                },
+              },
+              {
+                Update: {
+                  TableName: ctx.tableName,
+                  Key: webhookKeys.openDeliveries(input.userId),
+                  ...updateParams(
+                    update({ set: { userId: input.userId, updatedAt: now }, add: { openDeliveries: 1 } }),
+                    deliveryConditions.openBelow(input.maxOpen),
+                  ),
+                },
+              },
+            ],
+          }),
+        ),
+      ctx.retry,
+    );
+    return 'opened';
+  } catch (error) {
+    failure = deliveryOpenFailure(error, layout);
+  }
+  if (failure === 'exists') return 'exists';
+  const dropped: WebhookDelivery = { ...base, deliveryState: 'failed', gaveUpAt: now, dropReason: input.dropReason };
   try {
     await withRetry(
       () =>
         ctx.doc.send(
           new PutCommand({
             TableName: ctx.tableName,
-            Item: {
-              ...webhookKeys.delivery(input.userId, input.taskId),
-              ...webhookKeys.due(input.taskId, leaseIso),
-              ...delivery,
-              [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
-            },
+            Item: { ...webhookKeys.delivery(input.userId, input.taskId), ...dropped, ...ttl },
             ...conditionParams(conditions.itemIsNew()),
           }),
         ),
       ctx.retry,
     );
-    return true;
+    return 'dropped';
   } catch (error) {
     lostCondition(error);
-    return false;
+    return 'exists';
   }
+}
+
+/** The account's open deliveries as counted (0 when it never had one). */
+export async function countOpenDeliveries(ctx: RetryingStoreContext, userId: string): Promise<number> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new GetCommand({ TableName: ctx.tableName, Key: webhookKeys.openDeliveries(userId), ConsistentRead: true }),
+      ),
+    ctx.retry,
+  );
+  const open = out.Item?.openDeliveries;
+  return typeof open === 'number' ? open : 0;
 }
 
 /** A task's delivery (consistent read), or undefined. */
@@ -282,7 +362,16 @@ export async function claimDelivery(
  */
 export async function recordAttempt(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; claimId: string; attempt: WebhookAttempt; next: AfterAttempt; now: Date },
+  input: {
+    userId: string;
+    taskId: string;
+    claimId: string;
+    attempt: WebhookAttempt;
+    next: AfterAttempt;
+    now: Date;
+    /** The delivery is counted in the account's open deliveries (`countsOpen`). */
+    countsOpen?: boolean;
+  },
 ): Promise<boolean> {
   const now = input.now.toISOString();
   const { next } = input;
@@ -333,6 +422,18 @@ export async function recordAttempt(
                   ...updateParams(change, deliveryConditions.claimedBy(input.claimId)),
                 },
               },
+              // Delivered or given up: no longer open, so the account may open another.
+              ...(next.state !== 'waiting' && input.countsOpen
+                ? [
+                    {
+                      Update: {
+                        TableName: ctx.tableName,
+                        Key: webhookKeys.openDeliveries(input.userId),
+                        ...updateParams(update({ set: { updatedAt: now }, add: { openDeliveries: -1 } })),
+                      },
+                    },
+                  ]
+                : []),
             ],
           }),
         ),

@@ -1,11 +1,15 @@
 /**
- * The dispatcher's AWS resources (README "Dispatching to the provider"): the dispatcher function fed by
- * the table's stream (a task was queued) and by its own SQS queue of delayed wake-up messages (the
- * upstream's capacity freed up). Pacing is a DynamoDB item written with conditions plus SQS's delivery
- * delay: no function sleeps or keeps a timer.
+ * The triggers of the registry's paced functions (lib/routes.ts, `trigger: 'paced'`: the dispatcher,
+ * README "Dispatching to the provider"): each is fed by the table's stream (its filters: a task was
+ * queued) and by its own SQS queue of delayed wake-up messages (the upstream's capacity freed up).
+ * Pacing is a DynamoDB item written with conditions plus SQS's delivery delay: no function sleeps or
+ * keeps a timer. The functions themselves, their table and provider grants, are built by
+ * ServiceFunctions from the registry; this construct only wires what wakes them and the capacity they
+ * keep to.
  */
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -17,14 +21,19 @@ import {
   parseCreateRateLimit,
   parseMaxInFlight,
 } from '../../functions/core/provider-capacity';
-import type { GenerationFunction } from '../generation-function';
-import { DISPATCHER_FILTER } from '../routes';
+import { DISPATCH_WAKE_QUEUE_URL, PROVIDER_CREATE_RATE_LIMIT } from '../../functions/environment/environment';
+import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
+import type { ServiceFunctions } from './service-functions';
+import { acknowledge, DEAD_LETTER_RETENTION, pascal } from './support';
 
 /** The upstream's capacity the dispatcher keeps to. */
 export interface DispatchCapacity {
   /** New tasks per window; undefined: none declared. */
   readonly createRateLimit?: CreateRateLimit;
-  /** Tasks in flight at once; undefined: none declared (not enforced yet, see the README). */
+  /**
+   * Tasks in flight at once; undefined: none declared. Checked at synth but not enforced yet (README
+   * "Dispatching to the provider"), so no function is given it: the stack sets only what a bundle reads.
+   */
   readonly maxInFlight?: number;
 }
 
@@ -43,73 +52,96 @@ export function dispatchCapacityFromContext(node: Node, profile: ProviderProfile
   };
 }
 
-export interface DispatchProps {
-  /** The dispatcher function, built by the stack from `DISPATCHER` (lib/routes.ts). */
-  readonly dispatcherFunction: GenerationFunction;
-  /** The service table; its stream must carry new images. */
-  readonly table: ITable;
-  readonly capacity: DispatchCapacity;
+/** Props of {@link ServiceDispatch}. */
+export interface ServiceDispatchProps {
+  /** The table whose stream says a task was queued; its stream must carry keys (it carries new images). */
+  table: ITable;
+  /** The registry's functions: the paced ones are wired here. */
+  functions: ServiceFunctions;
+  /** The upstream's capacity (see {@link dispatchCapacityFromContext}). */
+  capacity: DispatchCapacity;
 }
 
-/** The dispatcher's event sources and its wake-up queue. */
-export class Dispatch extends Construct {
-  /** Delayed "look at the queue again" messages the dispatcher sends itself when capacity is spent. */
-  readonly wakeQueue: Queue;
-  /** Wake-up messages the dispatcher failed on repeatedly (the next stream record or wake-up retries). */
-  readonly wakeDlq: Queue;
-  readonly dispatcherFunction: GenerationFunction;
+/** The wake-up queues and event sources of the paced functions. */
+export class ServiceDispatch extends Construct {
+  /** Each paced function's queue of delayed wake-ups, by registry name (`dispatcher`). */
+  readonly wakeQueues: ReadonlyMap<string, Queue>;
+  /** Each paced function's dead-letter queue of wake-ups it failed on repeatedly, by registry name. */
+  readonly wakeDeadLetterQueues: ReadonlyMap<string, Queue>;
 
-  constructor(scope: Construct, id: string, props: DispatchProps) {
+  constructor(scope: Construct, id: string, props: ServiceDispatchProps) {
     super(scope, id);
-    const fn = props.dispatcherFunction;
-    this.dispatcherFunction = fn;
-    this.wakeDlq = new Queue(this, 'WakeDlq', {
+    const wake = new Map<string, Queue>();
+    const dead = new Map<string, Queue>();
+    for (const definition of lambdasTriggeredBy('paced')) {
+      const queues = this.connect(definition, props);
+      wake.set(definition.name, queues.wakeQueue);
+      dead.set(definition.name, queues.wakeDlq);
+    }
+    this.wakeQueues = wake;
+    this.wakeDeadLetterQueues = dead;
+  }
+
+  /** The wake-up queue of a paced function. */
+  wakeQueueOf(definition: Pick<PacedDefinition, 'name'>): Queue {
+    const queue = this.wakeQueues.get(definition.name);
+    if (!queue) throw new Error(`${definition.name} is not a paced function`);
+    return queue;
+  }
+
+  private connect(definition: PacedDefinition, props: ServiceDispatchProps): { wakeQueue: Queue; wakeDlq: Queue } {
+    const fn = props.functions.functionOf(definition);
+    const name = pascal(definition.name);
+    // Wake-ups it failed on repeatedly: the next stream record or wake-up looks at the queue anyway.
+    const wakeDlq = new Queue(this, `${name}WakeDlq`, {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      retentionPeriod: Duration.days(14),
+      retentionPeriod: DEAD_LETTER_RETENTION,
     });
-    Validations.of(this.wakeDlq).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        'This queue is itself the dead-letter queue of the dispatcher wake-ups; nothing consumes it automatically',
-    });
-    this.wakeQueue = new Queue(this, 'WakeQueue', {
+    const wakeQueue = new Queue(this, `${name}WakeQueue`, {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       // At least the function's timeout, as the event source requires.
-      visibilityTimeout: Duration.minutes(2),
+      visibilityTimeout: Duration.seconds(definition.timeoutSeconds ?? 29),
+      // A wake-up is worth nothing after an hour: the stream or a later wake-up has looked since.
       retentionPeriod: Duration.hours(1),
-      deadLetterQueue: { queue: this.wakeDlq, maxReceiveCount: 5 },
+      deadLetterQueue: { queue: wakeDlq, maxReceiveCount: 5 },
     });
-    this.wakeQueue.grantSendMessages(fn.executionRole);
-    fn.addEnvironment('DISPATCH_WAKE_QUEUE_URL', this.wakeQueue.queueUrl);
+    // Sending its own wake-ups is the one queue action the function's code takes (functions/aws/sqs.ts).
+    fn.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [wakeQueue.queueArn] }));
+    fn.addEnvironment(DISPATCH_WAKE_QUEUE_URL.name, wakeQueue.queueUrl);
     if (props.capacity.createRateLimit) {
-      fn.addEnvironment('PROVIDER_CREATE_RATE_LIMIT', formatCreateRateLimit(props.capacity.createRateLimit));
+      fn.addEnvironment(PROVIDER_CREATE_RATE_LIMIT.name, formatCreateRateLimit(props.capacity.createRateLimit));
     }
-    if (props.capacity.maxInFlight !== undefined) {
-      fn.addEnvironment('PROVIDER_MAX_IN_FLIGHT', String(props.capacity.maxInFlight));
-    }
-    // A task was queued: every insert of a queue entry wakes the dispatcher (batched).
+    // A task was queued: every insert matching the filters wakes the function (batched). The queue is in
+    // the table, so a record lost or failed costs nothing the next wake-up does not make up for.
     fn.addEventSource(
       new DynamoEventSource(props.table, {
         startingPosition: StartingPosition.LATEST,
         batchSize: 100,
-        retryAttempts: 2,
+        retryAttempts: definition.retryAttempts,
         reportBatchItemFailures: true,
-        filters: [FilterCriteria.filter(DISPATCHER_FILTER as unknown as Record<string, unknown>)],
+        filters: definition.filters.map((filter) => FilterCriteria.filter({ ...filter })),
       }),
     );
-    // Capacity freed up: the delayed wake-up. Two at most at once: every slot is decided by a
-    // conditional write anyway, so this only keeps the contention on the capacity item low.
+    // Capacity freed up: the delayed wake-up, a few at once (every slot is decided by a conditional write).
     fn.addEventSource(
-      new SqsEventSource(this.wakeQueue, { batchSize: 1, maxConcurrency: 2, reportBatchItemFailures: true }),
+      new SqsEventSource(wakeQueue, {
+        batchSize: 1,
+        maxConcurrency: definition.wakeConcurrency,
+        reportBatchItemFailures: true,
+      }),
     );
-    // The runtime (AwsSolutions-L1) and the provider secret findings are acknowledged by the stack, as
-    // for every function it builds.
-    Validations.of(fn.executionRole).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
-    });
+    acknowledge(
+      wakeDlq,
+      'AwsSolutions-SQS3',
+      `This queue is itself the dead-letter queue of the ${definition.name}'s wake-ups; nothing consumes it automatically`,
+    );
+    acknowledge(
+      fn.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
+    );
+    return { wakeQueue, wakeDlq };
   }
 }

@@ -12,9 +12,10 @@ import { loadBrowserContext } from './support/context';
 
 const context = loadBrowserContext();
 const base = context.baseUrl;
-const STEP_TIMEOUT_MS = 180_000;
 /** Playwright's wait for any one state (a task's end included): generous, for a loaded machine. */
-const WAIT_MS = 90_000;
+const WAIT_MS = 120_000;
+/** Jest's limit for a step: one wait spent whole, with room for the rest of the step. */
+const STEP_TIMEOUT_MS = 2 * WAIT_MS;
 
 let browser: Browser;
 let session: BrowserContext;
@@ -50,6 +51,21 @@ async function taskIdOfPage(): Promise<string> {
   return decodeURIComponent(new URL(page.url()).hash.replace('#/tasks/', ''));
 }
 
+/**
+ * Waits for the key list to show the row of `key` (the row whose shown prefix begins it) and returns
+ * that row's key id. The list is read again after the key is shown, so its row comes later.
+ */
+async function keyRowIdOf(key: string): Promise<string> {
+  const found = await page.waitForFunction((secret) => {
+    for (const row of document.querySelectorAll<HTMLElement>('tr[data-key-id]')) {
+      const prefix = row.querySelector('code')?.textContent?.replace('…', '') ?? '';
+      if (prefix && secret.startsWith(prefix)) return row.dataset.keyId ?? '';
+    }
+    return '';
+  }, key);
+  return found.jsonValue();
+}
+
 /** The text of the error shown next to the control labelled `label`. */
 async function fieldError(label: string): Promise<string> {
   const control = page.getByLabel(label, { exact: true });
@@ -63,7 +79,8 @@ async function fieldError(label: string): Promise<string> {
 
 beforeAll(async () => {
   // Running as root (CI containers) needs --no-sandbox; the pages are our own.
-  browser = await chromium.launch({ executablePath: context.chromium, args: ['--no-sandbox'] });
+  // Playwright's own launch limit is 30 s, which a loaded machine's Chromium start can pass.
+  browser = await chromium.launch({ executablePath: context.chromium, args: ['--no-sandbox'], timeout: WAIT_MS });
   session = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await session.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   page = await session.newPage();
@@ -141,6 +158,8 @@ test(
     await page.getByRole('button', { name: 'Create key' }).click();
     const allowlistError = await fieldError('Allowed addresses (optional)');
     const expiryError = await fieldError('Expires (optional)');
+    // The key list as loaded (the count below means something only once it is there).
+    await page.getByText('No keys yet.').waitFor();
     await screenshot('keys-errors');
 
     // Assert
@@ -172,13 +191,12 @@ test(
     await page.getByText('Copied to the clipboard.').waitFor();
     const clipboard = await page.evaluate(() => navigator.clipboard.readText());
     const warning = await page.locator('.issued .warning').textContent();
-    const row = page.locator('tr[data-key-id]');
-    await row.first().waitFor();
-    keyId = (await row.first().getAttribute('data-key-id')) ?? '';
+    keyId = await keyRowIdOf(apiKey);
     await screenshot('keys-new');
     await page.getByRole('button', { name: 'I have saved it' }).click();
     await page.reload();
-    await page.locator('tr[data-key-id]').first().waitFor();
+    // The list of the reloaded page (a new document: no row of the old one is left).
+    await page.locator(`tr[data-key-id="${keyId}"]`).waitFor();
     const afterReload = await page.content();
 
     // Assert
@@ -336,10 +354,10 @@ test(
 
     // Act
     await page.getByRole('link', { name: 'Credits' }).click();
-    await page.getByRole('heading', { name: 'Credits' }).waitFor();
-    await page.locator('tr[data-kind]').first().waitFor();
     const rowFor = (kind: string, taskId: string) =>
       page.locator(`tr[data-kind="${kind}"]`, { has: page.locator(`a[href="#/tasks/${taskId}"]`) });
+    // The ledger row asserted last in time (the refund of the failed task), not any row.
+    await rowFor('refund', failedId).waitFor();
     await screenshot('credits');
 
     // Assert
@@ -351,10 +369,11 @@ test(
     expect(await rowFor('refund', failedId).locator('.amount').textContent()).toBe('+3');
     expect(await page.locator('tr[data-kind="grant"] .amount').textContent()).toBe(`+${context.account.credits}`);
     expect(await page.getByTestId('ledger-balance').textContent()).toBe(`${context.account.credits - 13} credits`);
-    // The refund's link leads to the failed task.
+    // The refund's link leads to the failed task: its page, then its state on that page.
     await rowFor('refund', failedId).getByRole('link').click();
-    await page.locator('.state[data-status="2"]').waitFor();
     expect(await taskIdOfPage()).toBe(failedId);
+    await page.locator('.state[data-status="2"]').waitFor();
+    expect(await page.locator('.error-text').textContent()).toBe(errorText);
   },
   STEP_TIMEOUT_MS,
 );
@@ -416,14 +435,9 @@ test(
     const newAfterRotation = await withKey(replacement, `/api/ai/tasks/${keyTaskId}`);
     await page.getByRole('button', { name: 'I have saved it' }).click();
 
-    // Act: revoke the replacement, confirming in the dialog.
-    const replacementId = await page.evaluate((key) => {
-      for (const row of document.querySelectorAll<HTMLElement>('tr[data-key-id]')) {
-        const prefix = row.querySelector('code')?.textContent?.replace('…', '') ?? '';
-        if (prefix && key.startsWith(prefix)) return row.dataset.keyId ?? '';
-      }
-      return '';
-    }, replacement);
+    // Act: revoke the replacement, confirming in the dialog. Its row comes with the list read after
+    // the rotation, which may still be on its way.
+    const replacementId = await keyRowIdOf(replacement);
     const row = page.locator(`tr[data-key-id="${replacementId}"]`);
     await row.getByRole('button', { name: /^Revoke/ }).click();
     const revokeDialog = page.getByRole('dialog');
@@ -484,8 +498,9 @@ test(
 test(
   'signing out returns to the sign-in page, and the old session cookie is refused by the API',
   async () => {
-    // Prepare
-    await page.goto(`${base}/#/tasks`);
+    // Prepare: a fresh page (the address is the one shown already, so going there would load nothing),
+    // whose balance comes from a session read now.
+    await page.reload();
     await page.locator('#balance').waitFor();
     const cookie = (await session.cookies(base)).find((one) => one.name === '__Host-session');
     expect(cookie).toBeDefined();
@@ -498,6 +513,8 @@ test(
     });
     const sessionAfter = await page.evaluate(async () => (await fetch('/api/session')).status);
     await page.goto(`${base}/#/keys`);
+    // The sign-in page that answered #/keys, not the signed-out one still on screen (which says so).
+    await page.getByText('You are signed out.').waitFor({ state: 'detached' });
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     // Assert

@@ -9,7 +9,8 @@ import { loadTarget } from './support/target';
 
 const target = loadTarget();
 const api = createApi(target);
-const QUICK_TIMEOUT_MS = 30_000;
+/** Requests only, no task followed: still room for a loaded machine's slow answers. */
+const QUICK_TIMEOUT_MS = 60_000;
 
 interface TaskList {
   tasks: { taskId: string; type: string; status: number; creditsUsed: number }[];

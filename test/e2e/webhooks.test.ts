@@ -21,10 +21,19 @@ import { loadTarget } from './support/target';
 
 const target = loadTarget();
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+/** Each wait for a state of this file's stack, on the wall clock: generous, for a loaded machine. */
+const WAIT_MS = 120_000;
+/** The stack's start (DynamoDB Local's JVM first): generous, for a loaded machine. */
+const STACK_READY_MS = 180_000;
+/** Jest's limit for a test that waits for `waits` such states, with room for the rest. */
+const timeoutFor = (waits: number) => waits * WAIT_MS + 60_000;
 const ROOT = resolve(__dirname, '../..');
 const TABLE_NAME = 'generation-service-e2e-webhooks';
 const USER = 'e2e-webhooks';
 const HANG_USER = 'e2e-webhooks-default';
+const BOUND_USER = 'e2e-webhooks-bound';
+/** This stack's bound on open deliveries per account (WEBHOOK_MAX_OPEN_DELIVERIES). */
+const MAX_OPEN = 2;
 
 interface Received {
   path: string;
@@ -42,7 +51,7 @@ if (target.runs('webhooks')) {
     const keys: Record<string, string> = {};
     let operatorEnv: NodeJS.ProcessEnv;
 
-    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` never answers. */
+    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` and `/bound` never answer. */
     function receive(request: IncomingMessage, response: ServerResponse) {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -52,7 +61,7 @@ if (target.runs('webhooks')) {
           Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
         );
         received.push({ path, headers, body: Buffer.concat(chunks).toString('utf8') });
-        if (path === '/hang') {
+        if (path === '/hang' || path === '/bound') {
           hanging.add(request.socket);
           return;
         }
@@ -89,22 +98,41 @@ if (target.runs('webhooks')) {
         body: JSON.stringify({ model: 'image-model-1', prompt: 'tell me when done', ...body }),
       });
 
+    /** GETs the task until it ends, or WAIT_MS of wall clock passed; the caller asserts on the answer. */
     async function pollUntilEnded(user: string, taskId: string) {
+      const deadline = Date.now() + WAIT_MS;
       let task = await request(user, taskPath(taskId));
-      for (let attempt = 0; attempt < 80 && task.body.status === 0; attempt++) {
+      while (task.body.status === 0 && Date.now() < deadline) {
         await sleep(250);
         task = await request(user, taskPath(taskId));
       }
       return task;
     }
 
-    /** What the receiver got on `path`, once at least `count` requests came (bounded wait). */
-    async function receivedOn(path: string, count: number, waitMs = 30_000): Promise<Received[]> {
-      for (let waited = 0; waited < waitMs; waited += 200) {
-        if (received.filter((entry) => entry.path === path).length >= count) break;
+    /** What the receiver got on `path`, once at least `count` requests came, or WAIT_MS passed. */
+    async function receivedOn(path: string, count: number): Promise<Received[]> {
+      const deadline = Date.now() + WAIT_MS;
+      while (received.filter((entry) => entry.path === path).length < count && Date.now() < deadline) {
         await sleep(200);
       }
       return received.filter((entry) => entry.path === path);
+    }
+
+    /** The operator's record of the task's deliveries, once it holds an attempt, or WAIT_MS passed. */
+    async function deliveriesWithAttempt(user: string, taskId: string) {
+      const deadline = Date.now() + WAIT_MS;
+      let deliveries = await admin(['webhooks', 'deliveries', '--user', user, '--task', taskId]);
+      while ((deliveries.json.attempts as unknown[] | undefined)?.length === 0 && Date.now() < deadline) {
+        await sleep(1000);
+        deliveries = await admin(['webhooks', 'deliveries', '--user', user, '--task', taskId]);
+      }
+      return deliveries;
+    }
+
+    /** The ids of the user's tasks, newest first (the first page is plenty here). */
+    async function taskIdsOf(user: string): Promise<string[]> {
+      const listed = await request(user, '/api/ai/tasks?limit=100');
+      return (listed.body.tasks as { taskId: string }[]).map((task) => task.taskId);
     }
 
     beforeAll(async () => {
@@ -116,26 +144,27 @@ if (target.runs('webhooks')) {
         TABLE_NAME,
         WEBHOOK_INSECURE_ORIGINS: origin,
         WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1',
+        WEBHOOK_MAX_OPEN_DELIVERIES: String(MAX_OPEN),
         WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64url'),
         SWEEPER_INTERVAL_SECONDS: '1',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
         DYNAMODB_ENDPOINT: '',
         API_STAGE: '',
       };
-      stack = await spawnLocalStack({ readyTimeoutMs: 60_000, env: settings });
+      stack = await spawnLocalStack({ readyTimeoutMs: STACK_READY_MS, env: settings });
       const { DYNAMODB_PORT: _p, DATA_DIR: _d, ...rest } = process.env;
       operatorEnv = { ...rest, ...settings, DYNAMODB_ENDPOINT: stack.dynamodbEndpoint };
       const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
       const store = { doc, tableName: TABLE_NAME };
       try {
-        for (const user of [USER, HANG_USER]) {
+        for (const user of [USER, HANG_USER, BOUND_USER]) {
           await grantCredits(store, { userId: user, amount: 100, grantId: user });
           keys[user] = (await putApiKey(store, { userId: user, name: 'e2e webhooks' })).apiKey;
         }
       } finally {
         doc.destroy();
       }
-    }, 90_000);
+    }, STACK_READY_MS + 60_000);
 
     afterAll(async () => {
       for (const socket of hanging) socket.destroy();
@@ -143,46 +172,50 @@ if (target.runs('webhooks')) {
       await stack?.stop();
     });
 
-    test('a completed task is POSTed signed, retried after a 500 with the same webhook-id, both attempts recorded', async () => {
-      // Prepare: the account's secret, printed once by the CLI
-      const made = await admin(['webhooks', 'secret', '--user', USER]);
-      const secret = String(made.json.secret);
+    test(
+      'a completed task is POSTed signed, retried after a 500 with the same webhook-id, both attempts recorded',
+      async () => {
+        // Prepare: the account's secret, printed once by the CLI
+        const made = await admin(['webhooks', 'secret', '--user', USER]);
+        const secret = String(made.json.secret);
 
-      // Act
-      const submitted = await submit(USER, { webhookUrl: `${origin}/flaky`, providerInput: { mockDelayMs: 200 } });
-      const taskId = String(submitted.body.taskId);
-      const task = await pollUntilEnded(USER, taskId);
-      const [first, second] = await receivedOn('/flaky', 2);
-      const deliveries = await admin(['webhooks', 'deliveries', '--user', USER, '--task', taskId]);
+        // Act
+        const submitted = await submit(USER, { webhookUrl: `${origin}/flaky`, providerInput: { mockDelayMs: 200 } });
+        const taskId = String(submitted.body.taskId);
+        const task = await pollUntilEnded(USER, taskId);
+        const [first, second] = await receivedOn('/flaky', 2);
+        const deliveries = await admin(['webhooks', 'deliveries', '--user', USER, '--task', taskId]);
 
-      // Assert: the secret's form, and the task ended on its own
-      expect(made.code).toBe(0);
-      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-      expect(submitted.status).toBe(202);
-      expect(task.body.status).toBe(1);
-      // Both attempts verify, carry the same id, and hold the Task resource as GET shows it
-      const webhook = new Webhook(secret);
-      const payloads = [first, second].map((attempt) => webhook.verify(attempt?.body ?? '', attempt?.headers ?? {}));
-      expect(first?.headers['webhook-id']).toMatch(/^msg_/);
-      expect(second?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
-      expect(payloads[1]).toEqual({ type: 'task.completed', timestamp: expect.any(String), data: task.body });
-      expect(payloads[0]).toEqual(payloads[1]);
-      // A body signed with another secret does not verify
-      expect(() =>
-        new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(first?.body ?? '', first?.headers ?? {}),
-      ).toThrow();
-      // The operator sees both attempts: the 500, then the 200
-      expect(deliveries.json.delivery).toMatchObject({
-        webhookId: first?.headers['webhook-id'],
-        state: 'delivered',
-        attempts: 2,
-        eventType: 'task.completed',
-      });
-      expect(deliveries.json.attempts).toEqual([
-        expect.objectContaining({ attempt: 1, statusCode: 500, error: null }),
-        expect.objectContaining({ attempt: 2, statusCode: 200, error: null }),
-      ]);
-    });
+        // Assert: the secret's form, and the task ended on its own
+        expect(made.code).toBe(0);
+        expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+        expect(submitted.status).toBe(202);
+        expect(task.body.status).toBe(1);
+        // Both attempts verify, carry the same id, and hold the Task resource as GET shows it
+        const webhook = new Webhook(secret);
+        const payloads = [first, second].map((attempt) => webhook.verify(attempt?.body ?? '', attempt?.headers ?? {}));
+        expect(first?.headers['webhook-id']).toMatch(/^msg_/);
+        expect(second?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
+        expect(payloads[1]).toEqual({ type: 'task.completed', timestamp: expect.any(String), data: task.body });
+        expect(payloads[0]).toEqual(payloads[1]);
+        // A body signed with another secret does not verify
+        expect(() =>
+          new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(first?.body ?? '', first?.headers ?? {}),
+        ).toThrow();
+        // The operator sees both attempts: the 500, then the 200
+        expect(deliveries.json.delivery).toMatchObject({
+          webhookId: first?.headers['webhook-id'],
+          state: 'delivered',
+          attempts: 2,
+          eventType: 'task.completed',
+        });
+        expect(deliveries.json.attempts).toEqual([
+          expect.objectContaining({ attempt: 1, statusCode: 500, error: null }),
+          expect.objectContaining({ attempt: 2, statusCode: 200, error: null }),
+        ]);
+      },
+      timeoutFor(2),
+    );
 
     test('a webhookUrl on a private address, a local name or plain http is a 400 naming the field, and never called', async () => {
       // Prepare
@@ -197,9 +230,12 @@ if (target.runs('webhooks')) {
         'not a url',
       ];
 
+      const tasksBefore = await taskIdsOf(USER);
+
       // Act
       const answers = await Promise.all(refused.map((webhookUrl) => submit(USER, { webhookUrl })));
-      await sleep(2000);
+      // Nothing to wait for: a refused request stores no task, so no delivery can ever follow it.
+      const tasksAfter = await taskIdsOf(USER);
 
       // Assert
       for (const answer of answers) {
@@ -209,34 +245,106 @@ if (target.runs('webhooks')) {
           details: { fieldErrors: { webhookUrl: [expect.stringMatching(/^Must /)] } },
         });
       }
+      expect(tasksAfter).toEqual(tasksBefore);
       expect(received.filter((entry) => entry.path === '/private')).toEqual([]);
     });
 
-    test('a receiver that never answers does not hold up the task; the attempt ends at its deadline and is recorded', async () => {
-      // Prepare: the account's default endpoint hangs
-      await admin(['webhooks', 'secret', '--user', HANG_USER]);
-      const set = await admin(['webhooks', 'set', '--user', HANG_USER, '--url', `${origin}/hang`]);
+    test(
+      'a receiver that never answers does not hold up the task; the attempt ends at its deadline and is recorded',
+      async () => {
+        // Prepare: the account's default endpoint hangs
+        await admin(['webhooks', 'secret', '--user', HANG_USER]);
+        const set = await admin(['webhooks', 'set', '--user', HANG_USER, '--url', `${origin}/hang`]);
 
-      // Act
-      const submitted = await submit(HANG_USER, { providerInput: { mockDelayMs: 200 } });
-      const taskId = String(submitted.body.taskId);
-      const task = await pollUntilEnded(HANG_USER, taskId);
-      const calls = await receivedOn('/hang', 1);
-      let deliveries = await admin(['webhooks', 'deliveries', '--user', HANG_USER, '--task', taskId]);
-      for (let waited = 0; waited < 30_000 && (deliveries.json.attempts as unknown[]).length === 0; waited += 1000) {
-        await sleep(1000);
-        deliveries = await admin(['webhooks', 'deliveries', '--user', HANG_USER, '--task', taskId]);
-      }
+        // Act
+        const submitted = await submit(HANG_USER, { providerInput: { mockDelayMs: 200 } });
+        const taskId = String(submitted.body.taskId);
+        const task = await pollUntilEnded(HANG_USER, taskId);
+        const calls = await receivedOn('/hang', 1);
+        // The attempt is recorded when the product's own deadline (10 s) ends it: the product times out.
+        const deliveries = await deliveriesWithAttempt(HANG_USER, taskId);
 
-      // Assert
-      expect(set.json).toMatchObject({ url: `${origin}/hang`, hasSecret: true });
-      expect(task.body.status).toBe(1);
-      expect(calls.length).toBeGreaterThanOrEqual(1);
-      expect((deliveries.json.attempts as unknown[])[0]).toMatchObject({
-        attempt: 1,
-        statusCode: null,
-        error: 'No answer within 10 s',
-      });
-    });
+        // Assert
+        expect(set.json).toMatchObject({ url: `${origin}/hang`, hasSecret: true });
+        expect(task.body.status).toBe(1);
+        expect(calls.length).toBeGreaterThanOrEqual(1);
+        expect((deliveries.json.attempts as unknown[])[0]).toMatchObject({
+          attempt: 1,
+          statusCode: null,
+          error: 'No answer within 10 s',
+        });
+      },
+      timeoutFor(3),
+    );
+
+    test(
+      'a task the provider refused at submission sends no webhook; the next task of the account does',
+      async () => {
+        // Prepare
+        await admin(['webhooks', 'secret', '--user', USER]);
+
+        // Act: the refused one first, then one that completes, both to the same endpoint
+        const refused = await submit(USER, {
+          webhookUrl: `${origin}/refused`,
+          providerInput: { mockOutcome: 'reject' },
+        });
+        const later = await submit(USER, { webhookUrl: `${origin}/refused`, providerInput: { mockDelayMs: 200 } });
+        const [event] = await receivedOn('/refused', 1);
+        const refusedDelivery = await admin([
+          'webhooks',
+          'deliveries',
+          '--user',
+          USER,
+          '--task',
+          String(refused.body.taskId),
+        ]);
+
+        // Assert
+        expect(refused).toMatchObject({ status: 202, body: { status: 2 } });
+        expect(later.status).toBe(202);
+        expect(JSON.parse(event?.body ?? '{}')).toMatchObject({ data: { taskId: later.body.taskId } });
+        expect(received.filter((entry) => entry.path === '/refused')).toHaveLength(1);
+        expect(refusedDelivery.json).toMatchObject({ delivery: null, attempts: [] });
+      },
+      timeoutFor(2),
+    );
+
+    test(
+      'past the account bound on open deliveries, the next one is recorded failed with the reason and never sent',
+      async () => {
+        // Prepare: the endpoint never answers, so every delivery stays open for its whole schedule
+        await admin(['webhooks', 'secret', '--user', BOUND_USER]);
+        await admin(['webhooks', 'set', '--user', BOUND_USER, '--url', `${origin}/bound`]);
+
+        // Act
+        const taskIds: string[] = [];
+        for (let n = 0; n <= MAX_OPEN; n++) {
+          const submitted = await submit(BOUND_USER, { providerInput: { mockDelayMs: 200 } });
+          taskIds.push(String(submitted.body.taskId));
+        }
+        for (const taskId of taskIds) await pollUntilEnded(BOUND_USER, taskId);
+        const calls = await receivedOn('/bound', MAX_OPEN);
+        const states: { state?: string; reason?: string | null }[] = [];
+        for (const taskId of taskIds) {
+          const deadline = Date.now() + WAIT_MS;
+          let described = await admin(['webhooks', 'deliveries', '--user', BOUND_USER, '--task', taskId]);
+          while (!described.json.delivery && Date.now() < deadline) {
+            await sleep(500);
+            described = await admin(['webhooks', 'deliveries', '--user', BOUND_USER, '--task', taskId]);
+          }
+          states.push(described.json.delivery as { state?: string; reason?: string | null });
+        }
+
+        // Assert: MAX_OPEN deliveries open, the one past the bound dropped, visibly
+        const dropped = states.filter((delivery) => delivery.state === 'failed');
+        expect(dropped).toEqual([
+          expect.objectContaining({ attempts: 0, reason: expect.stringContaining(`already has ${MAX_OPEN} open`) }),
+        ]);
+        expect(states.filter((delivery) => delivery.state !== 'failed')).toHaveLength(MAX_OPEN);
+        const droppedTask = taskIds[states.findIndex((delivery) => delivery.state === 'failed')];
+        expect(calls.map((call) => JSON.parse(call.body).data.taskId)).not.toContain(droppedTask);
+      },
+      timeoutFor(2 * MAX_OPEN + 4),
+    );
   });
 }

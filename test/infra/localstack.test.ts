@@ -6,7 +6,15 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ROUTES, SWEEPER } from '../../lib/routes';
-import { actionsOf, cleanUp, logicalIdOf, type SynthesizedService, statementsOfFunction, synthesize } from './support';
+import {
+  actionsOf,
+  cleanUp,
+  functionLogicalId,
+  logicalIdOf,
+  type SynthesizedService,
+  statementsOfFunction,
+  synthesize,
+} from './support';
 
 let service: SynthesizedService;
 
@@ -35,7 +43,7 @@ test('routes have no authorizer and their functions authorize inline', () => {
   expect(methods).toHaveLength(ROUTES.length);
   for (const method of methods) expect(method.Properties.AuthorizationType).toBe('NONE');
   for (const route of ROUTES) {
-    const fn = service.stack.routeFunctions.get(route.name);
+    const fn = service.stack.functions.get(route.name);
     const id = fn ? logicalIdOf(service, fn) : '';
     expect(service.template.toJSON().Resources[id].Properties.Environment.Variables).toMatchObject({
       INLINE_AUTHORIZER: 'true',
@@ -88,7 +96,7 @@ test('nothing is retained: no deletion protection, buckets emptied on delete', (
 
 test('a secret named in context is referenced, not created, and granted by its name pattern', () => {
   // Act
-  const statements = statementsOfFunction(service.template, logicalIdOf(service, service.stack.sweeperFunction));
+  const statements = statementsOfFunction(service.template, functionLogicalId(service, SWEEPER.name));
   const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
   const created = Object.keys(service.template.findResources('AWS::SecretsManager::Secret'));
 

@@ -81,7 +81,7 @@ describe('a valid profile reaches the provider functions', () => {
 
     // Assert
     for (const route of ROUTES.filter((r) => r.needs.provider)) {
-      const fn = service.stack.routeFunctions.get(route.name);
+      const fn = service.stack.functions.get(route.name);
       const id = fn ? logicalIdOf(service, fn) : '';
       expect(service.template.toJSON().Resources[id].Properties.Environment.Variables.PROVIDER_PROFILE).toBe('mock');
     }

@@ -20,6 +20,7 @@ import {
 import {
   actionsOf,
   cleanUp,
+  functionLogicalId,
   logicalIdOf,
   type Statement,
   type SynthesizedService,
@@ -45,20 +46,7 @@ const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
-  const fn =
-    name === AUTHORIZER.name
-      ? service.stack.authorizerFunction
-      : name === SWEEPER.name
-        ? service.stack.sweeperFunction
-        : name === MEDIA_WORKER.name
-          ? service.stack.mediaWorkerFunction
-          : name === WEBHOOK_WORKER.name
-            ? service.stack.webhookWorkerFunction
-            : name === DISPATCHER.name
-              ? service.stack.dispatch.dispatcherFunction
-              : service.stack.routeFunctions.get(name);
-  if (!fn) throw new Error(`no function ${name}`);
-  return logicalIdOf(service, fn);
+  return functionLogicalId(service, name);
 }
 
 function statementsOf(name: string): Statement[] {
@@ -123,23 +111,32 @@ describe('functions', () => {
   test('the environment carries exactly the contract each function reads', () => {
     // Act
     const authorizer = environmentOf(AUTHORIZER.name);
-    const lifecycle = [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)].map(environmentOf);
+    const lifecycle = [SWEEPER, ...LIFECYCLE_ROUTES].map((definition) => ({
+      env: environmentOf(definition.name),
+      media: definition.needs.media !== 'none',
+    }));
 
     // Assert
     expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'ORIGIN_VERIFY_SECRET_ARN', 'TABLE_NAME']);
-    for (const env of lifecycle) {
+    for (const { env, media } of lifecycle) {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
         PROVIDER_BASE_URL: TEST_PROVIDER_URL,
         PROVIDER_PROFILE: 'kie',
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
-        MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
-        MEDIA_URL_TTL_SECONDS: '3600',
         RESULT_RETENTION_DAYS: '30',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
         MAX_PENDING_SECONDS: '1800',
         LOG_LEVEL: 'INFO',
       });
+      // The bucket where results are signed (GET, the callback, the sweeper); submission signs none.
+      if (media) {
+        expect(env).toMatchObject({ MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) } });
+        expect(env).toMatchObject({ MEDIA_URL_TTL_SECONDS: '3600' });
+      } else {
+        expect(env).not.toHaveProperty('MEDIA_BUCKET');
+        expect(env).not.toHaveProperty('MEDIA_URL_TTL_SECONDS');
+      }
       expect(env).not.toHaveProperty('INLINE_AUTHORIZER');
       // No allowlist configured: any public https host; the variable is then absent.
       expect(env).not.toHaveProperty('MEDIA_SOURCE_HOSTS');
@@ -179,8 +176,10 @@ describe('functions', () => {
       expect([...externalSdk]).toEqual(usesTable ? ['require("@aws-sdk/signature-v4-crt")'] : []);
       expect(code.includes('sourceMappingURL')).toBe(false);
     }
-    // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
-    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table.access === 'none').length);
+    // Starting sign-in (it stores nothing) and the OpenAPI document hold no SDK. The model catalog
+    // touches no table either (no grant, no TABLE_NAME), yet the request stack it shares (functions/http)
+    // brings the DynamoDB client into its bundle, unused.
+    expect(withTable).toBe(assetDirs.length - 2);
   });
 
   test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
@@ -248,13 +247,29 @@ describe('least privilege', () => {
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
-      const usagePlans = route.needs.usagePlans ? ['apigateway:GET', 'apigateway:POST'] : [];
+      // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
+      // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
+      const uses = route.needs.usagePlans ?? [];
+      const usagePlans = [
+        ...(uses.includes('enroll') ? ['apigateway:GET', 'apigateway:POST', 'apigateway:POST'] : []),
+        ...(uses.includes('delete') ? ['apigateway:DELETE'] : []),
+        ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
+      ];
       expect(actionsOf(statements)).toEqual(
         ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
       );
-      expect(env.PUBLIC_ORIGIN).toEqual({
-        'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
-      });
+      // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
+      // Only those: sign-in and the sweeper enroll keys but issue none.
+      expect(env.MAX_ACTIVE_KEYS).toBe(route.needs.issuesKeys ? '20' : undefined);
+      // The browsers' origin where a session cookie (CSRF) or sign-in needs it; not on the provider's
+      // callback nor the OpenAPI document.
+      if (route.auth !== 'none' || route.needs.oidc) {
+        expect(env.PUBLIC_ORIGIN).toEqual({
+          'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
+        });
+      } else {
+        expect(env.PUBLIC_ORIGIN).toBeUndefined();
+      }
       if (route.needs.oidc) {
         expect(env).toMatchObject({
           OIDC_CLIENT_ID: { Ref: expect.stringMatching(/^UserPoolServiceClient/) },
@@ -268,11 +283,17 @@ describe('least privilege', () => {
   });
 
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
-    for (const name of [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)]) {
+    for (const { name, needs } of [SWEEPER, ...LIFECYCLE_ROUTES]) {
       // Act
       const statements = statementsOf(name);
 
       // Assert
+      // Only the sweeper copies results (a copy that waited too long) and deletes ended API keys; no
+      // request path writes media.
+      const sweeperOnly =
+        name === SWEEPER.name
+          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          : [];
       expect(actionsOf(statements)).toEqual(
         [
           'logs:CreateLogStream',
@@ -280,12 +301,13 @@ describe('least privilege', () => {
           ...READ,
           ...WRITE,
           'secretsmanager:GetSecretValue',
-          's3:GetObject',
-          's3:PutObject',
+          // Submission signs no result URL: no media grant.
+          ...(needs.media === 'none' ? [] : ['s3:GetObject']),
+          ...sweeperOnly,
         ].sort(),
       );
-      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
-      expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
+      if (needs.media !== 'none') expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -303,24 +325,28 @@ describe('least privilege', () => {
     const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
-      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'],
+      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
-      [DISPATCHER.name]: ['USER#*', 'DISPATCH#*'],
-      'submit-image': ['USER#*', 'DISPATCH#*'],
-      'submit-video': ['USER#*', 'DISPATCH#*'],
+      [DISPATCHER.name]: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'],
+      // Submit queues the task in the accept transaction.
+      'submit-image': ['USER#*', 'DISPATCH#QUEUE'],
+      'submit-video': ['USER#*', 'DISPATCH#QUEUE'],
       'get-task': ['USER#*'],
       'provider-callback': ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
-      // The listings read the caller's own partition only.
+      // The listings read the caller's own partition only; the session also its session by hash.
+      session: ['USER#*', 'SESSION#*'],
+      'keys-list': ['USER#*'],
+      'audit-log': ['USER#*'],
       'list-tasks': ['USER#*'],
       'get-credits': ['USER#*'],
-      'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 5 - 2); // sign-in and the OpenAPI document touch no table
+    // Sign-in, the OpenAPI document and the model catalog touch no table.
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 5 - 3);
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)
@@ -419,7 +445,7 @@ describe('accounts', () => {
     expect(api.FunctionAssociations).toEqual([
       {
         EventType: 'viewer-request',
-        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/^ViewerAddressFunction/), 'FunctionARN'] },
+        FunctionARN: { 'Fn::GetAtt': [expect.stringMatching(/ViewerAddressFunction[0-9A-F]{8}$/), 'FunctionARN'] },
       },
     ]);
     expect(functions).toHaveLength(1);
@@ -614,7 +640,7 @@ describe('API', () => {
       Throttle: { RateLimit: 100, BurstLimit: 200 },
       Quota: Match.absent(),
     });
-    for (const route of ROUTES.filter((r) => r.needs.usagePlans)) {
+    for (const route of ROUTES.filter((r) => (r.needs.usagePlans ?? []).length > 0)) {
       expect(environmentOf(route.name).USAGE_PLAN_NAME).toBe('GenerationService-default');
     }
   });

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { GenerationServiceStack } from '../../lib/generation-service-stack';
 import { buildServiceApp } from '../../lib/service-app';
@@ -66,10 +66,20 @@ export interface Statement {
   Condition?: unknown;
 }
 
-/** The logical id of the construct's default CloudFormation resource. */
+/**
+ * The logical id of the construct's default CloudFormation resource, as synthesized (an overridden
+ * logical id included, which `Stack.getLogicalId` does not see).
+ */
 export function logicalIdOf(service: SynthesizedService, construct: { node: { defaultChild?: unknown } }): string {
-  const child = construct.node.defaultChild as Parameters<GenerationServiceStack['getLogicalId']>[0];
-  return service.stack.getLogicalId(child);
+  const child = construct.node.defaultChild as CfnElement;
+  return service.stack.resolve(child.logicalId);
+}
+
+/** The logical id of the registry function named `name` (lib/routes.ts `LAMBDAS`). */
+export function functionLogicalId(service: SynthesizedService, name: string): string {
+  const fn = service.stack.functions.get(name);
+  if (!fn) throw new Error(`no function ${name}`);
+  return logicalIdOf(service, fn);
 }
 
 /**

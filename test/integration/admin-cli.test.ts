@@ -1,9 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorizeKey } from '../../functions/auth/authorize-key';
+import { usageKeyName } from '../../functions/core/rate-plan';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
 import { keys } from '../../functions/store/keys';
@@ -146,6 +148,37 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(run.stdout).toBe('');
     expect(run.error).toEqual({ error: expect.stringContaining(message) });
     expect(await getBalance(store, 'cli-user-2')).toBe(0);
+  });
+
+  it('keys create beyond MAX_ACTIVE_KEYS is refused naming the limit, as the API refuses it; keys revoke frees a place and deletes the API Gateway key in the local stand-in', async () => {
+    // Prepare
+    const cap = { MAX_ACTIVE_KEYS: '1' };
+    const first = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'first'], cap);
+
+    // Act
+    const refused = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'second'], cap);
+    const revoked = await admin(['keys', 'revoke', '--key-id', String(first.json.keyId)], cap);
+    const afterRevoke = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'third'], cap);
+    const standIn = await store.doc.send(
+      new GetCommand({
+        TableName: store.tableName,
+        Key: {
+          PK: `LOCALAPIKEY#${usageKeyName(store.tableName, { credential: 'key', keyId: String(first.json.keyId) })}`,
+          SK: 'LOCALAPIKEY',
+        },
+      }),
+    );
+
+    // Assert
+    expect(first.code).toBe(0);
+    expect(refused.code).toBe(1);
+    expect(refused.error).toEqual({
+      error: 'This account already has 1 active API key, the most it may hold; revoke one first',
+      limit: 1,
+    });
+    expect(revoked.code).toBe(0);
+    expect(afterRevoke.code).toBe(0);
+    expect(standIn.Item?.deleted).toBe(true);
   });
 
   it('keys create prints the key once; keys list shows it without the key; the key authorizes', async () => {
@@ -389,7 +422,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     // Prepare
     const dataDir = await mkdtemp(join(tmpdir(), 'cli-state-'));
     await grantCredits(store, { userId: 'cli-follow', amount: 7 });
-    const remove = writeStackState(dataDir, {
+    const remove = writeStackState(dataDir, 0, {
       pid: process.pid,
       dynamodbEndpoint: store.endpoint,
       tableName: store.tableName,
@@ -416,6 +449,46 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(stopped.code).toBe(1);
     expect(stopped.error).toEqual({ error: expect.stringContaining('http://127.0.0.1:1') });
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('finds an in-memory start by its API port, and a new start clears records of starts that were killed', async () => {
+    // Prepare: a private run directory, a record of a start whose process is gone, one of a live start
+    const runDir = await mkdtemp(join(tmpdir(), 'cli-run-'));
+    const runEnv = { XDG_RUNTIME_DIR: runDir };
+    await grantCredits(store, { userId: 'cli-in-memory', amount: 4 });
+    const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
+    const stack = { dynamodbEndpoint: store.endpoint, tableName: store.tableName, apiUrl: 'http://127.0.0.1:1' };
+    writeStackState(':memory:', 4101, { ...stack, pid: deadPid }, runEnv);
+    const stale = join(runDir, 'generation-service', 'in-memory-4101.json');
+    const staleBefore = existsSync(stale);
+
+    // Act
+    const remove = writeStackState(':memory:', 4102, { ...stack, pid: process.pid }, runEnv);
+    const unset = { TABLE_NAME: '', DYNAMODB_PORT: '', ...runEnv };
+    const byPort = await admin(['credits', 'show', '--user', 'cli-in-memory'], { ...unset, PORT: '4102' });
+    const byBase = await admin(['credits', 'show', '--user', 'cli-in-memory'], {
+      ...unset,
+      DATA_DIR: ':memory:',
+      PORT_BASE: '4102',
+    });
+    const deadOne = await admin(['credits', 'show', '--user', 'cli-in-memory'], {
+      ...unset,
+      DATA_DIR: ':memory:',
+      PORT: '4101',
+    });
+    remove();
+
+    // Assert
+    expect(staleBefore).toBe(true);
+    expect(existsSync(stale)).toBe(false);
+    expect(byPort).toMatchObject({ code: 0, json: { userId: 'cli-in-memory', balance: 4 } });
+    expect(byBase).toMatchObject({ code: 0, json: { userId: 'cli-in-memory', balance: 4 } });
+    expect(deadOne.code).toBe(2);
+    expect(deadOne.error).toEqual({
+      error: expect.stringContaining('no in-memory local stack (DATA_DIR=:memory:) is running on port 4101'),
+    });
+    expect(statSync(join(runDir, 'generation-service')).mode & 0o777).toBe(0o700);
+    await rm(runDir, { recursive: true, force: true });
   });
 
   it('explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {

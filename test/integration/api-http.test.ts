@@ -15,6 +15,7 @@ import {
   IMAGE_COST,
   imageRequest,
   invoke,
+  jestTimeoutFor,
   pollUntilTerminal,
   type ServiceHarness,
   startServiceHarness,
@@ -32,7 +33,7 @@ const INTERVAL_MS = 1000;
 const LONG_DELAY = { mockDelayMs: 600_000 };
 
 // Real servers and DynamoDB Local; some tests wait out a refresh interval or two.
-jest.setTimeout(30_000);
+jest.setTimeout(jestTimeoutFor());
 
 describe('the API handlers answer every case of the HTTP table', () => {
   let h: ServiceHarness;

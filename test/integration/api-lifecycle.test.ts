@@ -17,6 +17,7 @@ import {
   IMAGE_COST,
   imageRequest,
   invoke,
+  jestTimeoutFor,
   pollUntilTerminal,
   type ServiceHarness,
   sleep,
@@ -36,8 +37,9 @@ const MAX_PENDING_SECONDS = 1800;
 const NEXT_INTERVAL_MS = INTERVAL_MS + 100;
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-// Real servers and DynamoDB Local; some tests wait out a refresh interval or two.
-jest.setTimeout(30_000);
+// Real servers and DynamoDB Local; some tests wait out a refresh interval or two, and a task's end
+// (the media worker on the stream) on the wall-clock budget of a loaded machine.
+jest.setTimeout(jestTimeoutFor());
 
 describe('the task lifecycle through the API handlers', () => {
   let h: ServiceHarness;
@@ -76,8 +78,8 @@ describe('the task lifecycle through the API handlers', () => {
     return { answer, taskId: String(answer.body.taskId) };
   }
 
-  const poll = (user: TestUser, taskId: string, maxPolls = 10) =>
-    pollUntilTerminal(getTaskHandler, user, taskId, { intervalMs: NEXT_INTERVAL_MS, maxPolls });
+  const poll = (user: TestUser, taskId: string) =>
+    pollUntilTerminal(getTaskHandler, user, taskId, { intervalMs: NEXT_INTERVAL_MS });
 
   /** The stored result files of a task, by name. */
   async function filesOf(user: TestUser, taskId: string): Promise<string[]> {
@@ -144,6 +146,7 @@ describe('the task lifecycle through the API handlers', () => {
       const completed = await poll(user, taskId);
       const providerTaskId = (await getTask(h.store, user.userId, taskId))?.providerTaskId ?? '';
       const queries = h.provider.stats.getTaskCalls(providerTaskId);
+      // The product's refresh interval passes: were the task pending, the next GET would query again.
       await sleep(NEXT_INTERVAL_MS);
 
       // Act
@@ -287,7 +290,7 @@ describe('the task lifecycle through the API handlers', () => {
       // Act
       const { answer, taskId } = await submit('image', user, imageRequest());
       const pending = await getTask(h.store, user.userId, taskId);
-      const final = await poll(user, taskId, 2 * MAX_SEND_ATTEMPTS + 4);
+      const final = await poll(user, taskId);
 
       // Assert
       expect(answer.body).toMatchObject({ status: 0, creditsUsed: IMAGE_COST });
@@ -448,6 +451,7 @@ describe('the task lifecycle through the API handlers', () => {
       const duringFault = await invoke(getTaskHandler, getTaskEvent(user, taskId));
       const queriesDuringFault = h.provider.stats.getTaskCalls(providerTaskId);
       h.provider.clearFaults();
+      // The product's refresh interval: only then may the next GET query the provider again.
       await sleep(NEXT_INTERVAL_MS);
       const afterFault = await poll(user, taskId);
 

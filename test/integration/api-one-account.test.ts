@@ -9,6 +9,7 @@ import { keys } from '../../functions/store/keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
 import { handler as submitImage } from '../../functions/submit-image/handler';
+import { untilForwarded } from '../support/dynamodb';
 import {
   IMAGE_COST,
   imageRequest,
@@ -82,6 +83,7 @@ describe('contention that retrying cannot win', () => {
   it('answers 503 with Retry-After and { error }, never 500, and debits nothing', async () => {
     // Prepare: one transaction holds every balance shard of the account for the whole hold.
     const user = await h.createUser(30);
+    const forwarded = h.store.conflicts?.stats().forwardedTransactions ?? 0;
     const holdAll = h.store.doc.send(
       new TransactWriteCommand({
         TransactItems: Array.from({ length: TABLE.balanceShards }, (_, shard) => ({
@@ -93,7 +95,8 @@ describe('contention that retrying cannot win', () => {
         })),
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The layer holds them now (not "after 200 ms", which a loaded machine may not have met).
+    await untilForwarded(h.store, forwarded + 1);
 
     // Act
     const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(LONG_DELAY)));

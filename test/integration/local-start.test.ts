@@ -18,6 +18,10 @@ import { freePorts, spawnLocalStack } from '../../local/spawn-local-stack';
 const ROOT = join(__dirname, '..', '..');
 const run = promisify(execFile);
 
+// Tests here start the whole local stack (DynamoDB Local's JVM first), which spawnLocalStack waits for
+// up to 180 s on a loaded machine: room for that and the rest.
+jest.setTimeout(240_000);
+
 /** Starts `local/start.ts` and resolves at its ready line, with every line it printed (keys included). */
 async function startUntilReady(env: Record<string, string>): Promise<{ lines: string[]; stop(): Promise<void> }> {
   const child = spawn(process.execPath, ['bin/run-ts.cjs', 'local/start.ts'], {
@@ -231,5 +235,5 @@ describe('npm start', () => {
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 180_000);
+  }, 360_000); // two starts one after the other
 });

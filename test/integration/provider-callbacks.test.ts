@@ -9,6 +9,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { callbackSignature } from '../../functions/core/callback-signature';
 import type { TaskRecord } from '../../functions/core/task';
+import {
+  environmentOf,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
+  PROVIDER_CALLBACK_SECRET,
+  setting,
+} from '../../functions/environment/environment';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { handler as providerCallback } from '../../functions/provider-callback/handler';
 import { resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
@@ -22,18 +29,23 @@ import {
   IMAGE_COST,
   imageRequest,
   invoke,
+  jestTimeoutFor,
   type ServiceHarness,
   sleep,
   startServiceHarness,
   storedWhenEnded,
   storedWhenSent,
   submitEvent,
+  TASK_END_BUDGET_MS,
   type TestUser,
 } from '../support/service-harness';
 
-jest.setTimeout(30_000);
+// Waits for callbacks and the media worker on the wall-clock budget of a loaded machine.
+jest.setTimeout(jestTimeoutFor());
 
 const HOUR_SECONDS = 3600;
+/** The mock's delay for the early-callback task; its lying callback comes at half of it. */
+const EARLY_DELAY_MS = 8000;
 const SECRET = randomBytes(32).toString('base64url');
 const CALLBACK_ROUTE = ROUTES.find((route) => route.name === 'provider-callback');
 
@@ -56,22 +68,25 @@ describe('provider callbacks', () => {
     );
     await new Promise<void>((ready) => gateway.listen(0, '127.0.0.1', () => ready()));
     gatewayUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
-    Object.assign(process.env, {
-      PROVIDER_CALLBACK_BASE_URL: gatewayUrl,
-      PROVIDER_CALLBACK_SECRET: SECRET,
-      // One callback read per task for the whole test: a flood must not read more than once.
-      PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS: String(HOUR_SECONDS),
-    });
+    Object.assign(
+      process.env,
+      environmentOf(
+        setting(PROVIDER_CALLBACK_BASE_URL, gatewayUrl),
+        setting(PROVIDER_CALLBACK_SECRET, SECRET),
+        // One callback read per task for the whole test: a flood must not read more than once.
+        setting(PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, HOUR_SECONDS),
+      ),
+    );
     resetLifecycleFromEnv();
   });
 
   afterAll(async () => {
-    for (const name of [
-      'PROVIDER_CALLBACK_BASE_URL',
-      'PROVIDER_CALLBACK_SECRET',
-      'PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS',
+    for (const variable of [
+      PROVIDER_CALLBACK_BASE_URL,
+      PROVIDER_CALLBACK_SECRET,
+      PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
     ]) {
-      delete process.env[name];
+      delete process.env[variable.name];
     }
     await new Promise<void>((closed) => {
       gateway.close(() => closed());
@@ -88,10 +103,14 @@ describe('provider callbacks', () => {
     return stored;
   }
 
-  /** Reads the stored task (no refresh: reading the table never moves a task) until `done` holds; bounded. */
+  /**
+   * Reads the stored task (no refresh: reading the table never moves a task) until `done` holds, or
+   * {@link TASK_END_BUDGET_MS} of wall clock passed.
+   */
   async function storedWhen(task: TaskRecord, done: (stored: TaskRecord) => boolean): Promise<TaskRecord> {
+    const deadline = Date.now() + TASK_END_BUDGET_MS;
     let stored = await getTask(h.store, task.userId, task.taskId);
-    for (let attempt = 0; attempt < 100 && !(stored && done(stored)); attempt++) {
+    while (!(stored && done(stored)) && Date.now() < deadline) {
       await sleep(100);
       stored = await getTask(h.store, task.userId, task.taskId);
     }
@@ -99,10 +118,14 @@ describe('provider callbacks', () => {
     return stored;
   }
 
-  /** Waits until the mock has sent `count` callbacks for the task (and got answers); bounded. */
+  /**
+   * Waits until the mock has sent `count` callbacks for the task (and got answers), or
+   * {@link TASK_END_BUDGET_MS} of wall clock passed.
+   */
   async function callbacksOf(task: TaskRecord, count: number) {
+    const deadline = Date.now() + TASK_END_BUDGET_MS;
     const of = () => h.provider.stats.callbacks.filter((sent) => sent.providerTaskId === task.providerTaskId);
-    for (let attempt = 0; attempt < 100 && of().length < count; attempt++) await sleep(100);
+    while (of().length < count && Date.now() < deadline) await sleep(100);
     return of();
   }
 
@@ -162,8 +185,12 @@ describe('provider callbacks', () => {
 
   test('an early callback claiming success leaves the task pending; a poll finishes it later', async () => {
     // Prepare
+    // The lying callback comes halfway through (4 s in), and the product's read of the provider must
+    // come before the mock is done: a window wide enough for a loaded machine.
     const user = await h.createUser(100);
-    const task = await submit(user, { mockDelayMs: 1500, mockCallback: 'early' });
+    const task = await submit(user, { mockDelayMs: EARLY_DELAY_MS, mockCallback: 'early' });
+    // The mock created the task before the submit answered: it is done by then plus its delay.
+    const mockDoneBy = Date.now() + EARLY_DELAY_MS;
 
     // Act: the lying callback arrives halfway through
     const sent = await callbacksOf(task, 1);
@@ -175,8 +202,9 @@ describe('provider callbacks', () => {
     expect(afterCallback).toMatchObject({ status: 0 });
     expect(afterCallback?.resultKeys).toBeUndefined();
 
-    // Act: polling still works once the mock is done (the clock moved past the refresh interval)
-    await sleep(1500);
+    // Act: polling still works once the mock is done (the clock moved past the refresh interval). The
+    // wait is for the mock's own clock (its outcome comes mockDelayMs after creation), not the product's.
+    await sleep(Math.max(0, mockDoneBy - Date.now()));
     const later = () => new Date(Date.now() + HOUR_SECONDS * 1000 + 1000);
     const polled = await h.withClock(later, () => invoke(getTaskHandler, getTaskEvent(user, task.taskId)));
 
@@ -189,6 +217,7 @@ describe('provider callbacks', () => {
     // Prepare
     const user = await h.createUser(100);
     const task = await submit(user, { mockDelayMs: 100, mockCallback: 'drop' });
+    // The mock's own clock: its outcome (and the callback it drops) comes 100 ms after creation.
     await sleep(300);
 
     // Act
@@ -251,12 +280,16 @@ describe('provider callbacks', () => {
     // Prepare: the mock finishes at once but calls back only a minute later
     const user = await h.createUser(100);
     const task = await submit(user, { mockDelayMs: 0, mockCallbackDelayMs: 60_000 });
+    // A task submitted after it that also ends at once and calls back without delay: once its callback
+    // came, the delayed one would have come too, had the mock sent it at the end.
+    const witness = await submit(user, { mockDelayMs: 0 });
 
     // Act
-    await sleep(500);
+    const witnessCallbacks = await callbacksOf(witness, 1);
     const stored = await getTask(h.store, user.userId, task.taskId);
 
     // Assert: no callback yet, so (with polling an hour apart) nothing moved the task
+    expect(witnessCallbacks).toEqual([{ providerTaskId: witness.providerTaskId, status: 200 }]);
     expect(h.provider.stats.callbacks.filter((sent) => sent.providerTaskId === task.providerTaskId)).toEqual([]);
     expect(stored?.status).toBe(0);
     expect(h.provider.stats.getTaskCalls(task.providerTaskId ?? '')).toBe(0);

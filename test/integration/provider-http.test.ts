@@ -18,10 +18,24 @@ import { type MockFault, type MockProvider, startMockProvider } from '../../loca
 const KEY = 'test-provider-key';
 let mock: MockProvider;
 let provider: GenerationProvider;
+/**
+ * The adapter's deadline where nothing hangs: generous, so that a loaded machine's slow answer is
+ * never mistaken for the `timeout` fault (which is then counted as one call, not retried).
+ */
+const ANSWER_TIMEOUT_MS = 10_000;
+/** The deadline where the mock hangs (the `timeout` fault): short, since the product times out here. */
+const HANG_TIMEOUT_MS = 300;
+/** An adapter for checking `fault`: the short deadline only where the fault is the hang. */
+const adapterFor = (fault: MockFault) =>
+  createHttpProvider({
+    baseUrl: mock.url,
+    apiKey: async () => KEY,
+    timeoutMs: fault === 'timeout' ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS,
+  });
 
 beforeAll(async () => {
   mock = await startMockProvider({ apiKey: KEY });
-  provider = createHttpProvider({ baseUrl: mock.url, apiKey: async () => KEY, timeoutMs: 2000 });
+  provider = createHttpProvider({ baseUrl: mock.url, apiKey: async () => KEY, timeoutMs: ANSWER_TIMEOUT_MS });
 });
 
 afterAll(async () => {
@@ -177,7 +191,7 @@ describe('createTask under server faults (never retried)', () => {
   it.each(faults)('%s -> ProviderUnavailableError after exactly one call', async (fault) => {
     // Prepare
     mock.setFaults({ createFault: fault });
-    const quick = createHttpProvider({ baseUrl: mock.url, apiKey: async () => KEY, timeoutMs: 300 });
+    const quick = adapterFor(fault);
 
     // Act
     const result = quick.createTask({ model: 'image-model-1', input: {} });
@@ -204,7 +218,7 @@ describe('createTask under server faults (never retried)', () => {
     const idle = await startMockProvider();
     const url = idle.url;
     await idle.stop();
-    const orphan = createHttpProvider({ baseUrl: url, apiKey: async () => KEY, timeoutMs: 1000 });
+    const orphan = createHttpProvider({ baseUrl: url, apiKey: async () => KEY, timeoutMs: ANSWER_TIMEOUT_MS });
 
     // Act
     const result = orphan.createTask({ model: 'image-model-1', input: {} });
@@ -232,7 +246,7 @@ describe('getTask under server faults', () => {
   ])('persistent %s -> ProviderUnavailableError after %i call(s)', async (fault, calls) => {
     // Prepare
     mock.setFaults({ getFault: fault });
-    const quick = createHttpProvider({ baseUrl: mock.url, apiKey: async () => KEY, timeoutMs: 300 });
+    const quick = adapterFor(fault);
 
     // Act
     const result = quick.getTask(taskId);

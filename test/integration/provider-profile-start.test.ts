@@ -23,6 +23,10 @@ const run = promisify(execFile);
 const REFERENCE = 'https://images.example.com/ref.png';
 /** Fast outcomes, so the whole catalog completes in seconds. */
 const FAST = { mockDelayMs: 100 };
+/** A task's end on the spawned stack (its media worker on the stream), on the wall clock of a loaded machine. */
+const TASK_WAIT_MS = 120_000;
+/** Jest's limit for a test that waits for one task's end, with room for the rest. */
+const TASK_TEST_TIMEOUT_MS = TASK_WAIT_MS + 60_000;
 
 interface Task {
   taskId: string;
@@ -47,7 +51,7 @@ describe('npm start with PROVIDER_PROFILE=kie', () => {
     await grantCredits(store, { userId: 'kie-user', amount: 100_000 });
     const { apiKey } = await putApiKey(store, { userId: 'kie-user', name: 'kie' });
     headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
-  }, 120_000);
+  }, 240_000); // the stack's start (spawnLocalStack waits up to 180 s on a loaded machine)
 
   afterAll(async () => {
     doc?.destroy();
@@ -66,11 +70,13 @@ describe('npm start with PROVIDER_PROFILE=kie', () => {
     return answer;
   }
 
-  /** Polls until the task leaves status 0 (bounded by the test's own timeout). */
+  /** Polls until the task leaves status 0, or TASK_WAIT_MS of wall clock passed (then throws). */
   async function settled(taskId: string): Promise<Task> {
+    const deadline = Date.now() + TASK_WAIT_MS;
     for (;;) {
       const task = (await (await fetch(`${stack.baseUrl}/api/ai/tasks/${taskId}`, { headers })).json()) as Task;
       if (task.status !== 0) return task;
+      if (Date.now() > deadline) throw new Error(`task ${taskId} still pending after ${TASK_WAIT_MS} ms`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
@@ -95,7 +101,7 @@ describe('npm start with PROVIDER_PROFILE=kie', () => {
       // Assert
       expect(task).toMatchObject({ status: 1, imageUrls: [expect.any(String)] });
     },
-    60_000,
+    TASK_TEST_TIMEOUT_MS,
   );
 
   const videoCases = VIDEO_MODEL_IDS.map((model: VideoModelId) => {
@@ -123,18 +129,22 @@ describe('npm start with PROVIDER_PROFILE=kie', () => {
       // Assert
       expect(task).toMatchObject({ status: 1, videoUrl: expect.any(String) });
     },
-    60_000,
+    TASK_TEST_TIMEOUT_MS,
   );
 
-  test('an option the upstream does not take is refused by the profiled mock and refunded', async () => {
-    // Act
-    const answer = await submit('image', { model: 'image-model-2', prompt: 'x', providerInput: { style: 'noir' } });
-    const task = await settled(answer.taskId);
+  test(
+    'an option the upstream does not take is refused by the profiled mock and refunded',
+    async () => {
+      // Act
+      const answer = await submit('image', { model: 'image-model-2', prompt: 'x', providerInput: { style: 'noir' } });
+      const task = await settled(answer.taskId);
 
-    // Assert
-    expect(task).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED' });
-    expect(task.errorMessage).toMatch(/input\.style is not a parameter of nano-banana-pro/);
-  }, 60_000);
+      // Assert
+      expect(task).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED' });
+      expect(task.errorMessage).toMatch(/input\.style is not a parameter of nano-banana-pro/);
+    },
+    TASK_TEST_TIMEOUT_MS,
+  );
 
   test('more than one image where the upstream makes one per task is a 400, nothing charged', async () => {
     // Act
@@ -192,7 +202,7 @@ describe('npm start with a broken profile', () => {
           MOCK_PROVIDER_PORT: String(mockPort),
           OIDC_PROVIDER_PORT: String(oidcPort),
         },
-        timeout: 60_000,
+        timeout: 120_000,
       });
     } catch (error) {
       failure = error as { code?: number; stderr?: string };
@@ -203,5 +213,5 @@ describe('npm start with a broken profile', () => {
     expect(failure.stderr).toMatch(/npm start failed: PROVIDER_PROFILE: Provider profile "broken" is invalid:/);
     expect(failure.stderr).toMatch(/video-c\/02-text-to-video-pro: \(mapping\): missing/);
     expect(failure.stderr).toMatch(/image-model-4: input\.aspectRatio\.values: no provider token for "16:9"/);
-  }, 90_000);
+  }, 180_000);
 });

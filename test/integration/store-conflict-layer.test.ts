@@ -4,14 +4,15 @@
  */
 import { TransactionCanceledException, TransactionConflictException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { createTestStore, type TestStore } from '../support/dynamodb';
+import { createTestStore, type TestStore, untilForwarded } from '../support/dynamodb';
 
 describe('the conflict-faithful DynamoDB layer', () => {
   let store: TestStore;
 
   beforeAll(async () => {
-    // A long hold, so the second request surely arrives while the first transaction holds its items.
-    store = await createTestStore({ conflicts: { holdMs: 400 } });
+    // A long hold, so the second request surely arrives while the first transaction holds its items
+    // (the test acts once the layer holds them; a loaded machine can take long to send the next).
+    store = await createTestStore({ conflicts: { holdMs: 3000 } });
   });
 
   afterAll(async () => {
@@ -24,8 +25,9 @@ describe('the conflict-faithful DynamoDB layer', () => {
 
   it('cancels a transaction naming a held item with TransactionConflict, None for the others', async () => {
     // Prepare
+    const forwarded = store.conflicts?.stats().forwardedTransactions ?? 0;
     const holding = store.doc.send(new TransactWriteCommand({ TransactItems: [put('A', 1), put('B', 1)] }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await untilForwarded(store, forwarded + 1);
 
     // Act
     const second = await store.doc
@@ -49,8 +51,9 @@ describe('the conflict-faithful DynamoDB layer', () => {
 
   it('refuses a plain write to a held item with TransactionConflictException, and lets it through after', async () => {
     // Prepare
+    const forwarded = store.conflicts?.stats().forwardedTransactions ?? 0;
     const holding = store.doc.send(new TransactWriteCommand({ TransactItems: [put('D', 1)] }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await untilForwarded(store, forwarded + 1);
 
     // Act
     const during = await store.doc

@@ -89,6 +89,7 @@ describe('usage plan enrollment against the API Gateway API', () => {
       actor: { type: 'operator' },
     });
     const own = set.usagePlanId ?? '';
+    const ownTags = gateway.plans.get(own)?.tags;
     const movedTo = names.map((name) => gateway.plansOf(name));
     const later = await putApiKey(store, { userId, name: 'later' });
     await enrollUsageKey(store, enrollment, userId, { credential: 'key', keyId: later.keyId });
@@ -103,6 +104,8 @@ describe('usage plan enrollment against the API Gateway API', () => {
 
     // Assert
     expect(own).not.toBe('');
+    // Tagged with its API, the tag the functions' IAM policy requires of a plan they add keys to.
+    expect(ownTags).toEqual({ 'generation-service:rest-api-id': 'api' });
     expect(movedTo).toEqual([[own], [own], [own]]);
     expect(laterPlans).toEqual([own]);
     expect(changed.usagePlanId).toBe(own);

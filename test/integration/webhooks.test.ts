@@ -9,7 +9,11 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
-import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifecycle/webhook-settings';
+import {
+  describeDeliveries,
+  rotateWebhookSecret,
+  setAccountWebhookUrl,
+} from '../../functions/lifecycle/webhook-settings';
 import {
   attemptDelivery,
   claimDueDeliveries,
@@ -20,8 +24,9 @@ import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
-import { acceptTask, completeTask } from '../../functions/store/tasks';
+import { acceptTask, claimRefresh, completeTask, failAndRefund } from '../../functions/store/tasks';
 import {
+  countOpenDeliveries,
   getDelivery,
   getDeliveryWithAttempts,
   getWebhookSettings,
@@ -49,7 +54,7 @@ describe('webhook deliveries', () => {
   const box = createSecretBox(async () => 'integration-test-service-key-0123456789');
   const resolved: string[] = [];
 
-  function lifecycle(delays: number[] = [60, 300]): WebhookLifecycle {
+  function lifecycle(delays: number[] = [60, 300], maxOpenDeliveries?: number): WebhookLifecycle {
     return {
       store,
       provider: NO_PROVIDER,
@@ -60,6 +65,7 @@ describe('webhook deliveries', () => {
         box,
         policy: webhookTargetPolicy({ WEBHOOK_INSECURE_ORIGINS: origin }),
         retryDelays: delays,
+        ...(maxOpenDeliveries === undefined ? {} : { maxOpenDeliveries }),
         // DNS as an attacker would set it up: a public-looking name on a private address.
         resolve: async (host) => {
           resolved.push(host);
@@ -69,8 +75,8 @@ describe('webhook deliveries', () => {
     };
   }
 
-  /** A task of `userId` that ended (completed), with `webhookUrl` when given. */
-  async function endedTask(userId: string, taskId: string, webhookUrl?: string) {
+  /** A pending task of `userId`, with `webhookUrl` when given. */
+  async function pendingTask(userId: string, taskId: string, webhookUrl?: string) {
     await grantCredits(store, { userId, amount: 10, grantId: `grant-${taskId}` });
     await acceptTask(store, {
       task: {
@@ -85,7 +91,23 @@ describe('webhook deliveries', () => {
         now: clock,
       },
     });
+  }
+
+  /** A task of `userId` that ended (completed), with `webhookUrl` when given. */
+  async function endedTask(userId: string, taskId: string, webhookUrl?: string) {
+    await pendingTask(userId, taskId, webhookUrl);
     await completeTask(store, { userId, taskId, resultKeys: [`results/${taskId}.png`], now: clock });
+  }
+
+  /** Fails a pending task as the provider's refusal does (refunded, PROVIDER_REJECTED). */
+  function rejectTask(userId: string, taskId: string) {
+    return failAndRefund(store, {
+      userId,
+      taskId,
+      errorCode: 'PROVIDER_REJECTED',
+      errorMessage: 'The provider rejected the task',
+      now: clock,
+    });
   }
 
   beforeAll(async () => {
@@ -296,5 +318,96 @@ describe('webhook deliveries', () => {
         now: clock,
       }),
     ).resolves.toMatchObject({ url: 'https://hooks.example.com/in', hasSecret: false });
+  });
+
+  test('a task the provider refused at submission sends nothing; a task refused on a later send still does', async () => {
+    // Prepare: both accounts have a secret and an endpoint
+    const lc = lifecycle();
+    for (const userId of ['wh-refused', 'wh-resent']) {
+      await pendingTask(userId, `task-${userId}`, `${origin}/${userId}`);
+      await rotateWebhookSecret(store, box, { userId, now: clock });
+    }
+    await rejectTask('wh-refused', 'task-wh-refused');
+    // The other was sent again by the lifecycle (a claim) before the provider refused it
+    await claimRefresh(store, { userId: 'wh-resent', taskId: 'task-wh-resent', now: clock, intervalMs: 0 });
+    await rejectTask('wh-resent', 'task-wh-resent');
+
+    // Act
+    const refused = await openDelivery(lc, { userId: 'wh-refused', taskId: 'task-wh-refused' }, logger);
+    const resent = await openDelivery(lc, { userId: 'wh-resent', taskId: 'task-wh-resent' }, logger);
+
+    // Assert
+    expect(refused).toBe('refused-at-submission');
+    expect(await getDelivery(store, 'wh-refused', 'task-wh-refused')).toBeUndefined();
+    expect(await countOpenDeliveries(store, 'wh-refused')).toBe(0);
+    expect(resent).toBe('opened');
+    expect(await getDelivery(store, 'wh-resent', 'task-wh-resent')).toMatchObject({ eventType: 'task.failed' });
+  });
+
+  test('an account has at most N open deliveries: the excess is recorded failed with its reason, never sent', async () => {
+    // Prepare: a bound of 2, three tasks ended
+    const lc = lifecycle([60], 2);
+    const userId = 'wh-bound';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    for (const n of [1, 2, 3, 4]) await endedTask(userId, `task-bound-${n}`, `${origin}/bound`);
+    const before = calls.length;
+
+    // Act
+    const opened = [];
+    for (const n of [1, 2, 3]) opened.push(await openDelivery(lc, { userId, taskId: `task-bound-${n}` }, logger));
+    const dropped = await describeDeliveries(store, userId, 'task-bound-3');
+    const openAtBound = await countOpenDeliveries(store, userId);
+    // Delivering one frees a place for the next task
+    const first = await getDelivery(store, userId, 'task-bound-1');
+    const delivered = await attemptDelivery(
+      lc,
+      { userId, taskId: 'task-bound-1', claimId: first?.claimId ?? '' },
+      logger,
+    );
+    const openAfterDelivery = await countOpenDeliveries(store, userId);
+    const fourth = await openDelivery(lc, { userId, taskId: 'task-bound-4' }, logger);
+
+    // Assert
+    expect(opened).toEqual(['opened', 'opened', 'dropped']);
+    expect(openAtBound).toBe(2);
+    expect(dropped.delivery).toMatchObject({
+      state: 'failed',
+      attempts: 0,
+      nextAttemptAt: null,
+      gaveUpAt: clock.toISOString(),
+      reason: expect.stringContaining('already has 2 open webhook deliveries'),
+    });
+    expect(dropped.attempts).toEqual([]);
+    expect(delivered).toMatchObject({ statusCode: 200, next: 'delivered' });
+    expect(calls.length).toBe(before + 1);
+    expect(openAfterDelivery).toBe(1);
+    expect(fourth).toBe('opened');
+    expect(await countOpenDeliveries(store, userId)).toBe(2);
+  });
+
+  test('the bound holds when deliveries open at once, and a delivery that gives up frees its place', async () => {
+    // Prepare: a bound of 3, eight tasks ending together
+    const lc = lifecycle([], 3);
+    const userId = 'wh-burst';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    const tasks = Array.from({ length: 8 }, (_, n) => `task-burst-${n}`);
+    for (const taskId of tasks) await endedTask(userId, taskId, `${origin}/burst-down`);
+    answers = [];
+
+    // Act
+    const outcomes = await Promise.all(tasks.map((taskId) => openDelivery(lc, { userId, taskId }, logger)));
+    const openAtBound = await countOpenDeliveries(store, userId);
+    const openTask = tasks.find((_, n) => outcomes[n] === 'opened') ?? '';
+    const claimed = await getDelivery(store, userId, openTask);
+    answers = [503];
+    const gaveUp = await attemptDelivery(lc, { userId, taskId: openTask, claimId: claimed?.claimId ?? '' }, logger);
+    const openAfterGivingUp = await countOpenDeliveries(store, userId);
+
+    // Assert
+    expect(outcomes.filter((outcome) => outcome === 'opened')).toHaveLength(3);
+    expect(outcomes.filter((outcome) => outcome === 'dropped')).toHaveLength(5);
+    expect(openAtBound).toBe(3);
+    expect(gaveUp).toMatchObject({ statusCode: 503, next: 'failed' });
+    expect(openAfterGivingUp).toBe(2);
   });
 });

@@ -20,6 +20,7 @@ interface StoredPlan {
   apiStages: { apiId: string; stage: string }[];
   throttle?: { rateLimit?: number; burstLimit?: number };
   quota?: { limit?: number; period?: string };
+  tags?: Record<string, string>;
   keyIds: Set<string>;
 }
 
@@ -101,6 +102,7 @@ export async function startApiGatewayStandIn(): Promise<ApiGatewayStandIn> {
           apiStages: (input.apiStages as StoredPlan['apiStages']) ?? [],
           throttle: input.throttle as StoredPlan['throttle'],
           quota: input.quota as StoredPlan['quota'],
+          tags: input.tags as StoredPlan['tags'],
           keyIds: new Set(),
         };
         plans.set(plan.id, plan);

@@ -63,3 +63,20 @@ export async function createTestStore(options: TestStoreOptions = {}): Promise<T
     },
   };
 }
+
+/**
+ * Waits until the store's conflict layer has forwarded `count` transactions in all: the last one then
+ * holds its items (for the layer's `holdMs` from that moment). A test that needs a transaction to hold
+ * items before it acts waits for this, not for a fixed time. Throws when `timeoutMs` of wall clock
+ * passed first (generous: on a loaded machine the request can take long to reach the layer).
+ */
+export async function untilForwarded(store: Pick<TestStore, 'conflicts'>, count: number, timeoutMs = 60_000) {
+  const { conflicts } = store;
+  if (!conflicts) throw new Error('this store has no conflict layer');
+  const deadline = Date.now() + timeoutMs;
+  while (conflicts.stats().forwardedTransactions < count) {
+    if (Date.now() > deadline)
+      throw new Error(`the conflict layer forwarded no transaction #${count} in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

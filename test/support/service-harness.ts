@@ -3,7 +3,8 @@
  * integration project's global setup, the mock provider over HTTP on an ephemeral port, and a temp
  * media directory served by a tiny HTTP server (standing in for the bucket's signed URLs).
  *
- * `startServiceHarness()` sets `process.env` exactly as the deployed stack would and resets the
+ * `startServiceHarness()` sets `process.env` by the environment contract the deployed stack sets by
+ * (functions/environment/environment.ts; local stand-ins for the AWS services) and resets the
  * handlers' cached wiring, so the real handlers (imported by the test file) use these parts. One
  * harness per test file (jest gives every file its own `process.env` and module registry); dispose it
  * in `afterAll`.
@@ -18,6 +19,32 @@ import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
 import { handler as dispatcher } from '../../functions/dispatcher/handler';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_ENDPOINT_URL,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DISPATCH_WAKE_QUEUE_URL,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  INLINE_AUTHORIZER,
+  LOG_LEVEL,
+  MAX_PENDING_SECONDS,
+  MEDIA_BASE_URL,
+  MEDIA_BUCKET,
+  MEDIA_COPY_TIMEOUT_MS,
+  MEDIA_DIR,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  METRICS,
+  PROVIDER_API_KEY,
+  PROVIDER_BASE_URL,
+  PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_SEND_ATTEMPTS,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PROVIDER_SECRET_ARN,
+  setting,
+  TABLE_NAME,
+} from '../../functions/environment/environment';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { handler as mediaWorker } from '../../functions/media-worker/handler';
@@ -89,14 +116,22 @@ export interface ServiceHarness {
   withClock<T>(now: () => Date, fn: () => Promise<T>): Promise<T>;
   /** Runs `fn` with some variables changed (undefined deletes), then restores them. */
   withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
-  /** Stops the servers, deletes the table and the media directory, restores the environment. */
   /** Runs `fn` with the dispatcher loop stopped (no DynamoDB requests of its own), then starts it again. */
   withoutDispatcher<T>(fn: () => Promise<T>): Promise<T>;
+  /** Stops the servers, deletes the table and the media directory, restores the environment. */
   dispose(): Promise<void>;
 }
 
 /** The authorizer is not run here: the tests supply its context, so no inline authorizer either. */
-const CLEARED_ENV = ['INLINE_AUTHORIZER', 'MEDIA_BUCKET', 'PROVIDER_SECRET_ARN', 'AWS_ENDPOINT_URL'] as const;
+const CLEARED_ENV = [
+  INLINE_AUTHORIZER,
+  MEDIA_BUCKET,
+  PROVIDER_SECRET_ARN,
+  AWS_ENDPOINT_URL,
+  // The harness runs the dispatcher as a loop, never through a wake-up queue.
+  DISPATCH_WAKE_QUEUE_URL,
+  PROVIDER_CREATE_RATE_LIMIT,
+].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
 function resetWiring(): void {
@@ -165,31 +200,35 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
 
-  const env: Record<string, string> = {
-    TABLE_NAME: store.tableName,
-    DYNAMODB_ENDPOINT: store.endpoint,
-    AWS_REGION: 'local',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    PROVIDER_BASE_URL: provider.url,
-    PROVIDER_API_KEY: providerKey,
-    MEDIA_SOURCE_INSECURE_ORIGINS: provider.url,
-    MEDIA_DIR: mediaDir,
-    MEDIA_BASE_URL: mediaBaseUrl,
-    PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),
-    MAX_PENDING_SECONDS: String(options.maxPendingSeconds ?? 1800),
-    PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
-    // The mock's files are tiny: a copy that takes seconds is a hung source (the worker retries it).
-    MEDIA_COPY_TIMEOUT_MS: '3000',
-    ...(options.providerLimits?.createRateLimit
-      ? { PROVIDER_CREATE_RATE_LIMIT: formatCreateRateLimit(options.providerLimits.createRateLimit) }
-      : {}),
-    METRICS: 'off',
-    LOG_LEVEL: 'error',
-  };
-  const cleared = Object.fromEntries(
-    [...CLEARED_ENV, 'PROVIDER_CREATE_RATE_LIMIT', 'DISPATCH_WAKE_QUEUE_URL'].map((name) => [name, undefined]),
+  // Built from the environment contract (functions/environment/environment.ts), as the local stack's.
+  const env = environmentOf(
+    setting(TABLE_NAME, store.tableName),
+    setting(DYNAMODB_ENDPOINT, store.endpoint),
+    setting(AWS_REGION, 'local'),
+    setting(AWS_ACCESS_KEY_ID, 'local'),
+    setting(AWS_SECRET_ACCESS_KEY, 'local'),
+    setting(PROVIDER_BASE_URL, provider.url),
+    setting(PROVIDER_API_KEY, providerKey),
+    setting(MEDIA_SOURCE_INSECURE_ORIGINS, provider.url),
+    setting(MEDIA_DIR, mediaDir),
+    setting(MEDIA_BASE_URL, mediaBaseUrl),
+    setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
+    setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
+    setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
+    // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
+    // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
+    setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
+    // The dispatcher keeps to the mock's create rate, as a deployment's profile tells it Kie's.
+    setting(
+      PROVIDER_CREATE_RATE_LIMIT,
+      options.providerLimits?.createRateLimit
+        ? formatCreateRateLimit(options.providerLimits.createRateLimit)
+        : undefined,
+    ),
+    setting(METRICS, 'off'),
+    setting(LOG_LEVEL, 'error'),
   );
+  const cleared = Object.fromEntries(CLEARED_ENV.map((name) => [name, undefined]));
   const previousEnv = applyEnv({ ...cleared, ...env });
   resetWiring();
 
@@ -448,18 +487,33 @@ export function videoRequest(providerInput: Record<string, unknown> = {}, extra:
 }
 
 /**
- * GETs the task until it is terminal, waiting one refresh interval between polls; gives up after
- * `maxPolls` and returns the last answer (the caller asserts on its status).
+ * How long a test waits for a task to end (or for anything else the service finishes in the
+ * background: the media worker on the stream poller, the sweeper), measured on the wall clock. A loaded
+ * 2-core machine (DynamoDB Local's JVM, the stream poller and a second copy of the suite sharing it)
+ * can take many times the few seconds an idle one needs: generous, and only ever spent by a test that
+ * fails anyway. Files that wait on it set jest's timeout with {@link jestTimeoutFor}.
+ */
+export const TASK_END_BUDGET_MS = 120_000;
+
+/** Jest's per-test timeout for a test that waits up to `budgets` task-end budgets, with room for the rest. */
+export function jestTimeoutFor(budgets = 1): number {
+  return budgets * TASK_END_BUDGET_MS + 60_000;
+}
+
+/**
+ * GETs the task until it is terminal, waiting `intervalMs` (the product's refresh interval, which a GET
+ * must let pass to query the provider) between polls; gives up after `timeoutMs` of wall clock
+ * (default {@link TASK_END_BUDGET_MS}) and returns the last answer (the caller asserts on its status).
  */
 export async function pollUntilTerminal(
   getTask: ProxyHandler,
   user: TestUser,
   taskId: string,
-  options: { intervalMs: number; maxPolls?: number },
+  options: { intervalMs: number; timeoutMs?: number },
 ): Promise<ApiAnswer> {
-  const maxPolls = options.maxPolls ?? 10;
+  const deadline = Date.now() + (options.timeoutMs ?? TASK_END_BUDGET_MS);
   let answer = await invoke(getTask, getTaskEvent(user, taskId));
-  for (let poll = 1; poll < maxPolls && answer.statusCode === 200 && answer.body.status === 0; poll++) {
+  while (answer.statusCode === 200 && answer.body.status === 0 && Date.now() < deadline) {
     await sleep(options.intervalMs);
     answer = await invoke(getTask, getTaskEvent(user, taskId));
   }
@@ -468,11 +522,18 @@ export async function pollUntilTerminal(
 
 /**
  * Reads the stored task (reading the table never moves a task) until it is terminal, e.g. until the
- * media worker has copied its results; bounded, returns the last read (the caller asserts on it).
+ * media worker has copied its results; gives up after `timeoutMs` of wall clock (default
+ * {@link TASK_END_BUDGET_MS}) and returns the last read (the caller asserts on it).
  */
-export async function storedWhenEnded(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
+export async function storedWhenEnded(
+  h: ServiceHarness,
+  userId: string,
+  taskId: string,
+  timeoutMs = TASK_END_BUDGET_MS,
+) {
+  const deadline = Date.now() + timeoutMs;
   let stored = await getStoredTask(h.store, userId, taskId);
-  for (let read = 1; read < maxReads && stored?.status === 0; read++) {
+  while (stored?.status === 0 && Date.now() < deadline) {
     await sleep(100);
     stored = await getStoredTask(h.store, userId, taskId);
   }

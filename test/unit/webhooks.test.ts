@@ -6,15 +6,18 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { TaskStatus } from '../../functions/core/task';
 import {
+  DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
   isDelivered,
   newWebhookSecret,
   nextAttemptAt,
   parseRetryDelays,
+  refusedAtSubmission,
   WEBHOOK_RETRY_DELAYS_SECONDS,
   webhookEventOf,
   webhookPayload,
 } from '../../functions/core/webhooks';
 import { STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
+import { maxOpenDeliveriesFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
 import { claimedDeliveryOf, endedTaskOf } from '../../functions/webhook-worker/handler';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { signedHeaders } from '../../functions/webhooks/send';
@@ -68,6 +71,41 @@ describe('the retry schedule', () => {
     // Act / Assert
     expect([200, 204, 299].map(isDelivered)).toEqual([true, true, true]);
     expect([undefined, 199, 301, 404, 500].map(isDelivered)).toEqual([false, false, false, false, false]);
+  });
+});
+
+describe('which ended tasks send an event, and how many deliveries an account may keep open', () => {
+  test('a task the provider refused inside its own submission sends none; every other ended task does', () => {
+    // Prepare
+    const refused = { status: TaskStatus.FAILED, errorCode: 'PROVIDER_REJECTED' as const, attempts: 0 };
+
+    // Act
+    const verdicts = [
+      refusedAtSubmission(refused),
+      refusedAtSubmission({ ...refused, attempts: 1 }),
+      refusedAtSubmission({ ...refused, providerTaskId: 'p-1' }),
+      refusedAtSubmission({ ...refused, errorCode: 'PROVIDER_ERROR' }),
+      refusedAtSubmission({ status: TaskStatus.COMPLETED, attempts: 0 }),
+    ];
+
+    // Assert
+    expect(verdicts).toEqual([true, false, false, false, false]);
+  });
+
+  test('WEBHOOK_MAX_OPEN_DELIVERIES: 100 unless set, a whole number from 1, nonsense refused by name', () => {
+    // Act
+    const unset = maxOpenDeliveriesFromEnv({});
+    const set = maxOpenDeliveriesFromEnv({ WEBHOOK_MAX_OPEN_DELIVERIES: ' 5 ' });
+
+    // Assert
+    expect(unset).toBe(DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES);
+    expect(unset).toBe(100);
+    expect(set).toBe(5);
+    for (const bad of ['0', '-1', '2.5', 'many', '100001']) {
+      expect(() => maxOpenDeliveriesFromEnv({ WEBHOOK_MAX_OPEN_DELIVERIES: bad })).toThrow(
+        /^WEBHOOK_MAX_OPEN_DELIVERIES must be a whole number/,
+      );
+    }
   });
 });
 

@@ -35,7 +35,8 @@ export default async function setup(): Promise<void> {
   for (let attempt = 0; attempt < 3 && !stack; attempt++) {
     try {
       stack = await spawnLocalStack({
-        readyTimeoutMs: 90_000,
+        // DynamoDB Local's JVM first: generous, for a loaded machine.
+        readyTimeoutMs: 180_000,
         env: {
           TABLE_NAME,
           PROVIDER_REFRESH_INTERVAL_SECONDS: '1',

@@ -1,0 +1,154 @@
+/**
+ * The shape of the Lambda registry (lib/routes.ts): what a function needs (table, provider, media,
+ * secrets) and what invokes it (a route, the authorizer, a schedule, the table's stream, or the stream
+ * and a queue of delayed wake-ups for a paced function).
+ */
+/** Least-privilege access a function gets to the table: none, read only or read/write. */
+export type TableAccess = 'none' | 'RO' | 'RW';
+
+/**
+ * Partition key patterns (`dynamodb:LeadingKeys`, IAM `StringLike`) of the items a function touches:
+ * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
+ * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
+ * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
+ * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt;
+ * `GATEWAYKEYDUE` the index partition where API Gateway keys wait to be given back or enrolled again;
+ * `DISPATCH#QUEUE` the dispatch queue's entries (tasks accepted, not yet sent to the provider);
+ * `DISPATCH#CAPACITY` the dispatcher's capacity item (the upstream's recent sends, backoff, wake-up).
+ */
+export type TableKeyPattern =
+  | 'USER#*'
+  | 'APIKEY#*'
+  | 'PENDING#*'
+  | 'SESSION#*'
+  | 'KEYID#*'
+  | 'INVITE#*'
+  | 'WEBHOOKDUE#*'
+  | 'GATEWAYKEYDUE'
+  | 'DISPATCH#QUEUE'
+  | 'DISPATCH#CAPACITY';
+
+/** The table access of a function: what it may do, and to which items. */
+export interface TableNeeds {
+  access: TableAccess;
+  keys: readonly TableKeyPattern[];
+  /**
+   * Partitions (among `keys`) whose items it deletes outright (`dynamodb:DeleteItem`, granted there
+   * only); read/write access alone puts, updates and checks items but deletes none.
+   */
+  deletes?: readonly TableKeyPattern[];
+}
+
+/** An action on API Gateway API keys (see `FunctionNeeds.usagePlans`). */
+export type UsageKeyAction = 'enroll' | 'delete';
+
+/** What a function needs besides the table; the stack grants exactly this. */
+export interface FunctionNeeds {
+  table: TableNeeds;
+  /** Calls the upstream provider (needs the provider URL and key secret). */
+  provider: boolean;
+  /**
+   * `false`: only creates provider tasks, never reads their state (the submit functions); the bundle
+   * then leaves the state-reading code out (`providerReadsDefine`). Default: reads too.
+   */
+  providerReads?: boolean;
+  /**
+   * `write` copies results into the media bucket and signs URLs (the media worker, and the sweeper for
+   * copies that waited too long); `read` only signs URLs to results (reading a task, the provider's
+   * callback, the webhook worker's payloads); `none` never touches it (submission: a task it answers has
+   * no result yet).
+   */
+  media: 'write' | 'read' | 'none';
+  /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
+  webhookSecrets?: boolean;
+  /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
+  oidc?: boolean;
+  /**
+   * What it does with API Gateway API keys, the carriers of per-key rate limits: `enroll` creates a
+   * key (or an account's sessions' key) and adds it to its account's usage plan; `delete` deletes the
+   * API Gateway key of an ended key. Absent: nothing.
+   */
+  usagePlans?: readonly UsageKeyAction[];
+  /** Issues API keys to callers (creation, rotation): held to the cap on an account's active keys. */
+  issuesKeys?: boolean;
+  /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
+  viewerAddress?: boolean;
+}
+
+/** What every Lambda of the registry has, whatever invokes it. */
+export interface LambdaBase {
+  /** kebab-case name; also the folder under functions/. */
+  name: string;
+  /** Handler file relative to the repository root; it exports `handler`. */
+  entry: string;
+  needs: FunctionNeeds;
+  /**
+   * Timeout in seconds. Default 29, API Gateway's integration timeout: an API function working longer
+   * would answer nobody.
+   */
+  timeoutSeconds?: number;
+}
+
+/** A stream record filter pattern of an event source mapping (literal values and `{ exists }`). */
+export type StreamFilter = Readonly<Record<string, unknown>>;
+
+/** A function behind an API route. */
+export interface RouteDefinition extends LambdaBase {
+  trigger: 'route';
+  method: 'GET' | 'POST';
+  /** API Gateway path, `{param}` for path parameters. */
+  path: string;
+  /**
+   * `credentials` (default): behind the authorizer, which takes a key or a session (the handler then
+   * says which it accepts); `none`: no authorizer (starting sign-in and its callback).
+   */
+  auth?: 'credentials' | 'none';
+}
+
+/** The API's REQUEST authorizer (one in the registry). */
+export interface AuthorizerDefinition extends LambdaBase {
+  trigger: 'authorizer';
+}
+
+/** A function run on a fixed rate (deployed: an EventBridge rule; locally: a timer). */
+export interface ScheduleDefinition extends LambdaBase {
+  trigger: 'schedule';
+  /** Minutes between runs, deployed (the local stack runs it every `SWEEPER_INTERVAL_SECONDS`). */
+  rateMinutes: number;
+  /** What the schedule is for (the deployed rule's description). */
+  description: string;
+}
+
+/** A function fed by the table's stream (deployed: an event source mapping; locally: a stream poller). */
+export interface StreamDefinition extends LambdaBase {
+  trigger: 'stream';
+  /** The records it is invoked for: a record matching any of the patterns passes. */
+  filters: readonly StreamFilter[];
+  /** Retries of a failing record before it is parked in the function's dead-letter queue. */
+  retryAttempts: number;
+}
+
+/**
+ * A function that works through a queue kept in the table at an upstream's pace (the dispatcher, README
+ * "Dispatching to the provider"). Deployed (lib/constructs/dispatch.ts) it is woken by the table's stream
+ * (records matching `filters`: something was queued) and by delayed messages on its own SQS wake-up
+ * queue (capacity freed up); it never sleeps. Locally a loop calls it again after the wait it answers
+ * (local/dispatch-loop.ts).
+ */
+export interface PacedDefinition extends LambdaBase {
+  trigger: 'paced';
+  /** The stream records that wake it: a record matching any of the patterns passes. */
+  filters: readonly StreamFilter[];
+  /** Retries of a failing stream batch (the queue stays in the table: the next wake-up retries anyway). */
+  retryAttempts: number;
+  /** Wake-up messages handled at once (SQS event source maximum concurrency, 2 at least). */
+  wakeConcurrency: number;
+}
+
+/** Any Lambda of the registry; `trigger` says what invokes it. */
+export type LambdaDefinition =
+  | RouteDefinition
+  | AuthorizerDefinition
+  | ScheduleDefinition
+  | StreamDefinition
+  | PacedDefinition;

@@ -1,0 +1,246 @@
+/**
+ * The schemas of the OpenAPI document (lib/openapi-document.ts): the request bodies converted from the
+ * valibot schemas validation runs, and every response body, with the field notes JSON Schema keywords
+ * cannot carry.
+ */
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type { GenericSchema } from 'valibot';
+import { IMAGE_MODELS, VIDEO_MODELS } from '../functions/core/catalog';
+import { ERROR_CODES } from '../functions/core/task';
+import { ImageRequestSchema, VideoRequestSchema } from '../functions/core/validation';
+/** A JSON object of the document. */
+export type Json = Record<string, unknown>;
+
+/** A reference to a schema of the document's components. */
+export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+/** A JSON response or request body with its description. */
+export const json = (schema: Json, description: string): Json => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** Field descriptions the JSON Schema keywords cannot carry (units, defaults, the per-model rules). */
+const FIELD_NOTES: Readonly<Record<string, string>> = {
+  prompt: "What to generate. At most the model's prompt cap (see GET /api/ai/models), counted in Unicode code points.",
+  model: "The model id; GET /api/ai/models lists each model's modes, limits and prices.",
+  negativePrompt: 'What to avoid.',
+  width: 'Output width in pixels. With `height`, decides the price tier of tiered models.',
+  height: 'Output height in pixels.',
+  aspectRatio: "One of the model's aspect ratios (GET /api/ai/models).",
+  numOutputs: 'Number of images (default 1); the price is per image.',
+  seed: 'Seed for reproducible results.',
+  guidanceScale: 'How closely to follow the prompt.',
+  numInferenceSteps: 'Number of denoising steps.',
+  inputImageUrls:
+    "Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap.",
+  providerInput:
+    'Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty.',
+  inputMode: 'text_to_video or image_to_video; each model takes one or both (GET /api/ai/models).',
+  duration: "Video length in seconds: one of the model's durations (default: its shortest).",
+  fps: 'Frames per second.',
+  motionStrength: 'Strength of motion.',
+  cameraMotion: 'Camera motion hint.',
+  webhookUrl:
+    'Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price.',
+};
+
+/** A request schema in JSON Schema 2020-12 (OpenAPI 3.1's dialect), with the notes added. */
+function requestSchema(schema: GenericSchema, description: string): Json {
+  const converted = toJsonSchema(schema, {
+    target: 'draft-2020-12',
+    errorMode: 'ignore',
+    // JSON Schema string lengths count code points, exactly what minCodePoints/maxCodePoints count.
+    overrideAction: ({ valibotAction, jsonSchema }) => {
+      const action = valibotAction as { type: string; requirement?: unknown };
+      if (action.type === 'min_code_points') return { ...jsonSchema, minLength: action.requirement as number };
+      if (action.type === 'max_code_points') return { ...jsonSchema, maxLength: action.requirement as number };
+      return undefined;
+    },
+  }) as Json;
+  delete converted.$schema;
+  const properties = (converted.properties ?? {}) as Record<string, Json>;
+  for (const [name, property] of Object.entries(properties)) {
+    const note = FIELD_NOTES[name];
+    if (note) property.description = note;
+  }
+  const providerInput = properties.providerInput;
+  if (providerInput) Object.assign(providerInput, { type: 'object', additionalProperties: true });
+  return { ...converted, description };
+}
+
+const ERROR: Json = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'string', description: 'A short, stable message.' } },
+};
+
+/** The document's `components.schemas`. */
+export function schemas(): Json {
+  const taskBase = {
+    taskId: { type: 'string' },
+    type: { enum: ['image', 'video'] },
+    model: { type: 'string' },
+    prompt: { type: 'string' },
+    creditsUsed: { type: 'integer', minimum: 0 },
+    creditsRefunded: { type: 'boolean' },
+    createdAt: { type: 'string', format: 'date-time' },
+    updatedAt: { type: 'string', format: 'date-time' },
+  };
+  const taskRequired = Object.keys(taskBase);
+  return {
+    ImageRequest: requestSchema(
+      ImageRequestSchema,
+      `Body of POST /api/ai/image/generate. Models: ${IMAGE_MODELS.map((m) => m.id).join(', ')}.`,
+    ),
+    VideoRequest: requestSchema(
+      VideoRequestSchema,
+      `Body of POST /api/ai/video/generate. Models: ${VIDEO_MODELS.map((m) => m.id).join(', ')}.`,
+    ),
+    Submission: {
+      type: 'object',
+      required: ['taskId', 'status', 'creditsUsed'],
+      properties: {
+        taskId: { type: 'string' },
+        status: {
+          enum: [0, 1, 2],
+          description:
+            "0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1.",
+        },
+        creditsUsed: { type: 'integer', minimum: 0, description: 'Credits debited for this task.' },
+      },
+    },
+    Task: {
+      description:
+        'A task. status 0: pending (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded.',
+      oneOf: [
+        {
+          title: 'Pending',
+          type: 'object',
+          required: [...taskRequired, 'status'],
+          properties: { ...taskBase, status: { const: 0 } },
+        },
+        {
+          title: 'Completed',
+          type: 'object',
+          required: [...taskRequired, 'status'],
+          properties: {
+            ...taskBase,
+            status: { const: 1 },
+            imageUrls: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Image tasks.' },
+            videoUrl: { type: 'string', format: 'uri', description: 'Video tasks.' },
+            resultsExpireAt: {
+              type: 'string',
+              format: 'date-time',
+              description:
+                'When the stored results are deleted (deployed storage only). From then on `imageUrls` is empty and `videoUrl` absent.',
+            },
+          },
+        },
+        {
+          title: 'Failed',
+          type: 'object',
+          required: [...taskRequired, 'status', 'errorCode', 'errorMessage'],
+          properties: {
+            ...taskBase,
+            status: { const: 2 },
+            errorCode: { enum: [...ERROR_CODES] },
+            errorMessage: {
+              type: 'string',
+              description:
+                "A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters).",
+            },
+            providerErrorCode: {
+              type: 'string',
+              maxLength: 64,
+              description: "The provider's own failure code, when it gave one (PROVIDER_ERROR, PROVIDER_REJECTED).",
+            },
+          },
+        },
+      ],
+    },
+    TaskSummary: {
+      type: 'object',
+      required: ['taskId', 'type', 'status', 'model', 'creditsUsed', 'creditsRefunded', 'createdAt', 'updatedAt'],
+      properties: {
+        taskId: { type: 'string' },
+        type: { enum: ['image', 'video'] },
+        status: { enum: [0, 1, 2] },
+        model: { type: 'string' },
+        creditsUsed: { type: 'integer' },
+        creditsRefunded: { type: 'boolean' },
+        createdAt: { type: 'string', format: 'date-time' },
+        updatedAt: { type: 'string', format: 'date-time' },
+        errorCode: { enum: [...ERROR_CODES] },
+      },
+    },
+    TaskList: {
+      type: 'object',
+      required: ['tasks', 'next'],
+      properties: {
+        tasks: { type: 'array', items: ref('TaskSummary') },
+        next: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' },
+      },
+    },
+    Credits: {
+      type: 'object',
+      required: ['balance', 'entries', 'next'],
+      properties: {
+        balance: { type: 'integer', minimum: 0, description: 'Equals the sum of every ledger entry.' },
+        entries: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['kind', 'delta', 'at'],
+            properties: {
+              kind: { enum: ['grant', 'debit', 'refund'] },
+              delta: { type: 'integer' },
+              at: { type: 'string', format: 'date-time' },
+              taskId: { type: 'string', description: 'Debits and refunds: the task.' },
+              grantId: { type: 'string', description: 'Grants: the grant.' },
+            },
+          },
+        },
+        next: { type: ['string', 'null'] },
+      },
+    },
+    Models: {
+      type: 'object',
+      required: ['models'],
+      properties: { models: { type: 'array', items: { type: 'object', required: ['id', 'type', 'prices'] } } },
+    },
+    Error: ERROR,
+    ValidationError: {
+      type: 'object',
+      required: ['error', 'details'],
+      properties: {
+        error: { const: 'Invalid request' },
+        details: {
+          type: 'object',
+          required: ['fieldErrors', 'formErrors'],
+          properties: {
+            fieldErrors: {
+              type: 'object',
+              additionalProperties: { type: 'array', items: { type: 'string' } },
+              description: 'Messages by dotted field path, e.g. `inputImageUrls.3` or `providerInput.num_images`.',
+            },
+            formErrors: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+    },
+    InsufficientCredits: {
+      type: 'object',
+      required: ['error', 'required', 'balance'],
+      properties: {
+        error: { const: 'Insufficient credits' },
+        required: { type: 'integer' },
+        balance: { type: 'integer' },
+      },
+    },
+    InternalError: {
+      type: 'object',
+      required: ['error'],
+      properties: { error: { const: 'Internal error' }, requestId: { type: 'string' } },
+    },
+  };
+}

@@ -1,0 +1,159 @@
+/**
+ * Least privilege, pinned: every function's IAM statements as a table (function -> the statements its
+ * role allows), and the sign-in client's auth flows. A grant added, widened or dropped anywhere changes
+ * a line here. Issue 24: API Gateway key and plan grants scoped to this API's plans and to what each
+ * function does; no media writes on request paths (and no media at all for submission, which signs no
+ * result URL); the model catalog touches no table; the session, key listing and audit log read only
+ * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
+ * queues (DISPATCH#QUEUE); the dispatcher alone sends, and alone deletes (queue entries only).
+ */
+import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
+import { LAMBDAS } from '../../lib/routes';
+import { statementLines } from './iam-render';
+import { cleanUp, functionLogicalId, type SynthesizedService, statementsOfFunction, synthesize } from './support';
+
+const TABLE_AND_INDEXES = '<Table.Arn> <Table.Arn>/index/GSI1 <Table.Arn>/index/GSI2';
+/** API Gateway's management ARNs in the synthesized (environment-agnostic) template. */
+const API_GATEWAY = 'arn:<AWS::Partition>:apigateway:<AWS::Region>::';
+
+/** Read/write on the table and its indexes, to items whose partition key matches `keys`. */
+const readWrite = (keys: string) =>
+  `Allow dynamodb:ConditionCheckItem dynamodb:GetItem dynamodb:PutItem dynamodb:Query dynamodb:UpdateItem on ${TABLE_AND_INDEXES} if ForAllValues:StringLike dynamodb:LeadingKeys ${keys}`;
+/** Read-only on the table and its indexes, to items whose partition key matches `keys`. */
+const readOnly = (keys: string) =>
+  `Allow dynamodb:GetItem dynamodb:Query on ${TABLE_AND_INDEXES} if ForAllValues:StringLike dynamodb:LeadingKeys ${keys}`;
+/** Writing to the function's own log group. */
+const ownLogs = (fn: string) => `Allow logs:CreateLogStream logs:PutLogEvents on <${fn}Logs.Arn>`;
+/** Enrolling API keys: create one, find one or the default plan by name, add it to this API's plans. */
+const ENROLL = [
+  `Allow apigateway:POST on ${API_GATEWAY}/apikeys ${API_GATEWAY}/usageplans/<ApiDefaultUsagePlan>/keys`,
+  `Allow apigateway:GET on ${API_GATEWAY}/apikeys ${API_GATEWAY}/usageplans`,
+  `Allow apigateway:POST on ${API_GATEWAY}/usageplans/*/keys if StringEquals aws:ResourceTag/${USAGE_PLAN_API_TAG} <Api>`,
+];
+/** Deleting the API Gateway key of an ended key. */
+const DELETE_KEYS = `Allow apigateway:DELETE on ${API_GATEWAY}/apikeys/*`;
+/** Finding a key by its name, for a function that deletes keys but enrolls none. */
+const FIND_KEYS = `Allow apigateway:GET on ${API_GATEWAY}/apikeys`;
+const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
+const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
+const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
+const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
+
+/** Every function of the registry and exactly what its role allows. */
+const EXPECTED: Readonly<Record<string, readonly string[]>> = {
+  authorizer: [
+    readWrite('APIKEY#*,SESSION#*,USER#*'),
+    ownLogs('Authorizer'),
+    `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
+  ],
+  // The accept transaction also puts the task's entry in the dispatch queue (DISPATCH#QUEUE).
+  'submit-image': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitImage'), LIFECYCLE_SECRETS],
+  'submit-video': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitVideo'), LIFECYCLE_SECRETS],
+  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
+  'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
+  'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
+  'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
+  'list-models': [ownLogs('ListModels')],
+  openapi: [ownLogs('Openapi')],
+  'auth-sign-in': [
+    ownLogs('AuthSignIn'),
+    `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OidcClientSecret>`,
+  ],
+  'auth-callback': [
+    ...ENROLL,
+    readWrite(ACCOUNT_KEYS),
+    ownLogs('AuthCallback'),
+    `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OidcClientSecret> <OriginVerifySecret>`,
+  ],
+  'auth-sign-out': [readWrite(ACCOUNT_KEYS), ownLogs('AuthSignOut')],
+  'auth-sign-out-everywhere': [readWrite(ACCOUNT_KEYS), ownLogs('AuthSignOutEverywhere')],
+  session: [readOnly('USER#*,SESSION#*'), ownLogs('Session')],
+  'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
+  'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysCreate')],
+  'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysRotate')],
+  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
+  'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
+  sweeper: [
+    DELETE_KEYS,
+    ...ENROLL,
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
+    ownLogs('Sweeper'),
+    WRITE_RESULTS,
+    LIFECYCLE_SECRETS,
+  ],
+  'media-worker': [
+    readWrite('USER#*'),
+    `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
+    `Allow dynamodb:ListStreams on *`,
+    ownLogs('MediaWorker'),
+    WRITE_RESULTS,
+    `Allow sqs:GetQueueAttributes sqs:GetQueueUrl sqs:SendMessage on <MediaWorkerDlq.Arn>`,
+  ],
+  'webhook-worker': [
+    readWrite('USER#*'),
+    `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
+    `Allow dynamodb:ListStreams on *`,
+    ownLogs('WebhookWorker'),
+    READ_RESULTS,
+    `Allow secretsmanager:GetSecretValue on <WebhookSecretsKey>`,
+    `Allow sqs:GetQueueAttributes sqs:GetQueueUrl sqs:SendMessage on <WebhookWorkerDlq.Arn>`,
+  ],
+  // Sends queued tasks at the upstream's pace: the queue and the capacity item, the tasks it claims and
+  // refunds; deletes only queue entries; reads its stream trigger; consumes and sends its own wake-ups.
+  dispatcher: [
+    readWrite('USER#*,DISPATCH#QUEUE,DISPATCH#CAPACITY'),
+    `Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE`,
+    `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
+    `Allow dynamodb:ListStreams on *`,
+    ownLogs('Dispatcher'),
+    LIFECYCLE_SECRETS,
+    `Allow sqs:ChangeMessageVisibility sqs:DeleteMessage sqs:GetQueueAttributes sqs:GetQueueUrl sqs:ReceiveMessage sqs:SendMessage on <DispatchDispatcherWakeQueue.Arn>`,
+  ],
+};
+
+let service: SynthesizedService;
+
+beforeAll(() => {
+  service = synthesize({}, { bundle: false });
+}, 180_000);
+
+afterAll(() => {
+  cleanUp(service);
+});
+
+test('the table names every function of the registry', () => {
+  // Act
+  const names = LAMBDAS.map((definition) => definition.name).sort();
+
+  // Assert
+  expect(Object.keys(EXPECTED).sort()).toEqual(names);
+});
+
+test.each(LAMBDAS.map((definition) => [definition.name]))('%s may do exactly what the table says', (name) => {
+  // Act
+  const lines = statementLines(statementsOfFunction(service.template, functionLogicalId(service, name)));
+
+  // Assert
+  expect(lines).toEqual([...(EXPECTED[name] ?? [])].sort());
+});
+
+test("the default usage plan carries its API's tag, the one the enrolling functions' grants require", () => {
+  // Act
+  const plans = Object.values(service.template.findResources('AWS::ApiGateway::UsagePlan'));
+
+  // Assert
+  expect(plans).toHaveLength(1);
+  expect(plans[0]?.Properties.Tags).toEqual([
+    { Key: USAGE_PLAN_API_TAG, Value: { Ref: expect.stringMatching(/^Api[0-9A-F]{8}$/) } },
+  ]);
+});
+
+test('the sign-in client allows no SDK sign-in flow: only the hosted code flow and the refresh Cognito always keeps', () => {
+  // Act
+  const clients = Object.values(service.template.findResources('AWS::Cognito::UserPoolClient'));
+
+  // Assert
+  expect(clients).toHaveLength(1);
+  expect(clients[0]?.Properties.ExplicitAuthFlows).toEqual(['ALLOW_REFRESH_TOKEN_AUTH']);
+  expect(clients[0]?.Properties.AllowedOAuthFlows).toEqual(['code']);
+});
