@@ -277,10 +277,7 @@ export const PROVIDER_CALLBACK_BASE_URL = /* @__PURE__ */ variable(
   url,
 );
 
-/**
- * The upstream's create rate the dispatcher keeps to, `<requests>/<seconds>` (e.g. `20/10`), parsed by
- * core/provider-capacity.ts; unset: none declared, the dispatcher sends as fast as it can.
- */
+/** The upstream's create rate the dispatcher keeps to, `<requests>/<seconds>` (core/provider-capacity.ts). */
 export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
   'PROVIDER_CREATE_RATE_LIMIT',
   'stack-when-configured',

@@ -356,14 +356,32 @@ describe('least privilege', () => {
         'dynamodb:GetRecords',
         'dynamodb:GetShardIterator',
       ];
+      // (deleting is a statement of its own, on fewer partitions: checked in the next test)
       const table = statementsOf(name).filter((statement) =>
-        actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
+        actionsOf([statement]).some(
+          (action) =>
+            action.startsWith('dynamodb:') && !streamActions.includes(action) && action !== 'dynamodb:DeleteItem',
+        ),
       );
 
       // Assert
       expect(table).toHaveLength(1);
       expect(table[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
     }
+  });
+
+  test('the dispatcher deletes only queue entries, in a statement of its own', () => {
+    // Act
+    const deleting = statementsOf(DISPATCHER.name).filter((statement) =>
+      actionsOf([statement]).includes('dynamodb:DeleteItem'),
+    );
+
+    // Assert
+    expect(deleting).toHaveLength(1);
+    expect(actionsOf(deleting)).toEqual(['dynamodb:DeleteItem']);
+    expect(deleting[0]?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] },
+    });
   });
 
   test('the table grant covers the table and its two indexes only', () => {
