@@ -110,8 +110,8 @@ export async function acceptTask(
     attempts: 0,
     // Sent later, by the dispatcher, at the upstream's pace (lifecycle/dispatch.ts).
     stage: 'queued',
-    // The submission itself is the first contact with the provider: claims wait one interval from now,
-    // so a poll cannot re-send the task while the submit handler is still sending it.
+    // Polls claim a provider read one interval from now at the earliest: a task just accepted has nothing
+    // to ask the provider yet (the dispatcher sends it; polls never send).
     lastCheckedAt: task.now.getTime(),
     ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
     // Undefined values are left out of the item (the document client's removeUndefinedValues).
