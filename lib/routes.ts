@@ -46,6 +46,11 @@ const SUBMIT_NEEDS: FunctionNeeds = {
 };
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+/**
+ * Key management that settles a key's API Gateway key deletes its GATEWAYKEY item under the account
+ * (store/gateway-keys.ts `clearGatewayKey`): DeleteItem there, and nowhere else.
+ */
+const keyManagementTable: TableNeeds = { access: 'RW', keys: ACCOUNT_KEYS, deletes: ['USER#*'] };
 
 /**
  * The table needs of a request function that checks credentials itself (LocalStack mode, where no
@@ -187,7 +192,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
@@ -196,7 +201,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
     // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
@@ -205,7 +210,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
     // Deletes the revoked key's API Gateway key.
-    needs: { ...writeNeeds, usagePlans: ['delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, usagePlans: ['delete'] },
   },
   {
     name: 'audit-log',
@@ -246,7 +251,8 @@ export const SWEEPER: ScheduleDefinition = {
   // lost to a crash goes back to the queue by its task's stage (USER#<id>); it never sends to the provider.
   needs: {
     ...lifecycleNeeds,
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
+    // Deletes the GATEWAYKEY items of keys it settled (USER#<id>).
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'], deletes: ['USER#*'] },
     media: 'write',
     usagePlans: ['enroll', 'delete'],
   },

@@ -246,6 +246,8 @@ describe('least privilege', () => {
       // Assert
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
+      // Settling a key's API Gateway key deletes its GATEWAYKEY item: DeleteItem, where declared only.
+      const deletes = route.needs.table.deletes ? ['dynamodb:DeleteItem'] : [];
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
       // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
       // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
@@ -256,7 +258,7 @@ describe('least privilege', () => {
         ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
       ];
       expect(actionsOf(statements)).toEqual(
-        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
+        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...deletes, ...secret, ...usagePlans].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
       // Only those: sign-in and the sweeper enroll keys but issue none.
@@ -292,7 +294,15 @@ describe('least privilege', () => {
       // request path writes media.
       const sweeperOnly =
         name === SWEEPER.name
-          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          ? [
+              's3:PutObject',
+              'apigateway:DELETE',
+              'apigateway:GET',
+              'apigateway:POST',
+              'apigateway:POST',
+              // The GATEWAYKEY items of keys it settled.
+              'dynamodb:DeleteItem',
+            ]
           : [];
       expect(actionsOf(statements)).toEqual(
         [
