@@ -387,15 +387,18 @@ describe('the API handlers answer every case of the HTTP table', () => {
     it('answers { error, required, balance } and debits nothing', async () => {
       // Prepare
       const user = await h.createUser(2);
-      const createCalls = h.provider.stats.createTaskCalls;
 
-      // Act
-      const answer = await invoke(submitImage, submitEvent('image', user, imageRequest()));
+      // Act: with the dispatcher paused, so earlier tests' queued tasks are not sent meanwhile
+      const { answer, createCalls, createCallsAfter } = await h.withoutDispatcher(async () => {
+        const calls = h.provider.stats.createTaskCalls;
+        const submitted = await invoke(submitImage, submitEvent('image', user, imageRequest()));
+        return { answer: submitted, createCalls: calls, createCallsAfter: h.provider.stats.createTaskCalls };
+      });
 
       // Assert
       expect(answer.statusCode).toBe(402);
       expect(answer.body).toEqual({ error: 'Insufficient credits', required: IMAGE_COST, balance: 2 });
-      expect(h.provider.stats.createTaskCalls).toBe(createCalls);
+      expect(createCallsAfter).toBe(createCalls);
       expect(await listLedger(h.store, user.userId)).toHaveLength(1);
       await expectLedger(user, 2);
     });
@@ -556,7 +559,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       const stranger = await h.createUser(10);
       const submitted = await invoke(submitImage, submitEvent('image', owner, imageRequest(LONG_DELAY)));
       const taskId = String(submitted.body.taskId);
-      const before = await getTask(h.store, owner.userId, taskId);
+      // Once the dispatcher has sent it: from then on only a read of its owner could change it.
+      const before = await storedWhenSent(h, owner.userId, taskId);
 
       // Act
       const answer = await invoke(getTaskHandler, getTaskEvent(stranger, taskId));
