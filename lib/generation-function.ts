@@ -107,7 +107,7 @@ export const TABLE_READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as cons
 
 /**
  * DynamoDB actions added for read/write access. `TransactWriteItems` is authorized per item as
- * `PutItem`, `UpdateItem` or `ConditionCheckItem`; nothing deletes items (TTL does, as the service).
+ * `PutItem`, `UpdateItem` or `ConditionCheckItem`. Deleting is granted apart (`TableNeeds.deletes`).
  */
 export const TABLE_WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
 
@@ -253,6 +253,16 @@ export class GenerationFunction extends NodejsFunction {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.keys] } },
       }),
     );
+    if (access === 'RW' && needs.deletes && needs.deletes.length > 0) {
+      // Deleting is granted apart, on the partitions that need it only (the GATEWAYKEY items of settled keys).
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:DeleteItem'],
+          resources: [table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.deletes] } },
+        }),
+      );
+    }
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment(TABLE_NAME.name, table.tableName);

@@ -27,6 +27,11 @@ export type TableKeyPattern =
 export interface TableNeeds {
   access: TableAccess;
   keys: readonly TableKeyPattern[];
+  /**
+   * Partitions (among `keys`) whose items it deletes outright (`dynamodb:DeleteItem`, granted there
+   * only); read/write access alone puts, updates and checks items but deletes none.
+   */
+  deletes?: readonly TableKeyPattern[];
 }
 
 /** An action on API Gateway API keys (see `FunctionNeeds.usagePlans`). */

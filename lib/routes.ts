@@ -38,6 +38,11 @@ const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY
 const SUBMIT_NEEDS: FunctionNeeds = { ...lifecycleNeeds, media: 'none', providerReads: false };
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+/**
+ * Key management that settles a key's API Gateway key deletes its GATEWAYKEY item under the account
+ * (store/gateway-keys.ts `clearGatewayKey`): DeleteItem there, and nowhere else.
+ */
+const keyManagementTable: TableNeeds = { access: 'RW', keys: ACCOUNT_KEYS, deletes: ['USER#*'] };
 
 /**
  * The table needs of a request function that checks credentials itself (LocalStack mode, where no
@@ -179,7 +184,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
@@ -188,7 +193,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
     // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
@@ -197,7 +202,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
     // Deletes the revoked key's API Gateway key.
-    needs: { ...writeNeeds, usagePlans: ['delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, usagePlans: ['delete'] },
   },
   {
     name: 'audit-log',
@@ -237,7 +242,8 @@ export const SWEEPER: ScheduleDefinition = {
   // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled.
   needs: {
     ...lifecycleNeeds,
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
+    // Deletes the GATEWAYKEY items of keys it settled (USER#<id>).
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'], deletes: ['USER#*'] },
     media: 'write',
     usagePlans: ['enroll', 'delete'],
   },

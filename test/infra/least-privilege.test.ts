@@ -34,6 +34,9 @@ const DELETE_KEYS = `Allow apigateway:DELETE on ${API_GATEWAY}/apikeys/*`;
 /** Finding a key by its name, for a function that deletes keys but enrolls none. */
 const FIND_KEYS = `Allow apigateway:GET on ${API_GATEWAY}/apikeys`;
 const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
+/** Deleting the GATEWAYKEY item of a key whose API Gateway key is settled (store/gateway-keys.ts). */
+const DELETE_GATEWAY_KEY_ITEMS =
+  'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
 const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
@@ -67,14 +70,15 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'auth-sign-out-everywhere': [readWrite(ACCOUNT_KEYS), ownLogs('AuthSignOutEverywhere')],
   session: [readOnly('USER#*,SESSION#*'), ownLogs('Session')],
   'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
-  'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysCreate')],
-  'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysRotate')],
-  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
+  'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysCreate')],
+  'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRotate')],
+  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,
     readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
+    DELETE_GATEWAY_KEY_ITEMS,
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     LIFECYCLE_SECRETS,

@@ -245,6 +245,8 @@ describe('least privilege', () => {
       // Assert
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
+      // Settling a key's API Gateway key deletes its GATEWAYKEY item: DeleteItem, where declared only.
+      const deletes = route.needs.table.deletes ? ['dynamodb:DeleteItem'] : [];
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
       // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
       // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
@@ -255,7 +257,7 @@ describe('least privilege', () => {
         ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
       ];
       expect(actionsOf(statements)).toEqual(
-        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
+        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...deletes, ...secret, ...usagePlans].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
       // Only those: sign-in and the sweeper enroll keys but issue none.
@@ -291,7 +293,15 @@ describe('least privilege', () => {
       // request path writes media.
       const sweeperOnly =
         name === SWEEPER.name
-          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          ? [
+              's3:PutObject',
+              'apigateway:DELETE',
+              'apigateway:GET',
+              'apigateway:POST',
+              'apigateway:POST',
+              // The GATEWAYKEY items of keys it settled.
+              'dynamodb:DeleteItem',
+            ]
           : [];
       expect(actionsOf(statements)).toEqual(
         [
@@ -353,13 +363,24 @@ describe('least privilege', () => {
         'dynamodb:GetRecords',
         'dynamodb:GetShardIterator',
       ];
-      const table = statementsOf(name).filter((statement) =>
+      const dynamodb = statementsOf(name).filter((statement) =>
         actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
       );
+      // DeleteItem is a statement of its own (TableNeeds.deletes, pinned in least-privilege.test.ts).
+      const isDelete = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).every((action) => action === 'dynamodb:DeleteItem');
+      const table = dynamodb.filter((statement) => !isDelete(statement));
+      const deletes = dynamodb.filter(isDelete);
 
       // Assert
       expect(table).toHaveLength(1);
       expect(table[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
+      for (const statement of deletes) {
+        const keys = (statement.Condition as Record<string, Record<string, string[]>>)['ForAllValues:StringLike']?.[
+          'dynamodb:LeadingKeys'
+        ];
+        expect(patterns).toEqual(expect.arrayContaining(keys ?? ['(none)']));
+      }
     }
   });
 
