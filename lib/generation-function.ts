@@ -107,7 +107,7 @@ export const TABLE_READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as cons
 
 /**
  * DynamoDB actions added for read/write access. `TransactWriteItems` is authorized per item as
- * `PutItem`, `UpdateItem` or `ConditionCheckItem`; nothing deletes items (TTL does, as the service).
+ * `PutItem`, `UpdateItem` or `ConditionCheckItem`. Deleting is granted apart (`TableNeeds.deletes`).
  */
 export const TABLE_WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
 
@@ -254,7 +254,11 @@ export class GenerationFunction extends NodejsFunction {
       }),
     );
     if (access === 'RW' && needs.deletes && needs.deletes.length > 0) {
+<<<<<<< HEAD
       // Deleting is granted apart, on the partitions that need it only (the dispatch queue's entries).
+=======
+      // Deleting is granted apart, on the partitions that need it only (the GATEWAYKEY items of settled keys).
+>>>>>>> main
       this.addToRolePolicy(
         new PolicyStatement({
           actions: ['dynamodb:DeleteItem'],
