@@ -31,7 +31,16 @@ export interface CapacityState {
   backoffMs?: number;
   /** The account (as the queue's sort keys hold it) served last: the round-robin cursor. */
   lastServed?: string;
+  /**
+   * When the upstream answered the send of each slot still in the ring (epoch ms), by slot number (the
+   * version `n` the slot made). Stored as `answered<slot mod ring>` = `{ slot, at }`, so the ring's
+   * positions are overwritten in turn and the item never grows.
+   */
+  answered: Record<number, number>;
 }
+
+/** The attribute that holds the answer time of `slot` in a ring of `ring` positions. */
+const answeredAttribute = (slot: number, ring: number) => `answered${slot % Math.max(1, ring)}`;
 
 /** A queued task as its queue entry addresses it. */
 export interface QueuedRef {
@@ -51,24 +60,31 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
   const state: CapacityState = {
     n: typeof item.n === 'number' ? item.n : 0,
     sends: Array.isArray(item.sends) ? item.sends.filter((at): at is number => typeof at === 'number') : [],
+    answered: {},
   };
   if (typeof item.tokens === 'number') state.tokens = item.tokens;
   if (typeof item.tokensAt === 'number') state.tokensAt = item.tokensAt;
   if (typeof item.backoffUntil === 'number') state.backoffUntil = item.backoffUntil;
   if (typeof item.backoffMs === 'number') state.backoffMs = item.backoffMs;
   if (typeof item.lastServed === 'string') state.lastServed = item.lastServed;
+  for (const [name, value] of Object.entries(item)) {
+    if (!name.startsWith('answered') || typeof value !== 'object' || value === null) continue;
+    const { slot, at } = value as Record<string, unknown>;
+    if (typeof slot === 'number' && typeof at === 'number') state.answered[slot] = at;
+  }
   return state;
 }
 
 /**
  * Takes the next slot: records `now` as a send (keeping the last `keep` sends), moves the cursor to
  * `account` and adds 1 to the version, on condition that nobody else took a slot since `state` was read
- * and that no backoff began meanwhile. False when another dispatcher won (read again and retry).
+ * and that no backoff began meanwhile. The slot's number (the new version) when this dispatcher won;
+ * undefined when another one did (read again and retry).
  */
 export async function takeSlot(
   ctx: RetryingStoreContext,
   input: { state: CapacityState; now: number; keep: number; account: string; tokensLeft?: number },
-): Promise<boolean> {
+): Promise<number | undefined> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
   const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
   const version: Expr =
@@ -95,10 +111,40 @@ export async function takeSlot(
         ),
       ctx.retry,
     );
-    return true;
+    return input.state.n + 1;
   } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
+    if (isConditionalCheckFailed(error)) return undefined;
     throw error;
+  }
+}
+
+/**
+ * Records when the upstream answered the send of `slot` (whatever it answered): the upstream counted the
+ * request at some moment before that, so the ring frees this slot one window after this time, never
+ * earlier. Not versioned (it does not take a slot); a late write never replaces a newer slot's time.
+ */
+export async function recordAnswered(
+  ctx: RetryingStoreContext,
+  input: { slot: number; at: number; ring: number },
+): Promise<void> {
+  const name = answeredAttribute(input.slot, input.ring);
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            UpdateExpression: 'SET #answered = :answered',
+            ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
+            ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
+            ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
   }
 }
 

@@ -320,6 +320,26 @@ export async function claimCallbackRead(
 }
 
 /**
+ * Notes a provider callback that came before the provider's task id was recorded (the dispatcher's send
+ * is still in flight), for the dispatcher to act on once it records the id (`recordProviderTask` returns
+ * the note). Undefined when the id is recorded by now, or the task ended: read the task again.
+ */
+export async function noteEarlyCallback(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { earlyCallbackAt: input.now.getTime() } }),
+      and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
+    ),
+  );
+}
+
+/**
  * Records that the provider finished a pending task and where its results are: the media worker copies
  * them (it is triggered by this very write, through the table's stream). Once per task; undefined when
  * the task is not pending or already has its results recorded.
