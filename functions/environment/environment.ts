@@ -284,11 +284,7 @@ export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
   text,
 );
 
-/**
- * Tasks one account may have queued for the provider (the stack's `maxQueuedTasksPerAccount`; default
- * 1000, at most 10,000: core/queue-bound.ts); past it a submit answers 429 `Queue full`. Read by the
- * submit functions.
- */
+/** Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full. */
 export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
   'MAX_QUEUED_TASKS_PER_ACCOUNT',
   'stack',
