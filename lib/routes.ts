@@ -21,7 +21,8 @@ import type {
 
 export type * from './lambda-definitions';
 
-// Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+// Submit and GET touch the caller's own items (USER#<id>): balance shards, task, ledger, idempotency;
+// beyond them only the dispatch queue (submit puts and counts entries, GET deletes one it ended).
 // No request copies media (the media worker does): GET and the callback only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
