@@ -10,6 +10,7 @@ import { submitTask } from '../lifecycle/submit-task';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
+import { maxQueuedTasksFromEnv } from '../store/dispatch';
 import { webhookTargetPolicy, webhookUrlProblem } from '../webhooks/target-policy';
 import { apiHandler } from './api-handler';
 
@@ -60,6 +61,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         idempotency: idempotencyKey
           ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
           : undefined,
+        maxQueued: maxQueuedTasksFromEnv(),
       },
       req.log,
     );

@@ -167,7 +167,11 @@ export async function dispatchNext(
   return { kind: 'contended' };
 }
 
-/** Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider). */
+/**
+ * Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider): the
+ * ending paths remove their own entries (failTask), so this drops what a crash between the ending write
+ * and that delete left behind, and entries of tasks ended before those paths did so.
+ */
 async function dropIfDone(lc: ProviderLifecycle, ref: QueuedRef): Promise<void> {
   const task = await getTask(lc.store, ref.userId, ref.taskId);
   if (task?.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
@@ -210,7 +214,8 @@ async function send(
         },
         log,
       );
-      await deleteQueueEntry(lc.store, ref);
+      // failTask removes the queue entry once the task has ended; a refund that could not be written
+      // leaves the task pending and its entry in place (the lost-send lease puts it back in the queue).
       return { kind: 'failed', taskId: task.taskId };
     }
     if (!(error instanceof ProviderUnavailableError)) {
@@ -221,7 +226,6 @@ async function send(
     const throttled = error.throttled !== undefined;
     if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
       await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
-      await deleteQueueEntry(lc.store, ref);
       return { kind: 'failed', taskId: task.taskId };
     }
     const now = lc.now().getTime();

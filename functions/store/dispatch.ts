@@ -8,7 +8,9 @@
  * or cancelled instead (the `stage` condition).
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { type TaskRecord, TaskStatus } from '../core/task';
+import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
 import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
 import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
@@ -217,6 +219,52 @@ export async function nextQueued(
   return [...found, ...wrapped].slice(0, input.limit);
 }
 
+/** The bound from `MAX_QUEUED_TASKS_PER_ACCOUNT` (the stack sets it from `maxQueuedTasksPerAccount`), else the default. */
+export function maxQueuedTasksFromEnv(env?: Env): number {
+  return readEnv(MAX_QUEUED_TASKS_PER_ACCOUNT, env) ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT;
+}
+
+/**
+ * How many of the account's tasks are queued, counted no further than `limit`: a counting Query on the
+ * account's own range of `DISPATCH#QUEUE` (`<account>#` to `<account>#\uffff`) that stops after `limit`
+ * entries, so its cost is bounded by the limit (entries are ~200 bytes: 1,000 of them are one page).
+ *
+ * It reads and writes nothing the accept transaction holds: no per-account counter, so a burst of
+ * submits from one account never conflicts over it. The price is a soft bound: submits counting at the
+ * same moment all see the same count, so the account can pass the bound by at most the number of its
+ * submits accepted at that moment (README "Dispatching to the provider").
+ */
+export async function countQueued(
+  ctx: RetryingStoreContext,
+  input: { userId: string; limit: number },
+): Promise<number> {
+  const account = queueAccount(input.userId);
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': `${account}#`, ':to': `${account}#\uffff` },
+            Select: 'COUNT',
+            // Consistent: an entry accepted a moment ago counts (the bound is soft only by concurrency).
+            ConsistentRead: true,
+            Limit: input.limit - count,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    count += out.Count ?? 0;
+    start = out.LastEvaluatedKey;
+  } while (start && count < input.limit);
+  return count;
+}
+
 /** The number of the account's tasks queued before this one, while it is queued (a counting Query). */
 export async function queuedAhead(
   ctx: RetryingStoreContext,
@@ -351,7 +399,10 @@ export function requeueLostSend(
   );
 }
 
-/** Removes a task's queue entry (after the send reached the provider); nothing happens when it is gone. */
+/**
+ * Removes a task's queue entry: after the send reached the provider, or once the task ended while still
+ * queued (failTask, the dispatcher's refusals, a cancel). Idempotent: nothing happens when it is gone.
+ */
 export async function deleteQueueEntry(
   ctx: RetryingStoreContext,
   input: { userId: string; createdAt: string; taskId: string },

@@ -6,7 +6,7 @@
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { InsufficientCreditsError, UsageError } from '../core/errors';
+import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import {
   type DebitPlan,
@@ -221,6 +221,35 @@ export async function acceptTask(
       if (balances || outcome.kind === 'short') balances = await readShards(ctx, task.userId);
     }
   }
+}
+
+/**
+ * The task an Idempotency-Key already stands for, read without writing anything (one GetItem, then the
+ * task): undefined when the key is unused or its record has expired (as `idempotencyKeyFree` judges it).
+ * For a submission refused before its accept (a full queue): a replay must still answer its original task.
+ * @throws IdempotencyConflictError when the key was used with another body (as the accept would)
+ */
+export async function findIdempotentReplay(
+  ctx: RetryingStoreContext,
+  input: { userId: string; idempotency: IdempotencyInput; now: Date },
+): Promise<TaskRecord | undefined> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new GetCommand({
+          TableName: ctx.tableName,
+          Key: keys.idempotency(input.userId, input.idempotency.key),
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  const record = out.Item;
+  if (!record || typeof record.taskId !== 'string') return undefined;
+  const expiresAt = record[TABLE.ttlAttribute];
+  if (typeof expiresAt === 'number' && expiresAt < Math.floor(input.now.getTime() / 1000)) return undefined;
+  if (record.requestHash !== input.idempotency.requestHash) throw new IdempotencyConflictError();
+  return getTask(ctx, input.userId, record.taskId);
 }
 
 /** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
