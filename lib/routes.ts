@@ -39,7 +39,8 @@ const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY
  * answers has no result yet, so it signs no media URL (its bundle holds no media store).
  */
 const SUBMIT_NEEDS: FunctionNeeds = {
-  ...lifecycleNeeds,
+  // No provider: the dispatcher sends, so the submit functions hold no provider key or callback secret.
+  provider: false,
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
   // the account's entries first: PutItem and Query there only (`queuesTasks`), not read/write.
   table: { access: 'RW', keys: ['USER#*'] },

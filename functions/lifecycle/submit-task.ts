@@ -10,7 +10,7 @@ import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { countQueued } from '../store/dispatch';
 import { acceptTask, findIdempotentReplay } from '../store/tasks';
-import type { ProviderLifecycle } from './lifecycle';
+import type { StoreContext } from '../store/client';
 import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
@@ -49,6 +49,15 @@ function paidOutputCount(input: SubmitInput): number {
  */
 export const QUEUE_FULL_RETRY_AFTER_SECONDS = 10;
 
+/**
+ * What a submit needs: the table and the clock. Not the provider: the dispatcher sends (so the submit
+ * functions hold no provider key, callback secret or HTTP client).
+ */
+export interface SubmitContext {
+  store: StoreContext;
+  now: () => Date;
+}
+
 function answer(task: TaskRecord, replayed: boolean): SubmitResult {
   // The task's stored status, not a fixed 0: a replay of a task that has since ended says so.
   return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed };
@@ -58,7 +67,7 @@ function answer(task: TaskRecord, replayed: boolean): SubmitResult {
  * Accepts the task (debit, task, ledger entry, queue entry, idempotency record: one transaction). The
  * task is queued (`status: 0`, `stage: queued`); the dispatcher sends it at the provider's pace.
  */
-export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Logger): Promise<SubmitResult> {
   // The queue bound, before anything is written: a count of the account's queue entries, outside the
   // accept transaction, so a burst of accepts never conflicts on a per-account item. A soft bound: submits
   // counting at the same moment can together pass it by their number (store/dispatch.ts `countQueued`).

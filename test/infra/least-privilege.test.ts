@@ -59,8 +59,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
   // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there.
-  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), LIFECYCLE_SECRETS],
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage')],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo')],
   // A poll may end a queued task (TIMEOUT) and then removes its queue entry.
   'get-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
