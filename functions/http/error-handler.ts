@@ -17,6 +17,7 @@ import {
   ServiceBusyError,
   SessionRequiredError,
   TaskNotFoundError,
+  TaskStateError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
   ValidationError,
@@ -43,6 +44,7 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof KeyStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof KeyLimitError) return jsonResponse(409, { error: error.message, limit: error.limit }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
+  if (error instanceof TaskStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);
   if (error instanceof ServiceBusyError) {

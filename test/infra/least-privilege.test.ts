@@ -5,7 +5,8 @@
  * function does; no media writes on request paths (and no media at all for submission, which signs no
  * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
- * queues (DISPATCH#QUEUE); the dispatcher alone sends, and alone deletes (queue entries only).
+ * queues (DISPATCH#QUEUE); the dispatcher alone sends; it and the cancel delete queue entries (only
+ * those); reading a task and the listing read the queue (a queued task's place and stage).
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -52,9 +53,17 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // The accept transaction also puts the task's entry in the dispatch queue (DISPATCH#QUEUE).
   'submit-image': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitImage'), LIFECYCLE_SECRETS],
   'submit-video': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitVideo'), LIFECYCLE_SECRETS],
-  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // A queued task counts the account's queue entries before it (DISPATCH#QUEUE).
+  'get-task': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // Fails and refunds a queued task (USER#*), then deletes its queue entry: no provider, no media.
+  'cancel-task': [
+    readWrite('USER#*,DISPATCH#QUEUE'),
+    `Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE`,
+    ownLogs('CancelTask'),
+  ],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
+  // A pending task's stage: the account's queue entries in the page's time range.
+  'list-tasks': [readOnly('USER#*,DISPATCH#QUEUE'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
   'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],

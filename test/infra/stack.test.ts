@@ -342,7 +342,8 @@ describe('least privilege', () => {
       // Submit queues the task in the accept transaction.
       'submit-image': ['USER#*', 'DISPATCH#QUEUE'],
       'submit-video': ['USER#*', 'DISPATCH#QUEUE'],
-      'get-task': ['USER#*'],
+      // A queued task counts the queue entries before it.
+      'get-task': ['USER#*', 'DISPATCH#QUEUE'],
       'provider-callback': ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
@@ -351,7 +352,9 @@ describe('least privilege', () => {
       session: ['USER#*', 'SESSION#*'],
       'keys-list': ['USER#*'],
       'audit-log': ['USER#*'],
-      'list-tasks': ['USER#*'],
+      'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
+      // The cancel refunds the caller's task and deletes its queue entry.
+      'cancel-task': ['USER#*', 'DISPATCH#QUEUE'],
       'get-credits': ['USER#*'],
     };
 
