@@ -2,12 +2,15 @@
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core) on the local stack:
  * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
  * client, follow tasks to their end in the list and on their page, run a video task from the form,
- * rotate and revoke keys and see the API refuse them, read the ledger's debit and refund, sign out and
- * be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * cancel a queued task from the list, rotate and revoke keys and see the API refuse them, read the
+ * ledger's debit and refund, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createDocumentClient } from '../../functions/store/client';
+import { backOff } from '../../functions/store/dispatch';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { loadBrowserContext } from './support/context';
 
 const context = loadBrowserContext();
@@ -407,6 +410,73 @@ test(
     expect(all).toBe(3);
     expect(failedStates).toEqual(['2']);
     expect(videoModels).toEqual(['video-b-2-text-to-video']);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+/**
+ * Holds every dispatcher back while `fn` runs: the backoff all of them honour (the capacity item's
+ * `backoffUntil`, README "Dispatching to the provider"), kept 15 s ahead every second, so a task
+ * submitted meanwhile stays queued however slow the machine is; afterwards sends resume within 15 s.
+ */
+async function withDispatcherHeld<T>(fn: () => Promise<T>): Promise<T> {
+  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: context.dynamodbEndpoint });
+  const store = { doc, tableName: context.tableName };
+  const hold = () => backOff(store, { until: Date.now() + 15_000, backoffMs: 15_000 });
+  await hold();
+  const renew = setInterval(() => void hold().catch(() => undefined), 1000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    doc.destroy();
+  }
+}
+
+test(
+  'a queued task says so in the list, with the tasks ahead of it, and its Cancel button cancels and refunds it',
+  async () => {
+    await withDispatcherHeld(async () => {
+      // Prepare: a task submitted with the key while no dispatcher may send
+      const submitted = await withKey(apiKey, '/api/ai/image/generate', {
+        method: 'POST',
+        json: { model: 'image-model-1', prompt: 'a task to cancel' },
+      });
+      const { taskId } = (await submitted.json()) as { taskId: string };
+      const debited = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
+      await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+      const row = page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${taskId}"]`);
+      const state = row.locator('td.state');
+      await page.waitForFunction(
+        (id) =>
+          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${id}"] td.state`)?.textContent ===
+          'Queued (0 ahead)',
+        taskId,
+      );
+      await screenshot('task-queued');
+
+      // Act
+      await row.getByRole('button', { name: /^Cancel the task of / }).click();
+      await page.locator(`tr[data-task-id="${taskId}"][data-status="2"]`).waitFor();
+      await page.waitForFunction(
+        (text) => document.querySelector('#balance')?.textContent === text,
+        `Balance: ${context.account.credits - 13} credits`,
+      );
+      await screenshot('task-cancelled');
+      const stored = await withKey(apiKey, `/api/ai/tasks/${taskId}`);
+
+      const refunded = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
+
+      // Assert
+      expect(submitted.status).toBe(202);
+      expect(debited.balance).toBe(context.account.credits - 16);
+      expect(refunded.balance).toBe(context.account.credits - 13);
+      expect(await state.textContent()).toBe('Failed (CANCELLED)');
+      expect(await row.locator('td[data-label="Cost"]').textContent()).toBe('3 credits (refunded)');
+      expect(await row.getByRole('button', { name: /^Cancel/ }).count()).toBe(0);
+      expect(await page.getByRole('status').filter({ hasText: 'was cancelled' }).count()).toBe(1);
+      expect(await stored.json()).toMatchObject({ taskId, status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
+    });
   },
   STEP_TIMEOUT_MS,
 );
