@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
+import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import {
   describeDeliveries,
   rotateWebhookSecret,
@@ -20,7 +21,6 @@ import {
   openDelivery,
   type WebhookLifecycle,
 } from '../../functions/lifecycle/webhooks';
-import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';

@@ -195,7 +195,7 @@ export async function renderTasks(main: HTMLElement, context: PageContext): Prom
       page.next && h('a', { href: tasksHash({ status, type, cursor: page.next }), rel: 'next' }, 'Older'),
     );
     const pending = page.tasks.some((task) => task.status === 0);
-    status_.textContent = pending ? 'Some tasks are still running; this list updates by itself.' : '';
+    status_.textContent = pending ? 'Some tasks have not ended yet; this list updates by itself.' : '';
     if (!pending) return;
     await pause(POLL_INTERVAL_MS);
     if (!context.alive()) return;
