@@ -434,48 +434,69 @@ async function withDispatcherHeld<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 test(
-  'a queued task says so in the list, with the tasks ahead of it, and its Cancel button cancels and refunds it',
+  'queued tasks say so with the tasks ahead of them; Cancel in the list and on the task page cancels and refunds each',
   async () => {
     await withDispatcherHeld(async () => {
-      // Prepare: a task submitted with the key while no dispatcher may send
-      const submitted = await withKey(apiKey, '/api/ai/image/generate', {
-        method: 'POST',
-        json: { model: 'image-model-1', prompt: 'a task to cancel' },
-      });
-      const { taskId } = (await submitted.json()) as { taskId: string };
+      // Prepare: two tasks submitted with the key while no dispatcher may send
+      const submit = async (prompt: string) => {
+        const answer = await withKey(apiKey, '/api/ai/image/generate', {
+          method: 'POST',
+          json: { model: 'image-model-1', prompt },
+        });
+        return { status: answer.status, taskId: ((await answer.json()) as { taskId: string }).taskId };
+      };
+      const first = await submit('a task to cancel from the list');
+      const second = await submit('a task to cancel from its page');
       const debited = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
       await page.getByRole('link', { name: 'Tasks', exact: true }).click();
-      const row = page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${taskId}"]`);
-      const state = row.locator('td.state');
       await page.waitForFunction(
-        (id) =>
-          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${id}"] td.state`)?.textContent ===
-          'Queued (0 ahead)',
-        taskId,
+        ([a, b]) =>
+          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${a}"] td.state`)?.textContent ===
+            'Queued (0 ahead)' &&
+          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${b}"] td.state`)?.textContent ===
+            'Queued (1 ahead)',
+        [first.taskId, second.taskId],
       );
       await screenshot('task-queued');
+      const row = page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${first.taskId}"]`);
 
-      // Act
+      // Act: the first from the list, the second from its own page
       await row.getByRole('button', { name: /^Cancel the task of / }).click();
-      await page.locator(`tr[data-task-id="${taskId}"][data-status="2"]`).waitFor();
+      await page.locator(`tr[data-task-id="${first.taskId}"][data-status="2"]`).waitFor();
+      await screenshot('task-cancelled');
+      const listNotice = await page.getByRole('status').filter({ hasText: 'was cancelled' }).count();
+      const firstState = await row.locator('td.state').textContent();
+      const firstCost = await row.locator('td[data-label="Cost"]').textContent();
+      const firstButtons = await row.getByRole('button', { name: /^Cancel/ }).count();
+      await page.goto(`${base}/#/tasks/${second.taskId}`);
+      // The first left the queue: nothing is ahead of the second any more.
+      await page.locator('.state[data-stage="queued"]', { hasText: 'Queued (0 ahead)' }).waitFor();
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await page.locator('.state[data-status="2"]').waitFor();
+      await page.getByText('The task was cancelled; its credits were refunded.').waitFor();
       await page.waitForFunction(
         (text) => document.querySelector('#balance')?.textContent === text,
         `Balance: ${context.account.credits - 13} credits`,
       );
-      await screenshot('task-cancelled');
-      const stored = await withKey(apiKey, `/api/ai/tasks/${taskId}`);
-
+      const secondError = await page.locator('.error-text').textContent();
+      const stored = await Promise.all(
+        [first.taskId, second.taskId].map(async (id) => (await withKey(apiKey, `/api/ai/tasks/${id}`)).json()),
+      );
       const refunded = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
 
       // Assert
-      expect(submitted.status).toBe(202);
-      expect(debited.balance).toBe(context.account.credits - 16);
+      expect([first.status, second.status]).toEqual([202, 202]);
+      expect(debited.balance).toBe(context.account.credits - 19);
+      expect(firstState).toBe('Failed (CANCELLED)');
+      expect(firstCost).toBe('3 credits (refunded)');
+      expect(firstButtons).toBe(0);
+      expect(listNotice).toBe(1);
+      expect(secondError).toBe('CANCELLED: The task was cancelled before it started');
+      expect(await page.getByRole('button', { name: 'Cancel', exact: true }).count()).toBe(0);
+      for (const [index, id] of [first.taskId, second.taskId].entries()) {
+        expect(stored[index]).toMatchObject({ taskId: id, status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
+      }
       expect(refunded.balance).toBe(context.account.credits - 13);
-      expect(await state.textContent()).toBe('Failed (CANCELLED)');
-      expect(await row.locator('td[data-label="Cost"]').textContent()).toBe('3 credits (refunded)');
-      expect(await row.getByRole('button', { name: /^Cancel/ }).count()).toBe(0);
-      expect(await page.getByRole('status').filter({ hasText: 'was cancelled' }).count()).toBe(1);
-      expect(await stored.json()).toMatchObject({ taskId, status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
     });
   },
   STEP_TIMEOUT_MS,
