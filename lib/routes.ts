@@ -50,11 +50,13 @@ const SUBMIT_NEEDS: FunctionNeeds = {
 };
 /**
  * A poll ends a task that waited too long, a queued one too (`TIMEOUT`), and removes that task's queue
- * entry (finish-task.ts): DeleteItem on the dispatch queue, nothing else there.
+ * entry (finish-task.ts): DeleteItem on the dispatch queue. It also counts the tasks queued ahead of a
+ * queued one (`queuedAhead`): a Query there. (Read/write is one grant for all its partitions, so it may
+ * also write queue entries, which it never does.)
  */
 const getTaskNeeds: FunctionNeeds = {
   ...lifecycleNeeds,
-  table: { ...lifecycleNeeds.table, deletes: ['DISPATCH#QUEUE'] },
+  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'], deletes: ['DISPATCH#QUEUE'] },
 };
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
@@ -90,13 +92,28 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     needs: SUBMIT_NEEDS,
   },
   {
-    // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.
+    // GET refreshes a pending task (claim, provider query, complete or refund), hence RW; a queued task
+    // counts the account's queue entries before it (DISPATCH#QUEUE, read only by what this code does).
     name: 'get-task',
     trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
     needs: getTaskNeeds,
+  },
+  {
+    // Cancels a task still queued here: fails and refunds it (USER#<id>), then deletes its queue entry
+    // (DeleteItem on DISPATCH#QUEUE only). No provider: a queued task is not there yet.
+    name: 'cancel-task',
+    trigger: 'route',
+    method: 'POST',
+    path: '/api/ai/tasks/{id}/cancel',
+    entry: 'functions/cancel-task/handler.ts',
+    needs: {
+      table: { access: 'RW', keys: ['USER#*'], deletes: ['DISPATCH#QUEUE'] },
+      provider: false,
+      media: 'none',
+    },
   },
   {
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
@@ -111,12 +128,13 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
   },
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
   {
+    // The task index, and the account's queue entries in the page's time range (a pending task's stage).
     name: 'list-tasks',
     trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks',
     entry: 'functions/list-tasks/handler.ts',
-    needs: ownReadNeeds,
+    needs: { ...ownReadNeeds, table: { access: 'RO', keys: ['USER#*', 'DISPATCH#QUEUE'] } },
   },
   {
     name: 'get-credits',

@@ -92,6 +92,14 @@ export class TaskNotFoundError extends DomainError {
 }
 
 /**
+ * 409: the task cannot be cancelled any more: it has left the queue for the provider ("Task already
+ * started") or it has ended ("Task already finished").
+ */
+export class TaskStateError extends DomainError {
+  override readonly name: string = 'TaskStateError';
+}
+
+/**
  * 503: the store could not win against concurrent writes within its retry budget (transaction
  * conflicts, throttling). Nothing was written; the same request (same Idempotency-Key) may be retried.
  */

@@ -9,6 +9,7 @@ import {
   ERROR_MESSAGES,
   type ErrorCode,
   MAX_PROVIDER_MESSAGE_LENGTH,
+  publicStage,
   type TaskRecord,
   type TaskResource,
   TaskStatus,
@@ -115,7 +116,8 @@ export function resultsExpireAt(task: TaskRecord, retentionDays: number | undefi
 }
 
 /**
- * The Task resource of the spec. Result URLs only when COMPLETED (with `resultsExpireAt` when storage
+ * The Task resource of the spec. `stage` only when PENDING (`queuedAhead` is added by whoever reads one
+ * queued task, lifecycle/present-task.ts). Result URLs only when COMPLETED (with `resultsExpireAt` when storage
  * expires them), error fields only when FAILED (with `providerErrorCode` when the provider gave one).
  * @param resultUrls URLs made from `task.resultKeys` (signed on S3); empty once the results expired
  * @param expiresAt from `resultsExpireAt`
@@ -132,6 +134,7 @@ export function toTaskResource(task: TaskRecord, resultUrls: string[] = [], expi
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
   };
+  if (task.status === TaskStatus.PENDING) resource.stage = publicStage(task);
   if (task.status === TaskStatus.COMPLETED) {
     if (task.type === 'image') resource.imageUrls = resultUrls;
     else if (resultUrls[0]) resource.videoUrl = resultUrls[0];

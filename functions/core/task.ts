@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'PROVIDER_UNAVAILABLE',
   'TIMEOUT',
   'STORAGE_ERROR',
+  'CANCELLED',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -38,6 +39,7 @@ export const ERROR_MESSAGES: Readonly<Record<ErrorCode, string>> = {
   PROVIDER_UNAVAILABLE: 'The generation provider could not be reached',
   TIMEOUT: 'The task did not finish in time',
   STORAGE_ERROR: 'The result could not be stored',
+  CANCELLED: 'The task was cancelled before it started',
 };
 
 /** Longest provider message kept, in code points (it is shown to clients and stored on the task). */
@@ -143,6 +145,24 @@ export interface TaskRecord {
 export type TaskStage = 'queued' | 'sending' | 'running';
 
 /**
+ * Where a pending task stands as its owner sees it: `queued` while it waits here (stored `queued`, or
+ * `sending`: a dispatcher is calling the provider), `running` once the provider has it. A task accepted
+ * before the dispatcher (no stored stage) was sent inside its submission: `running`.
+ */
+export type PublicStage = 'queued' | 'running';
+
+/** The public stage of a pending task (see `PublicStage`). */
+export function publicStage(task: Pick<TaskRecord, 'stage' | 'providerTaskId'>): PublicStage {
+  if (task.providerTaskId !== undefined) return 'running';
+  return task.stage === 'queued' || task.stage === 'sending' ? 'queued' : 'running';
+}
+
+/** Whether a pending task may still be cancelled: queued here, no dispatcher sending it, no provider id. */
+export function isCancellable(task: Pick<TaskRecord, 'status' | 'stage' | 'providerTaskId'>): boolean {
+  return task.status === TaskStatus.PENDING && task.stage === 'queued' && task.providerTaskId === undefined;
+}
+
+/**
  * How many results the task paid for: one for a video, `numOutputs` for images (recorded at
  * acceptance as `request.outputs`; older records give it through the provider input they were sent).
  */
@@ -168,6 +188,13 @@ export interface TaskResource {
   status: TaskStatus;
   model: string;
   prompt: string;
+  /** PENDING only: `queued` while it waits here, `running` once the provider has it. */
+  stage?: PublicStage;
+  /**
+   * PENDING and `queued`, on `GET /api/ai/tasks/{id}` only: the number of the same account's tasks
+   * queued before it.
+   */
+  queuedAhead?: number;
   imageUrls?: string[];
   videoUrl?: string;
   /**

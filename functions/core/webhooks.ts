@@ -86,6 +86,16 @@ export function refusedAtFirstSend(
 }
 
 /**
+ * Whether the task was cancelled by its owner while queued (`CANCELLED`): like a task refused at its
+ * first send, it never reached the upstream and cost nothing (refunded), and its caller already knows (the
+ * cancel's 200 answer carried `status: 2`). It sends no webhook: otherwise a submit and a cancel would
+ * buy up to eight signed requests, carrying the prompt, to any https host for free.
+ */
+export function cancelledByOwner(task: Pick<TaskRecord, 'status' | 'errorCode'>): boolean {
+  return task.status === TaskStatus.FAILED && task.errorCode === 'CANCELLED';
+}
+
+/**
  * Open deliveries (`sending` or `waiting`: not yet delivered nor given up) an account may have at once
  * (`WEBHOOK_MAX_OPEN_DELIVERIES`). A delivery that would exceed it is recorded as `failed` with the
  * reason and never sent, so the service cannot be turned into a relay of signed requests: each open

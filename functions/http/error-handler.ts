@@ -18,6 +18,7 @@ import {
   ServiceBusyError,
   SessionRequiredError,
   TaskNotFoundError,
+  TaskStateError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
   ValidationError,
@@ -44,6 +45,7 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof KeyStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof KeyLimitError) return jsonResponse(409, { error: error.message, limit: error.limit }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
+  if (error instanceof TaskStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof QueueFullError) {
     return jsonResponse(

@@ -8,9 +8,9 @@ import { QueueFullError } from '../core/errors';
 import type { Caller, SubmissionResponse, TaskRecord, TaskType } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
+import type { StoreContext } from '../store/client';
 import { countQueued } from '../store/dispatch';
 import { acceptTask, findIdempotentReplay } from '../store/tasks';
-import type { StoreContext } from '../store/client';
 import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {

@@ -299,6 +299,48 @@ export async function queuedAhead(
   return Math.max(0, count - 1);
 }
 
+/**
+ * The ids of the account's tasks that have a queue entry among those created from `from` to `to` (ISO
+ * times, both included): one Query over that range of the account's entries, so a listing learns which
+ * of its pending tasks still wait here without reading each task.
+ */
+export async function queuedTaskIds(
+  ctx: RetryingStoreContext,
+  input: { userId: string; from: string; to: string },
+): Promise<Set<string>> {
+  const account = queueAccount(input.userId);
+  const ids = new Set<string>();
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: {
+              [attr('PK')]: TABLE.partitionKey,
+              [attr('SK')]: TABLE.sortKey,
+              [attr('taskId')]: 'taskId',
+            },
+            ExpressionAttributeValues: {
+              ':queue': DISPATCH_QUEUE,
+              ':from': `${account}#${input.from}`,
+              ':to': `${account}#${input.to}#\uffff`,
+            },
+            ProjectionExpression: attr('taskId'),
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) if (typeof item.taskId === 'string') ids.add(item.taskId);
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return ids;
+}
+
 const STAGE = { [attr('stage')]: 'stage' };
 const stageIs = (stage: string, placeholder: string): Expr => ({
   expression: `${attr('stage')} = ${placeholder}`,

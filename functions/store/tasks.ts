@@ -22,7 +22,16 @@ import {
   type TransactItem,
   totalOf,
 } from './balance';
-import { and, attr, conditionParams, conditions, refreshConditions, update, updateParams } from './conditions';
+import {
+  and,
+  attr,
+  conditionParams,
+  conditions,
+  type Expr,
+  refreshConditions,
+  update,
+  updateParams,
+} from './conditions';
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
@@ -447,7 +456,20 @@ export interface FailAndRefundInput {
    * read (`lastCheckedAt`, `attempts`) may lag; the public fields are exact.
    */
   task?: TaskRecord;
+  /**
+   * Only while the task is still queued here (`stage = queued`, no provider id): a cancel. A dispatcher's
+   * `claimSend` needs `stage = queued` too, so exactly one of them wins. When the task has left the queue
+   * meanwhile, nothing is written and the current task comes back with `refunded: false`.
+   */
+  whileQueued?: boolean;
 }
+
+/** The conditions of a cancel: the task is still queued here and nobody has sent it. */
+const stillQueued = (): Expr => ({
+  expression: `${attr('stage')} = :cancelQueuedStage AND attribute_not_exists(${attr('providerTaskId')})`,
+  names: { [attr('stage')]: 'stage', [attr('providerTaskId')]: 'providerTaskId' },
+  values: { ':cancelQueuedStage': 'queued' },
+});
 
 /**
  * Fails a pending task and gives its credits back, exactly once however many callers race: ONE
@@ -493,7 +515,12 @@ export async function failAndRefund(
             },
             remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
           }),
-          and(conditions.taskIsPending(), conditions.notYetRefunded(), conditions.chargedAs(credits, base.createdAt)),
+          and(
+            conditions.taskIsPending(),
+            conditions.notYetRefunded(),
+            conditions.chargedAs(credits, base.createdAt),
+            ...(input.whileQueued ? [stillQueued()] : []),
+          ),
         ),
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
@@ -524,7 +551,8 @@ export async function failAndRefund(
     if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
     const current = await getTask(ctx, input.userId, input.taskId);
     if (!current) return undefined;
-    if (current.status === TaskStatus.PENDING && !current.creditsRefunded) {
+    const leftQueue = current.stage !== 'queued' || current.providerTaskId !== undefined;
+    if (current.status === TaskStatus.PENDING && !current.creditsRefunded && !(input.whileQueued && leftQueue)) {
       // Still refundable, so the condition that failed was chargedAs: the caller's copy is not this task.
       throw new Error('failAndRefund: the given task does not match the stored one', { cause: error });
     }

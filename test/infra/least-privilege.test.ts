@@ -6,8 +6,9 @@
  * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
  * queues and counts the account's queued tasks (PutItem and Query on DISPATCH#QUEUE, nothing else
- * there); the dispatcher alone sends; it, GET and the sweeper delete queue entries (DeleteItem only:
- * the entry of a task that ended while queued), nobody else touches them.
+ * there); the dispatcher alone sends; it, GET, the cancel and the sweeper delete queue entries
+ * (DeleteItem only: the entry of a task that ended while queued); reading a task and the listing read
+ * the queue (a queued task's place and stage).
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -58,13 +59,23 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
-  // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there.
+  // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there. No provider.
   'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage')],
   'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo')],
-  // A poll may end a queued task (TIMEOUT) and then removes its queue entry.
-  'get-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
+  // account's queue entries before it.
+  'get-task': [
+    readWrite('USER#*,DISPATCH#QUEUE'),
+    DELETE_QUEUE_ENTRIES,
+    ownLogs('GetTask'),
+    READ_RESULTS,
+    LIFECYCLE_SECRETS,
+  ],
+  // Fails and refunds a queued task (USER#*), then deletes its queue entry: no provider, no media.
+  'cancel-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('CancelTask')],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
+  // A pending task's stage: the account's queue entries in the page's time range.
+  'list-tasks': [readOnly('USER#*,DISPATCH#QUEUE'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
   'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],

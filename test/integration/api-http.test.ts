@@ -95,18 +95,20 @@ describe('the API handlers answer every case of the HTTP table', () => {
   });
 
   describe('200 task read', () => {
-    it('shows a pending task with the base fields only, never internals', async () => {
-      // Prepare
+    it('shows a pending task with the base fields and its stage only, never internals', async () => {
+      // Prepare: once the dispatcher has sent it (a queued one also says how many are ahead of it)
       const user = await h.createUser(10);
       const submitted = await invoke(submitImage, submitEvent('image', user, imageRequest(LONG_DELAY)));
       const taskId = String(submitted.body.taskId);
+      await storedWhenSent(h, user.userId, taskId);
 
       // Act
       const answer = await invoke(getTaskHandler, getTaskEvent(user, taskId));
 
       // Assert
       expect(answer.statusCode).toBe(200);
-      expect(Object.keys(answer.body).sort()).toEqual([...TASK_BASE_FIELDS].sort());
+      expect(Object.keys(answer.body).sort()).toEqual([...TASK_BASE_FIELDS, 'stage'].sort());
+      expect(answer.body.stage).toBe('running');
       expect(answer.body).toMatchObject({
         taskId,
         type: 'image',

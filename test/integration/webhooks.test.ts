@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
+import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import {
   describeDeliveries,
   rotateWebhookSecret,
@@ -348,6 +349,25 @@ describe('webhook deliveries', () => {
     expect(await countOpenDeliveries(store, 'wh-refused')).toBe(0);
     expect(resent).toBe('opened');
     expect(await getDelivery(store, 'wh-resent', 'task-wh-resent')).toMatchObject({ eventType: 'task.failed' });
+  });
+
+  test('a task its owner cancelled while queued sends nothing: the cancel answered with its state', async () => {
+    // Prepare: the account has a secret and the task an endpoint
+    const lc = lifecycle();
+    const userId = 'wh-cancelled';
+    await pendingTask(userId, 'task-wh-cancelled', `${origin}/${userId}`);
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    const before = calls.length;
+    await cancelTask(lc, { userId, taskId: 'task-wh-cancelled' }, logger);
+
+    // Act
+    const outcome = await openDelivery(lc, { userId, taskId: 'task-wh-cancelled' }, logger);
+
+    // Assert
+    expect(outcome).toBe('cancelled');
+    expect(await getDelivery(store, userId, 'task-wh-cancelled')).toBeUndefined();
+    expect(await countOpenDeliveries(store, userId)).toBe(0);
+    expect(calls.length).toBe(before);
   });
 
   test('an account has at most N open deliveries: the excess is recorded failed with its reason, never sent', async () => {

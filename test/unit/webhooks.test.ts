@@ -6,6 +6,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { TaskStatus } from '../../functions/core/task';
 import {
+  cancelledByOwner,
   DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
   isDelivered,
   newWebhookSecret,
@@ -75,6 +76,19 @@ describe('the retry schedule', () => {
 });
 
 describe('which ended tasks send an event, and how many deliveries an account may keep open', () => {
+  test('a task its owner cancelled sends none; a task that failed otherwise still does', () => {
+    // Act
+    const verdicts = [
+      cancelledByOwner({ status: TaskStatus.FAILED, errorCode: 'CANCELLED' }),
+      cancelledByOwner({ status: TaskStatus.FAILED, errorCode: 'TIMEOUT' }),
+      cancelledByOwner({ status: TaskStatus.COMPLETED }),
+      cancelledByOwner({ status: TaskStatus.PENDING }),
+    ];
+
+    // Assert
+    expect(verdicts).toEqual([true, false, false, false]);
+  });
+
   test('a task the provider refused at its first send sends none; every other ended task does', () => {
     // Prepare: a task the dispatcher sent once (a 429 before does not count), and one from before it
     const refused = {
