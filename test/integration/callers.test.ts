@@ -62,7 +62,12 @@ describe('what callers see of the queue', () => {
   const lc = () => h.lifecycle(() => new Date());
 
   beforeAll(async () => {
-    h = await startServiceHarness({ dispatcher: false, maxPendingSeconds: 86_400 });
+    h = await startServiceHarness({
+      dispatcher: false,
+      maxPendingSeconds: 86_400,
+      // The upstream as it is: Kie's create rate, enforced by the mock.
+      providerLimits: { createRateLimit: DISPATCH.createRateLimit },
+    });
     const handlers: Record<string, ProxyHandler> = {
       'submit-image': submitImage as unknown as ProxyHandler,
       'get-task': getTaskHandler as unknown as ProxyHandler,
@@ -113,10 +118,13 @@ describe('what callers see of the queue', () => {
     });
   }
 
-  /** Dispatch steps until nothing is queued (no upstream limit here, so no step waits). */
+  /** The dispatcher keeps to the mock's rate; past it a run answers a wait and the next run goes on. */
+  const DISPATCH = { createRateLimit: { requests: 20, windowSeconds: 10 } } as const;
+
+  /** Dispatch runs until nothing is queued. */
   async function drain(): Promise<void> {
     for (;;) {
-      const run = await dispatchQueued(lc(), {}, logger);
+      const run = await dispatchQueued(lc(), DISPATCH, logger);
       if (run.idle) return;
     }
   }
@@ -398,7 +406,7 @@ describe('what callers see of the queue', () => {
         for (const taskId of taskIds) answers.push(await cancelOne(taskId));
         return answers;
       };
-      const [answers] = await Promise.all([cancelAll(), dispatchQueued(lc(), {}, logger, { workers: 4 })]);
+      const [answers] = await Promise.all([cancelAll(), dispatchQueued(lc(), DISPATCH, logger, { workers: 4 })]);
       await drain();
 
       // Assert

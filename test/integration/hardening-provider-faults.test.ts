@@ -67,6 +67,8 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     h = await startServiceHarness({
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxSendAttempts: MAX_SEND_ATTEMPTS,
+      // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
+      providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
   });
 
