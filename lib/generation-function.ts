@@ -254,11 +254,8 @@ export class GenerationFunction extends NodejsFunction {
       }),
     );
     if (access === 'RW' && needs.deletes && needs.deletes.length > 0) {
-<<<<<<< HEAD
-      // Deleting is granted apart, on the partitions that need it only (the dispatch queue's entries).
-=======
-      // Deleting is granted apart, on the partitions that need it only (the GATEWAYKEY items of settled keys).
->>>>>>> main
+      // Deleting is granted apart, on the partitions that need it only (the dispatch queue's entries, the
+      // GATEWAYKEY items of settled keys).
       this.addToRolePolicy(
         new PolicyStatement({
           actions: ['dynamodb:DeleteItem'],
