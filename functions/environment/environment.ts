@@ -284,6 +284,16 @@ export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
   text,
 );
 
+/**
+ * The upstream's cap on the service's tasks in flight (sent, not finished), which the dispatcher keeps
+ * to; set for the dispatcher and every function that finishes tasks, only where a cap is declared.
+ */
+export const PROVIDER_MAX_IN_FLIGHT = /* @__PURE__ */ variable(
+  'PROVIDER_MAX_IN_FLIGHT',
+  'stack-when-configured',
+  integer(1, 1_000_000),
+);
+
 /** The dispatcher's SQS queue of delayed wake-ups (deployed); unset locally, where a loop waits instead. */
 export const DISPATCH_WAKE_QUEUE_URL = /* @__PURE__ */ variable('DISPATCH_WAKE_QUEUE_URL', 'stack', url);
 

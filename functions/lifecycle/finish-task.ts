@@ -11,8 +11,26 @@ import {
 } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
+import { leaveInFlight } from '../store/dispatch';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
+
+/**
+ * A task sent under a cap on tasks in flight leaves the dispatcher's count (`running`) once it ended:
+ * the one place every finish (completed, failed, timed out) goes through. Idempotent; only with a cap
+ * configured (without one no finish touches the capacity item). A removal lost to a crash or an error
+ * is healed by the dispatcher when it finds the cap reached (README "Dispatching to the provider").
+ */
+async function leaveUpstream(lc: ProviderLifecycle, tasks: TaskRecord[], log: Logger): Promise<void> {
+  if (lc.config.maxInFlight === undefined || !tasks.some((task) => task.inFlightSlot)) return;
+  const taskId = tasks[0]?.taskId;
+  if (taskId === undefined) return;
+  try {
+    await leaveInFlight(lc.store, { key: taskId });
+  } catch (error) {
+    log.warn('Could not remove the task from the tasks in flight; the dispatcher heals it', { taskId, error });
+  }
+}
 
 /** Why a task fails: what clients read comes from the code and the provider's own words only. */
 export interface TaskFailure {
@@ -50,6 +68,7 @@ export async function failTask(
       now: lc.now(),
     });
     if (!result) return task;
+    if (result.refunded) await leaveUpstream(lc, [task, result.task], log);
     if (result.refunded) {
       metrics.taskFailed(errorCode);
       metrics.taskRefunded();
@@ -83,6 +102,7 @@ export async function completeWithResults(
     now: lc.now(),
   });
   if (completed) {
+    await leaveUpstream(lc, [task, completed], log);
     metrics.taskCompleted();
     log.info('Task completed', { taskId: task.taskId, results: resultKeys.length });
     return completed;
