@@ -27,6 +27,8 @@ const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
   provider: true,
   media: 'read',
+  // GET, the provider's callback and the sweeper refresh tasks, which completes or fails them.
+  finishesTasks: true,
 };
 /** What the authorizer touches: keys and sessions by hash, their listings under the account. */
 const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
@@ -39,6 +41,8 @@ const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY
  */
 const SUBMIT_NEEDS: FunctionNeeds = {
   ...lifecycleNeeds,
+  // It only queues: the dispatcher sends, and others finish.
+  finishesTasks: false,
   // The accept transaction also puts the task's entry in the dispatch queue.
   table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'] },
   media: 'none',
@@ -295,7 +299,8 @@ export const MEDIA_WORKER: StreamDefinition = {
   retryAttempts: 5,
   entry: 'functions/media-worker/handler.ts',
   // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
+  // It completes tasks (or fails them when a copy keeps failing).
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write', finishesTasks: true },
   // A 1 GB video streams through in minutes; the copy's own deadline (MEDIA_COPY_TIMEOUT_MS) is shorter.
   timeoutSeconds: 900,
 };
@@ -360,6 +365,8 @@ export const DISPATCHER: PacedDefinition = {
     provider: true,
     providerReads: false,
     media: 'none',
+    // It fails and refunds what the provider refused.
+    finishesTasks: true,
   },
   // A run sends while capacity lasts and stops 10 s before its deadline (SAFETY_MARGIN_MS in the handler).
   timeoutSeconds: 120,

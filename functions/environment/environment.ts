@@ -284,10 +284,7 @@ export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
   text,
 );
 
-/**
- * The upstream's cap on the service's tasks in flight (sent, not finished), which the dispatcher keeps
- * to; set for the dispatcher and every function that finishes tasks, only where a cap is declared.
- */
+/** The upstream's cap on our tasks in flight (sent, not finished): the dispatcher and every finisher. */
 export const PROVIDER_MAX_IN_FLIGHT = /* @__PURE__ */ variable(
   'PROVIDER_MAX_IN_FLIGHT',
   'stack-when-configured',
