@@ -13,6 +13,7 @@ import { ProviderRejectedError, ProviderUnavailableError } from '../provider/por
 import {
   backOff,
   type CapacityState,
+  claimHeal,
   claimSend,
   deleteQueueEntry,
   holdInFlight,
@@ -56,6 +57,12 @@ export const IN_FLIGHT_WAIT_MS = 1_000;
  * recording its task, one write each.
  */
 const RUNNING_GRACE_MS = 30_000;
+
+/**
+ * At the cap, the listed tasks are read at most this often (by one dispatcher, `claimHeal`): a removal
+ * lost costs at most this long at the cap, and a cap legitimately reached costs no reads per step.
+ */
+const HEAL_EVERY_MS = 5_000;
 
 export type DispatchStep =
   /** One task reached the provider (`stage: running`). */
@@ -130,8 +137,13 @@ export async function dispatchNext(
   if (freeAt !== undefined) return { kind: 'wait', waitMs: freeAt - now };
   const cap = settings.maxInFlight;
   if (cap !== undefined && Object.keys(state.running ?? {}).length >= cap) {
-    // At the cap: entries whose removal a finish lost (a crash) would hold it for good, so look at them.
-    const healed = await healRunning(lc, state, now, log);
+    // At the cap: entries whose removal a finish lost (a crash) would hold it for good, so look at them,
+    // one dispatcher at a time, every few seconds.
+    const due = state.healAt === undefined || state.healAt <= now - HEAL_EVERY_MS;
+    const healed =
+      due && (await claimHeal(lc.store, { now, before: now - HEAL_EVERY_MS }))
+        ? await healRunning(lc, state, now, log)
+        : 0;
     return healed > 0 ? { kind: 'contended' } : { kind: 'wait', waitMs: IN_FLIGHT_WAIT_MS };
   }
   const candidates = await nextQueued(lc.store, {

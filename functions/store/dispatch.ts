@@ -37,6 +37,8 @@ export interface CapacityState {
    * claimed. Undefined when the item has no such map (no cap was ever configured).
    */
   running?: Record<string, RunningEntry>;
+  /** Epoch ms of the last look at `running` for entries a lost removal left (see `claimHeal`). */
+  healAt?: number;
 }
 
 /** One entry of the capacity item's `running` map. */
@@ -94,6 +96,7 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
   if (typeof item.backoffUntil === 'number') state.backoffUntil = item.backoffUntil;
   if (typeof item.backoffMs === 'number') state.backoffMs = item.backoffMs;
   if (typeof item.lastServed === 'string') state.lastServed = item.lastServed;
+  if (typeof item.healAt === 'number') state.healAt = item.healAt;
   const running = runningOf(item.running);
   if (running) state.running = running;
   return state;
@@ -243,6 +246,34 @@ async function updateRunning(
     );
   } catch (error) {
     lostCondition(error);
+  }
+}
+
+/**
+ * Claims the look at `running` for entries whose removal was lost: true when nobody looked since
+ * `before` (epoch ms), so at the cap one dispatcher at a time reads the listed tasks, not every step.
+ */
+export async function claimHeal(ctx: RetryingStoreContext, input: { now: number; before: number }): Promise<boolean> {
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            ...updateParams(update({ set: { healAt: input.now } }), {
+              expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
+              names: { [attr('healAt')]: 'healAt' },
+              values: { ':healBefore': input.before },
+            }),
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
   }
 }
 
