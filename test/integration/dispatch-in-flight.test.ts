@@ -6,7 +6,10 @@
  * tasks in flight, its refusals, the tasks' ends and the money, never a duration.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { IN_FLIGHT_WAIT_MS } from '../../functions/lifecycle/dispatch';
+import { setMetricSink } from '../../functions/observability/metrics';
 import { readCapacity } from '../../functions/store/dispatch';
 import { auditUser } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';
@@ -153,6 +156,56 @@ describe('the cap on tasks in flight', () => {
     expect(answer?.body.status).toBe(1);
     expect(await runningWhen((keys) => keys.length === 1)).toEqual([long]);
     expect(h.provider.stats.createTaskRefused).toBe(0);
+  });
+
+  it('at the cap the dispatcher sends nothing, answers a short wait and reports the age of the queue; it sends once a place frees up', async () => {
+    // Prepare: the cap held by two slots just taken (fresh: no heal touches them), the loop stopped
+    const user = await h.createUser(10);
+    const metricLines: string[] = [];
+    setMetricSink((line) => metricLines.push(line));
+    try {
+      const { atCap, taskId, stats } = await h.withoutDispatcher(async () => {
+        await writeRunning({ slot900001: { sentAt: Date.now() }, slot900002: { sentAt: Date.now() } });
+        const queued = await submit(user, { mockDelayMs: 100 });
+        h.provider.stats.reset();
+
+        // Act
+        const run = await dispatcher({ Records: [] });
+        const createCalls = h.provider.stats.createTaskCalls;
+        await h.store.doc.send(
+          new UpdateCommand({
+            TableName: h.store.tableName,
+            Key: CAPACITY_KEY,
+            UpdateExpression: 'REMOVE #running.#a, #running.#b',
+            ExpressionAttributeNames: { '#running': 'running', '#a': 'slot900001', '#b': 'slot900002' },
+          }),
+        );
+        return { atCap: run, taskId: queued, stats: { createCalls } };
+      });
+      const [answer] = await allEnded(user, [taskId]);
+
+      // Assert
+      expect(atCap).toMatchObject({ sent: 0, failed: 0, idle: false, waitMs: IN_FLIGHT_WAIT_MS });
+      expect(atCap.oldestQueuedAgeMs).toBeGreaterThanOrEqual(0);
+      expect(stats.createCalls).toBe(0);
+      const ages = metricLines.map((line) => JSON.parse(line)).filter((line) => 'DispatchQueueAge' in line);
+      expect(ages).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            DispatchQueueAge: atCap.oldestQueuedAgeMs,
+            _aws: expect.objectContaining({
+              CloudWatchMetrics: [
+                expect.objectContaining({ Metrics: [{ Name: 'DispatchQueueAge', Unit: 'Milliseconds' }] }),
+              ],
+            }),
+          }),
+        ]),
+      );
+      expect(answer?.body.status).toBe(1);
+      expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 - IMAGE_COST });
+    } finally {
+      setMetricSink(undefined);
+    }
   });
 
   it('without a cap configured, no finish touches the capacity item and no task carries the flag', async () => {
