@@ -135,6 +135,14 @@ export async function dispatchNext(
   const state = await readCapacity(lc.store);
   const freeAt = nextSlotAt(state, now, settings);
   if (freeAt !== undefined) return { kind: 'wait', waitMs: freeAt - now };
+  const candidates = await nextQueued(lc.store, {
+    ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
+    limit: settings.candidates ?? 8,
+  });
+  const first = candidates[0];
+  // Nothing queued: idle, also at the cap (a wait there would wake the dispatcher until a task ends).
+  if (!first) return { kind: 'idle' };
+  for (const ref of candidates) observe?.queued(ref);
   const cap = settings.maxInFlight;
   if (cap !== undefined && Object.keys(state.running ?? {}).length >= cap) {
     // At the cap: entries whose removal a finish lost (a crash) would hold it for good, so look at them,
@@ -146,13 +154,6 @@ export async function dispatchNext(
         : 0;
     return healed > 0 ? { kind: 'contended' } : { kind: 'wait', waitMs: IN_FLIGHT_WAIT_MS };
   }
-  const candidates = await nextQueued(lc.store, {
-    ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
-    limit: settings.candidates ?? 8,
-  });
-  const first = candidates[0];
-  if (!first) return { kind: 'idle' };
-  for (const ref of candidates) observe?.queued(ref);
   const keep = settings.createRateLimit?.requests ?? 1;
   // The slot's time is now, after the query: as close to the provider call as the order allows.
   const slotAt = Math.max(now, lc.now().getTime());
@@ -359,7 +360,7 @@ export async function dispatchQueued(
   await Promise.all(Array.from({ length: workers }, worker));
   run.idle = idleWorkers === workers;
   if (oldestAt === undefined && !run.idle) {
-    // It waited (capacity spent, the cap reached, a backoff) without looking at the queue: look now.
+    // It waited (the upstream's window full, a backoff) without looking at the queue: look now.
     try {
       const state = await readCapacity(lc.store);
       const next = await nextQueued(lc.store, {

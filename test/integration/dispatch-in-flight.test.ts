@@ -166,6 +166,10 @@ describe('the cap on tasks in flight', () => {
     try {
       const { atCap, taskId, stats } = await h.withoutDispatcher(async () => {
         await writeRunning({ slot900001: { sentAt: Date.now() }, slot900002: { sentAt: Date.now() } });
+        // Nothing queued: idle, no wait (deployed, a wait would wake it every second until a task ends)
+        const empty = await dispatcher({ Records: [] });
+        expect(empty).toMatchObject({ idle: true, sent: 0, oldestQueuedAgeMs: 0 });
+        expect(empty.waitMs).toBeUndefined();
         const queued = await submit(user, { mockDelayMs: 100 });
         h.provider.stats.reset();
 
@@ -206,6 +210,22 @@ describe('the cap on tasks in flight', () => {
     } finally {
       setMetricSink(undefined);
     }
+  });
+
+  it('a task the provider refused leaves the count with its refund', async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const before = Object.keys((await readCapacity(h.store)).running ?? {});
+
+    // Act
+    const taskId = await submit(user, { mockOutcome: 'reject' });
+    const [answer] = await allEnded(user, [taskId]);
+
+    // Assert
+    expect(answer?.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED' });
+    expect(await getTask(h.store, user.userId, taskId)).toMatchObject({ inFlightSlot: true, creditsRefunded: true });
+    expect(await runningWhen((keys) => !keys.includes(taskId))).toEqual(before);
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 });
   });
 
   it('without a cap configured, no finish touches the capacity item and no task carries the flag', async () => {
