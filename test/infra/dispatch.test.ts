@@ -1,7 +1,8 @@
 /**
  * The dispatcher's resources (lib/constructs/dispatch.ts, built from the registry's `DISPATCHER`) in the synthesized template: the function fed
  * by the table's stream (queue-entry inserts only) and by its wake-up queue (two at once at most), the
- * upstream's capacity in its environment, and the capacity settings checked at synth.
+ * upstream's capacity in its environment, the cap on tasks in flight given to it and to every function
+ * that finishes tasks (only with a cap), the capacity settings checked at synth, and its two alarms.
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { DISPATCHER, DISPATCHER_FILTER, LAMBDAS } from '../../lib/routes';

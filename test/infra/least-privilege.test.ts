@@ -5,7 +5,9 @@
  * function does; no media writes on request paths (and no media at all for submission, which signs no
  * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
- * queues (DISPATCH#QUEUE); the dispatcher alone sends, and alone deletes (queue entries only).
+ * queues (DISPATCH#QUEUE); the dispatcher alone sends, and alone deletes (queue entries only); with a
+ * cap on tasks in flight, the functions that finish tasks may update the capacity item (DISPATCH#CAPACITY)
+ * and nothing more, without one they may not.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
