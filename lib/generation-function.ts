@@ -14,6 +14,7 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import {
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BUCKET,
   MEDIA_URL_TTL_SECONDS,
   OIDC_CLIENT_ID,
@@ -267,6 +268,23 @@ export class GenerationFunction extends NodejsFunction {
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment(TABLE_NAME.name, table.tableName);
+    return this;
+  }
+
+  /**
+   * Grants what accepting into the dispatch queue takes (`FunctionNeeds.queuesTasks`): `PutItem` (the
+   * accept transaction's queue entry) and `Query` (counting the account's entries against the bound) on
+   * the table's `DISPATCH#QUEUE` items only, no index; sets `MAX_QUEUED_TASKS_PER_ACCOUNT`.
+   */
+  bindTaskQueue(table: ITable, maxQueuedTasksPerAccount: number): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:Query'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] } },
+      }),
+    );
+    this.addEnvironment(MAX_QUEUED_TASKS_PER_ACCOUNT.name, String(maxQueuedTasksPerAccount));
     return this;
   }
 

@@ -33,8 +33,9 @@ export interface TableNeeds {
   access: TableAccess;
   keys: readonly TableKeyPattern[];
   /**
-   * Partitions (among `keys`) whose items it deletes outright (`dynamodb:DeleteItem`, granted there
-   * only); read/write access alone puts, updates and checks items but deletes none.
+   * Partitions whose items it deletes outright (`dynamodb:DeleteItem`, granted there only, a statement
+   * of its own: a partition here need not be among `keys`, e.g. the dispatch queue's entries, which a
+   * function ending a queued task only ever deletes); read/write access alone deletes nothing.
    */
   deletes?: readonly TableKeyPattern[];
 }
@@ -71,6 +72,12 @@ export interface FunctionNeeds {
   usagePlans?: readonly UsageKeyAction[];
   /** Issues API keys to callers (creation, rotation): held to the cap on an account's active keys. */
   issuesKeys?: boolean;
+  /**
+   * Accepts tasks into the dispatch queue (submission): puts queue entries and counts the account's
+   * (`dynamodb:PutItem` and `dynamodb:Query` on `DISPATCH#QUEUE`, nothing else there), held to the bound
+   * on an account's queued tasks (`MAX_QUEUED_TASKS_PER_ACCOUNT`).
+   */
+  queuesTasks?: boolean;
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
   /**

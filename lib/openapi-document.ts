@@ -72,6 +72,13 @@ function submitOperation(kind: 'image' | 'video'): Json {
         headers: RETRY_AFTER,
       },
       ...commonErrors(),
+      '429': {
+        ...json(
+          { anyOf: [ref('QueueFull'), ref('Error')] },
+          "The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600).",
+        ),
+        headers: { 'Retry-After': { ...RETRY_AFTER['Retry-After'], required: true } },
+      },
     },
   };
 }

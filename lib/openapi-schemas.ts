@@ -237,6 +237,14 @@ export function schemas(): Json {
         balance: { type: 'integer' },
       },
     },
+    QueueFull: {
+      type: 'object',
+      required: ['error', 'limit'],
+      properties: {
+        error: { const: 'Queue full' },
+        limit: { type: 'integer', description: 'The tasks an account may have queued at once.' },
+      },
+    },
     InternalError: {
       type: 'object',
       required: ['error'],

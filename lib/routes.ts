@@ -21,7 +21,8 @@ import type {
 
 export type * from './lambda-definitions';
 
-// Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+// Submit and GET touch the caller's own items (USER#<id>): balance shards, task, ledger, idempotency;
+// beyond them only the dispatch queue (submit puts and counts entries, GET deletes one it ended).
 // No request copies media (the media worker does): GET and the callback only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
@@ -40,13 +41,22 @@ const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY
  * answers has no result yet, so it signs no media URL (its bundle holds no media store).
  */
 const SUBMIT_NEEDS: FunctionNeeds = {
-  ...lifecycleNeeds,
-  // It only queues: the dispatcher sends, and others finish.
-  finishesTasks: false,
-  // The accept transaction also puts the task's entry in the dispatch queue.
-  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'] },
+  // No provider: the dispatcher sends, so the submit functions hold no provider key or callback secret.
+  provider: false,
+  // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
+  // the account's entries first: PutItem and Query there only (`queuesTasks`), not read/write.
+  table: { access: 'RW', keys: ['USER#*'] },
+  queuesTasks: true,
   media: 'none',
   providerReads: false,
+};
+/**
+ * A poll ends a task that waited too long, a queued one too (`TIMEOUT`), and removes that task's queue
+ * entry (finish-task.ts): DeleteItem on the dispatch queue, nothing else there.
+ */
+const getTaskNeeds: FunctionNeeds = {
+  ...lifecycleNeeds,
+  table: { ...lifecycleNeeds.table, deletes: ['DISPATCH#QUEUE'] },
 };
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
@@ -88,7 +98,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
-    needs: lifecycleNeeds,
+    needs: getTaskNeeds,
   },
   {
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
@@ -255,8 +265,13 @@ export const SWEEPER: ScheduleDefinition = {
   // lost to a crash goes back to the queue by its task's stage (USER#<id>); it never sends to the provider.
   needs: {
     ...lifecycleNeeds,
-    // Deletes the GATEWAYKEY items of keys it settled (USER#<id>).
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'], deletes: ['USER#*'] },
+    // Deletes the GATEWAYKEY items of keys it settled (USER#<id>), and the queue entries of queued tasks
+    // it ended (`TIMEOUT`, a send lost twice: DISPATCH#QUEUE, DeleteItem only).
+    table: {
+      access: 'RW',
+      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
+      deletes: ['USER#*', 'DISPATCH#QUEUE'],
+    },
     media: 'write',
     usagePlans: ['enroll', 'delete'],
   },

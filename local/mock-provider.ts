@@ -246,6 +246,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let peakInFlight = 0;
   /** When the last task was created (epoch ms by the mock's clock), 0 before any. */
   let lastCreatedAt = 0;
+  /** The latest createTask answers (at most CREATE_LOG_SIZE): when, created or refused, and the prompt's start. */
+  let createLog: CreateLogEntry[] = [];
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
   const callbackTimers = new Set<NodeJS.Timeout>();
@@ -287,12 +289,18 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       createTaskCalls = 0;
       createTaskRefused = 0;
       tasksCreated = 0;
+      createLog = [];
       peakInFlight = inFlightNow(clock());
       fileDownloads = 0;
       callbacks = [];
       getCalls = new Map();
     },
   };
+
+  function logCreate(entry: CreateLogEntry): void {
+    createLog.push(entry);
+    if (createLog.length > CREATE_LOG_SIZE) createLog = createLog.slice(-CREATE_LOG_SIZE);
+  }
 
   function setFaults(next: MockFaults): void {
     faults = { ...faults, ...next };
@@ -394,6 +402,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       const refused = overCapacity(clock());
       if (refused) {
         createTaskRefused++;
+        logCreate({ at: clock(), created: false, prompt: promptStart(body) });
         sendJson(res, 429, { code: 429, msg: refused.message }, { 'retry-after': String(refused.retryAfterSeconds) });
         return;
       }
@@ -438,6 +447,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         createTaskRefused,
         tasksCreated,
         lastCreatedAt,
+        createLog,
         peakInFlight,
         inFlight: inFlightNow(clock()),
         limits: limitsText(),
@@ -519,6 +529,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     tasks.set(task.taskId, task);
     tasksCreated++;
     lastCreatedAt = task.createdAt;
+    logCreate({ at: task.createdAt, created: true, prompt: promptStart(rawBody) });
     startInFlight(task);
     if (typeof body.callBackUrl === 'string') {
       const extraDelay = input.mockCallbackDelayMs;
@@ -855,6 +866,25 @@ function parseLimits(body: unknown): MockLimits | undefined {
     next.createLatencyMs = latency;
   } else if (latency !== undefined) return undefined;
   return next;
+}
+
+/** How many createTask answers `/__stats` lists (`createLog`). */
+const CREATE_LOG_SIZE = 1000;
+
+/** One createTask answer as `/__stats` lists it. */
+interface CreateLogEntry {
+  /** Epoch ms by the mock's clock. */
+  at: number;
+  created: boolean;
+  /** The first 40 characters of `input.prompt`, so a bench can tell its callers apart. */
+  prompt: string;
+}
+
+/** The first 40 characters of a createTask body's `input.prompt` ('' when there is none). */
+function promptStart(rawBody: string): string {
+  const body = parseJson(rawBody);
+  const prompt = isRecord(body) && isRecord(body.input) ? body.input.prompt : undefined;
+  return typeof prompt === 'string' ? prompt.slice(0, 40) : '';
 }
 
 /** Whole seconds to wait, at least 1 (a `Retry-After` of 0 would invite an immediate retry). */

@@ -27,6 +27,7 @@ import {
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
@@ -75,6 +76,11 @@ export interface LocalSettings {
   ratePlanCacheSeconds: number;
   /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
   maxActiveKeys: number;
+  /**
+   * The most tasks one account may have queued for the provider (`MAX_QUEUED_TASKS_PER_ACCOUNT`, the
+   * stack's `maxQueuedTasksPerAccount`; default 1000, 1 to 10000, checked now).
+   */
+  maxQueuedTasksPerAccount: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -222,6 +228,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     maxActiveKeys: maxActiveKeysFromEnv(env),
+    maxQueuedTasksPerAccount: maxQueuedTasksFromEnv(env),
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>

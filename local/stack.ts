@@ -15,6 +15,7 @@ import {
   LOG_LEVEL,
   MAX_ACTIVE_KEYS,
   MAX_PENDING_SECONDS,
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BASE_URL,
   MEDIA_DIR,
   MEDIA_SOURCE_INSECURE_ORIGINS,
@@ -377,6 +378,7 @@ export async function startLocalStack(
         setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
         setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
         setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(MAX_QUEUED_TASKS_PER_ACCOUNT, settings.maxQueuedTasksPerAccount),
         setting(PUBLIC_ORIGIN, url),
         // The mock provider calls back here when a task ends (the same route as deployed).
         setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),

@@ -570,6 +570,12 @@ export interface components {
             required: number;
             balance: number;
         };
+        QueueFull: {
+            /** @constant */
+            error: "Queue full";
+            /** @description The tasks an account may have queued at once. */
+            limit: number;
+        };
         InternalError: {
             /** @constant */
             error: "Internal error";
@@ -676,7 +682,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            /** @description The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -684,7 +690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["QueueFull"] | components["schemas"]["Error"];
                 };
             };
             /** @description Unexpected; report the requestId. */
@@ -801,7 +807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            /** @description The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -809,7 +815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["QueueFull"] | components["schemas"]["Error"];
                 };
             };
             /** @description Unexpected; report the requestId. */

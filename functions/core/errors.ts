@@ -69,6 +69,20 @@ export class IdempotencyConflictError extends DomainError {
   }
 }
 
+/**
+ * 429: the account already has `limit` tasks queued for the provider (README "Dispatching to the
+ * provider"); nothing was debited. `Retry-After` says when to try again (`retryAfterSeconds`).
+ */
+export class QueueFullError extends DomainError {
+  override readonly name: string = 'QueueFullError';
+  constructor(
+    readonly limit: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('Queue full');
+  }
+}
+
 /** 404: the task does not exist or belongs to someone else (indistinguishable by design). */
 export class TaskNotFoundError extends DomainError {
   override readonly name: string = 'TaskNotFoundError';

@@ -117,6 +117,11 @@ export interface TaskRecord {
   lastCheckedAt?: number;
   /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */
   lastCallbackReadAt?: number;
+  /**
+   * A provider callback arrived while the send was in flight, before the provider's task id was
+   * recorded (epoch ms): the dispatcher reads the provider once it has recorded the id.
+   */
+  earlyCallbackAt?: number;
   /** How many times the lifecycle has claimed this task (send retries and queries). */
   attempts: number;
   /**

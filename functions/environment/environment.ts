@@ -291,6 +291,13 @@ export const PROVIDER_MAX_IN_FLIGHT = /* @__PURE__ */ variable(
   integer(1, 1_000_000),
 );
 
+/** Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full. */
+export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
+  'MAX_QUEUED_TASKS_PER_ACCOUNT',
+  'stack',
+  integer(1, 10_000),
+);
+
 /** The dispatcher's SQS queue of delayed wake-ups (deployed); unset locally, where a loop waits instead. */
 export const DISPATCH_WAKE_QUEUE_URL = /* @__PURE__ */ variable('DISPATCH_WAKE_QUEUE_URL', 'stack', url);
 

@@ -14,6 +14,7 @@ import {
   KeyLimitError,
   KeyNotFoundError,
   KeyStateError,
+  QueueFullError,
   ServiceBusyError,
   SessionRequiredError,
   TaskNotFoundError,
@@ -44,6 +45,13 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof KeyLimitError) return jsonResponse(409, { error: error.message, limit: error.limit }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
+  if (error instanceof QueueFullError) {
+    return jsonResponse(
+      429,
+      { error: error.message, limit: error.limit },
+      { ...headers, 'Retry-After': String(error.retryAfterSeconds) },
+    );
+  }
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);
   if (error instanceof ServiceBusyError) {
     return jsonResponse(503, { error: error.message }, { ...headers, 'Retry-After': String(error.retryAfterSeconds) });

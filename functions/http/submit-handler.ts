@@ -8,8 +8,9 @@ import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
-import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
+import { maxQueuedTasksFromEnv } from '../store/dispatch';
+import { storeFromEnv } from '../store/from-env';
 import { webhookTargetPolicy, webhookUrlProblem } from '../webhooks/target-policy';
 import { apiHandler } from './api-handler';
 
@@ -47,9 +48,8 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const profile = providerProfileFromEnv();
     const request = rules.validate(req.body, profile);
     const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
-    const lc = providerLifecycleFromEnv();
     const { response, replayed } = await submitTask(
-      lc,
+      { store: storeFromEnv(), now: () => new Date() },
       {
         caller: req.caller,
         type: rules.type,
@@ -60,6 +60,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         idempotency: idempotencyKey
           ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
           : undefined,
+        maxQueued: maxQueuedTasksFromEnv(),
       },
       req.log,
     );

@@ -22,6 +22,7 @@ import {
   nextQueued,
   type QueuedRef,
   readCapacity,
+  recordAnswered,
   releaseSend,
   slotKey,
   takeSlot,
@@ -29,6 +30,7 @@ import {
 import { getTask, recordProviderTask } from '../store/tasks';
 import { failTask } from './finish-task';
 import type { ProviderLifecycle } from './lifecycle';
+import { refreshFromCallback } from './refresh-task';
 import { createAtProvider } from './send-to-provider';
 
 export interface DispatchSettings {
@@ -99,10 +101,21 @@ function tokensAt(state: CapacityState, now: number, rate: CreateRateLimit | und
 }
 
 /**
- * The slot's time is taken just before the slot is written, and the provider call follows within a few
- * requests; this covers the rest of the gap between our clock and the upstream's arrival time.
+ * A slot frees up one window after the upstream ANSWERED its send (`recordAnswered`): the upstream
+ * counted the request at some moment before it answered, so that time is never too early, whatever the
+ * request's delay on the way. The margin covers only the difference between the clocks of two
+ * dispatchers (each synchronised by NTP on Lambda, the same clock locally).
  */
-const DEFAULT_MARGIN_MS = 500;
+const DEFAULT_MARGIN_MS = 200;
+
+/**
+ * A send not answered after this long is taken as answered then: its dispatcher crashed or lost its
+ * write (the provider call itself gives up after 10 s).
+ */
+const ANSWER_TIMEOUT_MS = 30_000;
+
+/** How soon to look again when the slot that frees next waits only for its send's answer. */
+const ANSWER_POLL_MS = 100;
 
 /** When the next slot frees up (epoch ms), or undefined when one is free at `now`. */
 function nextSlotAt(state: CapacityState, now: number, settings: DispatchSettings): number | undefined {
@@ -111,8 +124,15 @@ function nextSlotAt(state: CapacityState, now: number, settings: DispatchSetting
   if (!rate) return undefined;
   let freeAt = now;
   if (state.sends.length >= rate.requests) {
-    const oldest = state.sends[state.sends.length - rate.requests] ?? 0;
-    freeAt = Math.max(freeAt, oldest + rate.windowSeconds * 1000 + (settings.marginMs ?? DEFAULT_MARGIN_MS));
+    const windowMs = rate.windowSeconds * 1000 + (settings.marginMs ?? DEFAULT_MARGIN_MS);
+    // The oldest of the last R slots: `sends` holds the last slots' times, the newest being slot `n`.
+    const oldestSlot = state.n - rate.requests + 1;
+    const takenAt = state.sends[state.sends.length - rate.requests] ?? 0;
+    const answeredAt =
+      state.answered[oldestSlot] ?? (now - takenAt >= ANSWER_TIMEOUT_MS ? takenAt + ANSWER_TIMEOUT_MS : undefined);
+    if (answeredAt !== undefined) freeAt = Math.max(freeAt, answeredAt + windowMs);
+    // Still waiting for its answer: not before the window has passed since it was taken, then look often.
+    else freeAt = Math.max(freeAt, takenAt + windowMs, now + ANSWER_POLL_MS);
   }
   const tokens = tokensAt(state, now, rate) ?? 1;
   if (tokens < 1)
@@ -166,21 +186,32 @@ export async function dispatchNext(
     ...(tokens === undefined ? {} : { tokensLeft: tokens - 1 }),
     ...(cap === undefined ? {} : { maxInFlight: cap }),
   };
-  if (!(await takeSlot(lc.store, slot))) return { kind: 'contended' };
+  const slotNumber = await takeSlot(lc.store, slot);
+  if (slotNumber === undefined) return { kind: 'contended' };
+  // When the upstream answered (whatever it answered), for the ring; a failed write only makes that slot
+  // free up ANSWER_TIMEOUT_MS after it was taken.
+  const answered = async (at: number): Promise<void> => {
+    if (!settings.createRateLimit) return;
+    await recordAnswered(lc.store, { slot: slotNumber, at, ring: keep }).catch((error: unknown) =>
+      log.warn('The answer time of a send was not recorded', { error }),
+    );
+  };
   const inFlight = cap !== undefined;
   for (const ref of candidates) {
     const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now, inFlightSlot: inFlight });
     if (claimed) {
       // The slot's reservation becomes the task's entry, which its finish removes.
       if (inFlight) {
-        await holdInFlight(lc.store, { slot: state.n + 1, userId: ref.userId, taskId: ref.taskId, sentAt: slotAt });
+        await holdInFlight(lc.store, { slot: slotNumber, userId: ref.userId, taskId: ref.taskId, sentAt: slotAt });
       }
-      return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }));
+      return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }), () => answered(lc.now().getTime()));
     }
     await dropIfDone(lc, ref);
   }
-  // Every candidate was being sent by another dispatcher, or gone: this slot goes unused.
-  if (inFlight) await leaveInFlight(lc.store, { key: slotKey(state.n + 1) });
+  // Every candidate was being sent by another dispatcher, or gone: this slot goes unused, and frees up
+  // one window after it was taken.
+  if (inFlight) await leaveInFlight(lc.store, { key: slotKey(slotNumber) });
+  await answered(slotAt);
   return { kind: 'contended' };
 }
 
@@ -210,7 +241,11 @@ async function healRunning(lc: ProviderLifecycle, state: CapacityState, now: num
   return removals.length;
 }
 
-/** Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider). */
+/**
+ * Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider): the
+ * ending paths remove their own entries (failTask), so this drops what a crash between the ending write
+ * and that delete left behind, and entries of tasks ended before those paths did so.
+ */
 async function dropIfDone(lc: ProviderLifecycle, ref: QueuedRef): Promise<void> {
   const task = await getTask(lc.store, ref.userId, ref.taskId);
   if (task?.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
@@ -222,11 +257,24 @@ async function send(
   ref: QueuedRef,
   state: CapacityState,
   log: Logger,
+  answered: () => Promise<void>,
 ): Promise<DispatchStep> {
   try {
-    const { providerTaskId } = await createAtProvider(lc, task, log);
-    await recordProviderTask(lc.store, { userId: task.userId, taskId: task.taskId, providerTaskId, now: lc.now() });
+    const { providerTaskId } = await createAtProvider(lc, task, log).finally(answered);
+    const recorded = await recordProviderTask(lc.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      providerTaskId,
+      now: lc.now(),
+    });
     await deleteQueueEntry(lc.store, ref);
+    // The provider called back before the id was recorded (a fast task): that callback could not read
+    // the provider, so the dispatcher does it now, the way the callback would have.
+    if (recorded?.earlyCallbackAt !== undefined) {
+      await refreshFromCallback(lc, recorded, log).catch((error: unknown) =>
+        log.warn('Reading the provider after an early callback failed; a poll or the sweeper will', { error }),
+      );
+    }
     return { kind: 'sent', taskId: task.taskId };
   } catch (error) {
     if (error instanceof ProviderRejectedError) {
@@ -240,7 +288,8 @@ async function send(
         },
         log,
       );
-      await deleteQueueEntry(lc.store, ref);
+      // failTask removes the queue entry once the task has ended; a refund that could not be written
+      // leaves the task pending and its entry in place (the lost-send lease puts it back in the queue).
       return { kind: 'failed', taskId: task.taskId };
     }
     if (!(error instanceof ProviderUnavailableError)) {
@@ -252,7 +301,6 @@ async function send(
     const throttled = error.throttled !== undefined;
     if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
       await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
-      await deleteQueueEntry(lc.store, ref);
       return { kind: 'failed', taskId: task.taskId };
     }
     const now = lc.now().getTime();

@@ -11,7 +11,7 @@ import {
 } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
-import { leaveInFlight } from '../store/dispatch';
+import { deleteQueueEntry, leaveInFlight } from '../store/dispatch';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
 
@@ -46,6 +46,10 @@ export interface TaskFailure {
 /**
  * Fails the task and refunds its credits in one transaction. The stored message and code are bounded
  * (a few hundred bytes), so no provider answer can push the transaction past DynamoDB's item limit.
+ *
+ * A task that ends before it reached the provider (queued, or being sent: the sweeper's `TIMEOUT`, a
+ * send lost twice, the dispatcher's refusals) leaves the dispatch queue here, after the ending write:
+ * its entry would otherwise count against the account's queue bound until the dispatcher met it.
  * @returns the task after the attempt: failed, or unchanged when the refund could not be written
  *   (it stays pending, so a later refresh or the sweeper refunds it: no credit is lost either way).
  */
@@ -69,6 +73,7 @@ export async function failTask(
     });
     if (!result) return task;
     if (result.refunded) await leaveUpstream(lc, [task, result.task], log);
+    if (result.refunded && task.providerTaskId === undefined) await leaveQueue(lc, task, log);
     if (result.refunded) {
       metrics.taskFailed(errorCode);
       metrics.taskRefunded();
@@ -85,6 +90,18 @@ export async function failTask(
     metrics.refundFailed();
     log.error('Refund failed; the task stays pending and will be retried', { taskId: task.taskId, error });
     return task;
+  }
+}
+
+/**
+ * Removes an ended task's queue entry (idempotent). Its failure costs nothing but a stale entry, which
+ * the dispatcher drops when it meets it (dispatch.ts `dropIfDone`), so it is logged, not thrown.
+ */
+async function leaveQueue(lc: ProviderLifecycle, task: TaskRecord, log: Logger): Promise<void> {
+  try {
+    await deleteQueueEntry(lc.store, task);
+  } catch (error) {
+    log.warn('The queue entry of an ended task was left for the dispatcher to drop', { taskId: task.taskId, error });
   }
 }
 

@@ -4,11 +4,13 @@
  * provider").
  */
 import { randomUUID } from 'node:crypto';
-import type { Caller, SubmissionResponse, TaskType } from '../core/task';
+import { QueueFullError } from '../core/errors';
+import type { Caller, SubmissionResponse, TaskRecord, TaskType } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
-import { acceptTask } from '../store/tasks';
-import type { ProviderLifecycle } from './lifecycle';
+import type { StoreContext } from '../store/client';
+import { countQueued } from '../store/dispatch';
+import { acceptTask, findIdempotentReplay } from '../store/tasks';
 import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
@@ -22,6 +24,8 @@ export interface SubmitInput {
   /** Where to POST the signed event when the task ends (checked by the caller). */
   webhookUrl?: string;
   idempotency?: { key: string; requestHash: string };
+  /** The most tasks the account may have queued (`MAX_QUEUED_TASKS_PER_ACCOUNT`); past it, `QueueFullError`. */
+  maxQueued: number;
 }
 
 export interface SubmitResult {
@@ -38,10 +42,52 @@ function paidOutputCount(input: SubmitInput): number {
 }
 
 /**
+ * `Retry-After` of a full queue. The submit function does not know the upstream's pace nor how many
+ * accounts share it, so no exact estimate is at hand; the account's queue shrinks by one each time its
+ * turn comes (accounts take turns one send each, Kie's 20 per 10 s is a send every 0.5 s), which with a
+ * few busy accounts is a matter of seconds. 10 s lets some room open up without inviting a retry loop.
+ */
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * What a submit needs: the table and the clock. Not the provider: the dispatcher sends (so the submit
+ * functions hold no provider key, callback secret or HTTP client).
+ */
+export interface SubmitContext {
+  store: StoreContext;
+  now: () => Date;
+}
+
+function answer(task: TaskRecord, replayed: boolean): SubmitResult {
+  // The task's stored status, not a fixed 0: a replay of a task that has since ended says so.
+  return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed };
+}
+
+/**
  * Accepts the task (debit, task, ledger entry, queue entry, idempotency record: one transaction). The
  * task is queued (`status: 0`, `stage: queued`); the dispatcher sends it at the provider's pace.
  */
-export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+  // The queue bound, before anything is written: a count of the account's queue entries, outside the
+  // accept transaction, so a burst of accepts never conflicts on a per-account item. A soft bound: submits
+  // counting at the same moment can together pass it by their number (store/dispatch.ts `countQueued`).
+  const queued = await countQueued(lc.store, { userId: input.caller.userId, limit: input.maxQueued });
+  if (queued >= input.maxQueued) {
+    // A replay of a task accepted earlier still answers that task: it asks for nothing new.
+    const original = input.idempotency
+      ? await findIdempotentReplay(lc.store, {
+          userId: input.caller.userId,
+          idempotency: input.idempotency,
+          now: lc.now(),
+        })
+      : undefined;
+    if (original) {
+      log.info('Idempotent replay', { taskId: original.taskId });
+      return answer(original, true);
+    }
+    log.info('Queue full', { queued, limit: input.maxQueued });
+    throw new QueueFullError(input.maxQueued, QUEUE_FULL_RETRY_AFTER_SECONDS);
+  }
   const accepted = await acceptTask(lc.store, {
     task: {
       userId: input.caller.userId,
@@ -67,11 +113,9 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
   const task = accepted.task;
   if (accepted.replayed) {
     log.info('Idempotent replay', { taskId: task.taskId });
-    // The task's stored status, not a fixed 0: a submission the provider refused was answered with
-    // status 2, and its replay must not claim the task is pending.
-    return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed: true };
+    return answer(task, true);
   }
   metrics.taskAccepted();
   log.info('Task accepted', { taskId: task.taskId, model: task.model, credits: task.creditsUsed });
-  return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed: false };
+  return answer(task, false);
 }

@@ -8,7 +8,9 @@
  * or cancelled instead (the `stage` condition).
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { type TaskRecord, TaskStatus } from '../core/task';
+import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
 import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
 import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
@@ -31,6 +33,12 @@ export interface CapacityState {
   backoffMs?: number;
   /** The account (as the queue's sort keys hold it) served last: the round-robin cursor. */
   lastServed?: string;
+  /**
+   * When the upstream answered the send of each slot still in the ring (epoch ms), by slot number (the
+   * version `n` the slot made). Stored as `answered<slot mod ring>` = `{ slot, at }`, so the ring's
+   * positions are overwritten in turn and the item never grows.
+   */
+  answered: Record<number, number>;
   /**
    * The service's tasks at the upstream, where a cap on tasks in flight is configured (README
    * "Dispatching to the provider"): by task id, or by `slot<n>` for a slot taken whose task is not yet
@@ -72,6 +80,9 @@ function runningOf(raw: unknown): Record<string, RunningEntry> | undefined {
   return running;
 }
 
+/** The attribute that holds the answer time of `slot` in a ring of `ring` positions. */
+const answeredAttribute = (slot: number, ring: number) => `answered${slot % Math.max(1, ring)}`;
+
 /** A queued task as its queue entry addresses it. */
 export interface QueuedRef {
   userId: string;
@@ -90,12 +101,18 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
   const state: CapacityState = {
     n: typeof item.n === 'number' ? item.n : 0,
     sends: Array.isArray(item.sends) ? item.sends.filter((at): at is number => typeof at === 'number') : [],
+    answered: {},
   };
   if (typeof item.tokens === 'number') state.tokens = item.tokens;
   if (typeof item.tokensAt === 'number') state.tokensAt = item.tokensAt;
   if (typeof item.backoffUntil === 'number') state.backoffUntil = item.backoffUntil;
   if (typeof item.backoffMs === 'number') state.backoffMs = item.backoffMs;
   if (typeof item.lastServed === 'string') state.lastServed = item.lastServed;
+  for (const [name, value] of Object.entries(item)) {
+    if (!name.startsWith('answered') || typeof value !== 'object' || value === null) continue;
+    const { slot, at } = value as Record<string, unknown>;
+    if (typeof slot === 'number' && typeof at === 'number') state.answered[slot] = at;
+  }
   if (typeof item.healAt === 'number') state.healAt = item.healAt;
   const running = runningOf(item.running);
   if (running) state.running = running;
@@ -106,8 +123,9 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
  * Takes the next slot: records `now` as a send (keeping the last `keep` sends), moves the cursor to
  * `account` and adds 1 to the version, on condition that nobody else took a slot since `state` was read
  * and that no backoff began meanwhile. With `maxInFlight`, the same write also reserves a place in
- * `running` (key `slotKey(state.n + 1)`), on condition that fewer than `maxInFlight` are there.
- * False when another dispatcher won, or the cap is reached (read again and retry).
+ * `running` (key `slotKey(<the slot's number>)`), on condition that fewer than `maxInFlight` are there.
+ * The slot's number (the new version) when this dispatcher won; undefined when another one did, or the
+ * cap is reached (read again and retry).
  */
 export async function takeSlot(
   ctx: RetryingStoreContext,
@@ -119,7 +137,7 @@ export async function takeSlot(
     tokensLeft?: number;
     maxInFlight?: number;
   },
-): Promise<boolean> {
+): Promise<number | undefined> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
   const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
   const version: Expr =
@@ -149,9 +167,9 @@ export async function takeSlot(
         ),
       ctx.retry,
     );
-    return true;
+    return input.state.n + 1;
   } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
+    if (isConditionalCheckFailed(error)) return undefined;
     throw error;
   }
 }
@@ -278,6 +296,36 @@ export async function claimHeal(ctx: RetryingStoreContext, input: { now: number;
 }
 
 /**
+ * Records when the upstream answered the send of `slot` (whatever it answered): the upstream counted the
+ * request at some moment before that, so the ring frees this slot one window after this time, never
+ * earlier. Not versioned (it does not take a slot); a late write never replaces a newer slot's time.
+ */
+export async function recordAnswered(
+  ctx: RetryingStoreContext,
+  input: { slot: number; at: number; ring: number },
+): Promise<void> {
+  const name = answeredAttribute(input.slot, input.ring);
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            UpdateExpression: 'SET #answered = :answered',
+            ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
+            ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
+            ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
+  }
+}
+
+/**
  * Starts (or lengthens) the backoff every dispatcher honours: no send before `until`. A backoff that
  * already reaches further is kept.
  */
@@ -344,6 +392,52 @@ export async function nextQueued(
   const seen = new Set(found.map((ref) => ref.taskId));
   const wrapped = (await page(undefined)).filter((ref) => !seen.has(ref.taskId));
   return [...found, ...wrapped].slice(0, input.limit);
+}
+
+/** The bound from `MAX_QUEUED_TASKS_PER_ACCOUNT` (the stack sets it from `maxQueuedTasksPerAccount`), else the default. */
+export function maxQueuedTasksFromEnv(env?: Env): number {
+  return readEnv(MAX_QUEUED_TASKS_PER_ACCOUNT, env) ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT;
+}
+
+/**
+ * How many of the account's tasks are queued, counted no further than `limit`: a counting Query on the
+ * account's own range of `DISPATCH#QUEUE` (`<account>#` to `<account>#\uffff`) that stops after `limit`
+ * entries, so its cost is bounded by the limit (entries are ~200 bytes: 1,000 of them are one page).
+ *
+ * It reads and writes nothing the accept transaction holds: no per-account counter, so a burst of
+ * submits from one account never conflicts over it. The price is a soft bound: submits counting at the
+ * same moment all see the same count, so the account can pass the bound by at most the number of its
+ * submits accepted at that moment (README "Dispatching to the provider").
+ */
+export async function countQueued(
+  ctx: RetryingStoreContext,
+  input: { userId: string; limit: number },
+): Promise<number> {
+  const account = queueAccount(input.userId);
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': `${account}#`, ':to': `${account}#\uffff` },
+            Select: 'COUNT',
+            // Consistent: an entry accepted a moment ago counts (the bound is soft only by concurrency).
+            ConsistentRead: true,
+            Limit: input.limit - count,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    count += out.Count ?? 0;
+    start = out.LastEvaluatedKey;
+  } while (start && count < input.limit);
+  return count;
 }
 
 /** The number of the account's tasks queued before this one, while it is queued (a counting Query). */
@@ -482,7 +576,10 @@ export function requeueLostSend(
   );
 }
 
-/** Removes a task's queue entry (after the send reached the provider); nothing happens when it is gone. */
+/**
+ * Removes a task's queue entry: after the send reached the provider, or once the task ended while still
+ * queued (failTask, the dispatcher's refusals, a cancel). Idempotent: nothing happens when it is gone.
+ */
 export async function deleteQueueEntry(
   ctx: RetryingStoreContext,
   input: { userId: string; createdAt: string; taskId: string },

@@ -6,7 +6,7 @@
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { InsufficientCreditsError, UsageError } from '../core/errors';
+import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import {
   type DebitPlan,
@@ -223,6 +223,35 @@ export async function acceptTask(
   }
 }
 
+/**
+ * The task an Idempotency-Key already stands for, read without writing anything (one GetItem, then the
+ * task): undefined when the key is unused or its record has expired (as `idempotencyKeyFree` judges it).
+ * For a submission refused before its accept (a full queue): a replay must still answer its original task.
+ * @throws IdempotencyConflictError when the key was used with another body (as the accept would)
+ */
+export async function findIdempotentReplay(
+  ctx: RetryingStoreContext,
+  input: { userId: string; idempotency: IdempotencyInput; now: Date },
+): Promise<TaskRecord | undefined> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new GetCommand({
+          TableName: ctx.tableName,
+          Key: keys.idempotency(input.userId, input.idempotency.key),
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  const record = out.Item;
+  if (!record || typeof record.taskId !== 'string') return undefined;
+  const expiresAt = record[TABLE.ttlAttribute];
+  if (typeof expiresAt === 'number' && expiresAt < Math.floor(input.now.getTime() / 1000)) return undefined;
+  if (record.requestHash !== input.idempotency.requestHash) throw new IdempotencyConflictError();
+  return getTask(ctx, input.userId, record.taskId);
+}
+
 /** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
 const MAX_TASK_ID_BYTES = 256;
 
@@ -315,6 +344,26 @@ export async function claimCallbackRead(
         refreshConditions.providerTaskRecorded(),
         refreshConditions.callbackReadIntervalElapsed(nowMs - input.intervalMs),
       ),
+    ),
+  );
+}
+
+/**
+ * Notes a provider callback that came before the provider's task id was recorded (the dispatcher's send
+ * is still in flight), for the dispatcher to act on once it records the id (`recordProviderTask` returns
+ * the note). Undefined when the id is recorded by now, or the task ended: read the task again.
+ */
+export async function noteEarlyCallback(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { earlyCallbackAt: input.now.getTime() } }),
+      and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
     ),
   );
 }

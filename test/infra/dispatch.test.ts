@@ -5,7 +5,7 @@
  * that finishes tasks (only with a cap), the capacity settings checked at synth, and its two alarms.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { DISPATCHER, DISPATCHER_FILTER, LAMBDAS } from '../../lib/routes';
+import { DISPATCHER, DISPATCHER_FILTER, LAMBDAS, ROUTES } from '../../lib/routes';
 import { cleanUp, functionLogicalId, type SynthesizedService, synthesize } from './support';
 
 let service: SynthesizedService | undefined;
@@ -160,5 +160,33 @@ describe('the dispatcher', () => {
         deadLetterTargetArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^DispatchDispatcherWakeDlq'), 'Arn'] },
       },
     });
+  });
+});
+
+describe('the queue bound', () => {
+  const submitEnvironments = (s: SynthesizedService) =>
+    ROUTES.filter((route) => route.needs.queuesTasks).map((route) => {
+      const fn = s.template.toJSON().Resources[functionLogicalId(s, route.name)] as {
+        Properties: { Environment: { Variables: Record<string, unknown> } };
+      };
+      return fn.Properties.Environment.Variables;
+    });
+
+  test('reaches the submit functions from the context (-c maxQueuedTasksPerAccount)', () => {
+    // Act
+    service = synthesize({ maxQueuedTasksPerAccount: '25' }, { bundle: false });
+    const environments = submitEnvironments(service);
+
+    // Assert
+    expect(environments).toHaveLength(2);
+    for (const environment of environments) expect(environment.MAX_QUEUED_TASKS_PER_ACCOUNT).toBe('25');
+  });
+
+  test.each(['0', '10001', 'lots'])('refuses maxQueuedTasksPerAccount=%s at synth, naming the setting', (value) => {
+    // Act
+    const attempt = () => synthesize({ maxQueuedTasksPerAccount: value }, { bundle: false });
+
+    // Assert
+    expect(attempt).toThrow('maxQueuedTasksPerAccount must be an integer from 1 to 10000');
   });
 });

@@ -5,9 +5,11 @@
  * function does; no media writes on request paths (and no media at all for submission, which signs no
  * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
- * queues (DISPATCH#QUEUE); the dispatcher alone sends, and alone deletes (queue entries only); with a
- * cap on tasks in flight, the functions that finish tasks may update the capacity item (DISPATCH#CAPACITY)
- * and nothing more, without one they may not.
+ * queues and counts the account's queued tasks (PutItem and Query on DISPATCH#QUEUE, nothing else
+ * there); the dispatcher alone sends; it, GET and the sweeper delete queue entries (DeleteItem only:
+ * the entry of a task that ended while queued), nobody else touches them. With a cap on tasks in
+ * flight, the functions that finish tasks may update the capacity item (DISPATCH#CAPACITY) and nothing
+ * more there; without one they may not.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -40,6 +42,12 @@ const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
 /** Deleting the GATEWAYKEY item of a key whose API Gateway key is settled (store/gateway-keys.ts). */
 const DELETE_GATEWAY_KEY_ITEMS =
   'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*';
+/** Deleting the queue entry of a task that ended before it reached the provider (finish-task.ts). */
+const DELETE_QUEUE_ENTRIES =
+  'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE';
+/** Accepting into the dispatch queue: the accept's queue entry, and counting the account's against the bound. */
+const QUEUE_TASKS =
+  'Allow dynamodb:PutItem dynamodb:Query on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
 const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
@@ -51,10 +59,12 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Authorizer'),
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
-  // The accept transaction also puts the task's entry in the dispatch queue (DISPATCH#QUEUE).
-  'submit-image': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitImage'), LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*,DISPATCH#QUEUE'), ownLogs('SubmitVideo'), LIFECYCLE_SECRETS],
-  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
+  // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there.
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage')],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo')],
+  // A poll may end a queued task (TIMEOUT) and then removes its queue entry.
+  'get-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
   'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
@@ -82,7 +92,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     DELETE_KEYS,
     ...ENROLL,
     readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
-    DELETE_GATEWAY_KEY_ITEMS,
+    // GATEWAYKEY items of settled keys, and the queue entries of queued tasks it ended (TIMEOUT).
+    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     LIFECYCLE_SECRETS,
@@ -108,7 +119,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // refunds; deletes only queue entries; reads its stream trigger; consumes and sends its own wake-ups.
   dispatcher: [
     readWrite('USER#*,DISPATCH#QUEUE,DISPATCH#CAPACITY'),
-    `Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE`,
+    DELETE_QUEUE_ENTRIES,
     `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
     `Allow dynamodb:ListStreams on *`,
     ownLogs('Dispatcher'),

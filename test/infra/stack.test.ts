@@ -10,6 +10,7 @@ import {
   AUTHORIZER,
   AUTHORIZER_IDENTITY_SOURCES,
   DISPATCHER,
+  LAMBDAS,
   MEDIA_WORKER,
   MEDIA_WORKER_FILTER,
   ROUTES,
@@ -42,7 +43,8 @@ afterAll(() => {
 const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** The task routes (they run the lifecycle); the rest are the account routes. */
 const LIFECYCLE_ROUTES = ROUTES.filter((route) => route.needs.provider);
-const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
+// Functions that never meet the provider, but for submission, which queues provider tasks (pinned apart).
+const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider && !route.needs.queuesTasks);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
@@ -182,7 +184,7 @@ describe('functions', () => {
     expect(withTable).toBe(assetDirs.length - 2);
   });
 
-  test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
+  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', () => {
     // Prepare
     const assembly = service.app.synth();
     const template = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
@@ -194,8 +196,9 @@ describe('functions', () => {
       const key = String(fn?.Properties.Code?.S3Key ?? '');
       return fs.readFileSync(path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`, 'index.js'), 'utf8');
     };
-    // A message only the state parser has.
+    // A message only the state parser has, and one only the create call has.
     const parser = 'success without usable resultUrls';
+    const creator = 'createTask: response has no taskId';
 
     // Act
     const [submitImage, submitVideo, getTask] = ['submit-image', 'submit-video', 'get-task'].map(codeOf);
@@ -203,7 +206,8 @@ describe('functions', () => {
     // Assert
     expect(submitImage?.includes(parser)).toBe(false);
     expect(submitVideo?.includes(parser)).toBe(false);
-    expect(submitImage).toContain('this function only creates provider tasks');
+    expect(submitImage?.includes(creator)).toBe(false);
+    expect(submitVideo?.includes(creator)).toBe(false);
     expect(getTask).toContain(parser);
   });
 });
@@ -300,10 +304,16 @@ describe('least privilege', () => {
               'apigateway:GET',
               'apigateway:POST',
               'apigateway:POST',
-              // The GATEWAYKEY items of keys it settled.
+              // The GATEWAYKEY items of keys it settled, and the queue entries of queued tasks it ended.
               'dynamodb:DeleteItem',
             ]
           : [];
+      // Submission puts queue entries and counts the account's (the queue bound); a poll that ends a
+      // queued task deletes its entry.
+      const queue = [
+        ...(needs.queuesTasks ? ['dynamodb:PutItem', 'dynamodb:Query'] : []),
+        ...(name !== SWEEPER.name && needs.table.deletes ? ['dynamodb:DeleteItem'] : []),
+      ];
       expect(actionsOf(statements)).toEqual(
         [
           'logs:CreateLogStream',
@@ -314,6 +324,7 @@ describe('least privilege', () => {
           // Submission signs no result URL: no media grant.
           ...(needs.media === 'none' ? [] : ['s3:GetObject']),
           ...sweeperOnly,
+          ...queue,
         ].sort(),
       );
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
@@ -339,9 +350,9 @@ describe('least privilege', () => {
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
       [DISPATCHER.name]: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'],
-      // Submit queues the task in the accept transaction.
-      'submit-image': ['USER#*', 'DISPATCH#QUEUE'],
-      'submit-video': ['USER#*', 'DISPATCH#QUEUE'],
+      // Submit's queue entries are a statement of their own (PutItem and Query, tested below).
+      'submit-image': ['USER#*'],
+      'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
       'provider-callback': ['USER#*'],
       ...Object.fromEntries(
@@ -369,20 +380,25 @@ describe('least privilege', () => {
       const dynamodb = statementsOf(name).filter((statement) =>
         actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
       );
-      // DeleteItem is a statement of its own (TableNeeds.deletes, pinned in least-privilege.test.ts).
+      // DeleteItem is a statement of its own (TableNeeds.deletes, pinned in least-privilege.test.ts), and
+      // so is submission's queue access (FunctionNeeds.queuesTasks).
       const isDelete = (statement: (typeof dynamodb)[number]) =>
         actionsOf([statement]).every((action) => action === 'dynamodb:DeleteItem');
-      const table = dynamodb.filter((statement) => !isDelete(statement));
+      const isQueue = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).join() === 'dynamodb:PutItem,dynamodb:Query' &&
+        JSON.stringify(statement.Resource).indexOf('/index/') === -1;
+      const table = dynamodb.filter((statement) => !isDelete(statement) && !isQueue(statement));
       const deletes = dynamodb.filter(isDelete);
+      const definition = LAMBDAS.find((lambda) => lambda.name === name);
 
       // Assert
       expect(table).toHaveLength(1);
       expect(table[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
+      expect(deletes).toHaveLength(definition?.needs.table.deletes ? 1 : 0);
       for (const statement of deletes) {
-        const keys = (statement.Condition as Record<string, Record<string, string[]>>)['ForAllValues:StringLike']?.[
-          'dynamodb:LeadingKeys'
-        ];
-        expect(patterns).toEqual(expect.arrayContaining(keys ?? ['(none)']));
+        expect(statement.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': definition?.needs.table.deletes },
+        });
       }
     }
   });
@@ -399,6 +415,31 @@ describe('least privilege', () => {
     expect(deleting[0]?.Condition).toEqual({
       'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] },
     });
+  });
+
+  test('submission may only put and count queue entries there, and is told the queue bound', () => {
+    for (const route of ROUTES) {
+      // Act
+      const queue = statementsOf(route.name).filter((statement) =>
+        JSON.stringify(statement.Condition ?? {}).includes('DISPATCH#QUEUE'),
+      );
+      const env = environmentOf(route.name);
+
+      // Assert
+      if (route.needs.queuesTasks) {
+        expect(queue).toHaveLength(1);
+        expect(actionsOf(queue)).toEqual(['dynamodb:PutItem', 'dynamodb:Query']);
+        // The table itself, no index: the queue is in the base table.
+        expect(queue[0]?.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'Arn'] });
+        expect(queue[0]?.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] },
+        });
+        expect(env.MAX_QUEUED_TASKS_PER_ACCOUNT).toBe('1000');
+      } else {
+        expect(actionsOf(queue).filter((action) => action !== 'dynamodb:DeleteItem')).toEqual([]);
+        expect(env).not.toHaveProperty('MAX_QUEUED_TASKS_PER_ACCOUNT');
+      }
+    }
   });
 
   test('the table grant covers the table and its two indexes only', () => {

@@ -5,7 +5,7 @@
  * a duration.
  */
 import { type DispatchSettings, type DispatchStep, dispatchNext } from '../../functions/lifecycle/dispatch';
-import { refreshTask } from '../../functions/lifecycle/refresh-task';
+import { refreshFromCallback, refreshTask } from '../../functions/lifecycle/refresh-task';
 import { logger } from '../../functions/observability/logger';
 import { claimSend, queuedAhead, readCapacity } from '../../functions/store/dispatch';
 import { auditUser } from '../../functions/store/ledger';
@@ -206,5 +206,67 @@ describe('the dispatcher', () => {
       creditsRefunded: true,
     });
     expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 });
+  });
+
+  it('a callback that overtakes the answer to createTask is acted on once the provider id is recorded', async () => {
+    // Prepare: a provider whose callback arrives while createTask is still answering (a fast task).
+    const user = await h.createUser(10);
+    const taskId = await submit(user, { mockDelayMs: 0 });
+    const real = lc();
+    let earlyOutcome: Awaited<ReturnType<typeof refreshFromCallback>> | undefined;
+    const overtaken = {
+      ...real,
+      provider: {
+        ...real.provider,
+        createTask: async (...args: Parameters<typeof real.provider.createTask>) => {
+          const created = await real.provider.createTask(...args);
+          const stored = await getTask(h.store, user.userId, taskId);
+          if (stored) earlyOutcome = await refreshFromCallback(real, stored, logger);
+          return created;
+        },
+      },
+    };
+
+    // Act
+    const step = await dispatchNext(overtaken, SETTINGS, logger);
+
+    // Assert: the early callback read nothing and left a note; the dispatcher then read the provider.
+    expect(step).toEqual({ kind: 'sent', taskId });
+    expect(earlyOutcome?.providerRead).toBe(false);
+    const stored = await getTask(h.store, user.userId, taskId);
+    expect(stored?.earlyCallbackAt).toEqual(expect.any(Number));
+    expect(stored?.resultsToCopy?.length).toBe(1);
+    expect(stored?.lastCallbackReadAt).toEqual(expect.any(Number));
+  });
+
+  it('frees a slot one window after the upstream answered its send, not after the slot was taken', async () => {
+    // Prepare: the upstream takes 4 s to answer each create (the clock moves while it answers).
+    const user = await h.createUser(100);
+    for (let i = 0; i < 4; i++) await submit(user, { mockDelayMs: 600_000 });
+    const real = lc();
+    const slow = {
+      ...real,
+      provider: {
+        ...real.provider,
+        createTask: async (...args: Parameters<typeof real.provider.createTask>) => {
+          const created = await real.provider.createTask(...args);
+          clock += 4_000;
+          return created;
+        },
+      },
+    };
+    const slotTakenAt = clock;
+    for (let i = 0; i < 3; i++) expect((await dispatchNext(slow, SETTINGS, logger)).kind).toBe('sent');
+
+    // Act: the window after the first slot was TAKEN has passed, not the one after it was ANSWERED
+    clock = slotTakenAt + RATE.windowSeconds * 1000 + 1_000;
+    const early = await dispatchNext(slow, SETTINGS, logger);
+
+    // Assert
+    expect(early.kind).toBe('wait');
+    expect(early.kind === 'wait' && clock + early.waitMs).toBeGreaterThanOrEqual(
+      slotTakenAt + 4_000 + RATE.windowSeconds * 1000,
+    );
+    expect(h.provider.stats.createTaskCalls).toBe(3);
   });
 });

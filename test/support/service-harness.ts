@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
+import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../../functions/core/queue-bound';
 import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import {
   AWS_ACCESS_KEY_ID,
@@ -30,6 +31,7 @@ import {
   INLINE_AUTHORIZER,
   LOG_LEVEL,
   MAX_PENDING_SECONDS,
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BASE_URL,
   MEDIA_BUCKET,
   MEDIA_COPY_TIMEOUT_MS,
@@ -71,6 +73,8 @@ export interface ServiceHarnessOptions {
   maxPendingSeconds?: number;
   /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
   maxSendAttempts?: number;
+  /** MAX_QUEUED_TASKS_PER_ACCOUNT; default the deployed default (1000). */
+  maxQueuedTasksPerAccount?: number;
   /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
   mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
@@ -218,6 +222,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
     setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
+    setting(MAX_QUEUED_TASKS_PER_ACCOUNT, options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
