@@ -22,7 +22,7 @@ import { ServiceFunctions } from './constructs/service-functions';
 import { ServiceObservability } from './constructs/service-observability';
 import { ServiceWorkers } from './constructs/service-workers';
 import type { GenerationFunction } from './generation-function';
-import { AUTHORIZER, MEDIA_WORKER, SWEEPER, WEBHOOK_WORKER } from './routes';
+import { AUTHORIZER, DISPATCHER, MEDIA_WORKER, SWEEPER, WEBHOOK_WORKER } from './routes';
 
 /** Props of {@link GenerationServiceStack}. */
 export interface GenerationServiceStackProps extends StackProps {
@@ -91,6 +91,7 @@ export class GenerationServiceStack extends Stack {
       sweeper: functions.functionOf(SWEEPER),
       mediaWorkerDlq: workers.deadLetterQueueOf(MEDIA_WORKER),
       webhookWorkerDlq: workers.deadLetterQueueOf(WEBHOOK_WORKER),
+      dispatcherWakeDlq: dispatch.wakeDeadLetterQueueOf(DISPATCHER),
     });
 
     this.table = data.table;

@@ -80,6 +80,13 @@ export interface FunctionNeeds {
   queuesTasks?: boolean;
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
+  /**
+   * Finishes tasks (completes, fails and refunds them: functions/lifecycle/finish-task.ts). Where a cap
+   * on tasks in flight is configured, such a function is told it (`PROVIDER_MAX_IN_FLIGHT`) and may
+   * update the dispatcher's capacity item (`DISPATCH#CAPACITY`), to take a finished task off its count
+   * (lib/constructs/dispatch.ts); without a cap it gets neither.
+   */
+  finishesTasks?: boolean;
 }
 
 /** What every Lambda of the registry has, whatever invokes it. */

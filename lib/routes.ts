@@ -28,6 +28,8 @@ const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
   provider: true,
   media: 'read',
+  // GET, the provider's callback and the sweeper refresh tasks, which completes or fails them.
+  finishesTasks: true,
 };
 /** What the authorizer touches: keys and sessions by hash, their listings under the account. */
 const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'USER#*'];
@@ -330,7 +332,8 @@ export const MEDIA_WORKER: StreamDefinition = {
   retryAttempts: 5,
   entry: 'functions/media-worker/handler.ts',
   // No provider: it never calls it (its wiring has none, see worker-lifecycle-from-env.ts).
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write' },
+  // It completes tasks (or fails them when a copy keeps failing).
+  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'write', finishesTasks: true },
   // A 1 GB video streams through in minutes; the copy's own deadline (MEDIA_COPY_TIMEOUT_MS) is shorter.
   timeoutSeconds: 900,
 };
@@ -395,6 +398,8 @@ export const DISPATCHER: PacedDefinition = {
     provider: true,
     providerReads: false,
     media: 'none',
+    // It fails and refunds what the provider refused.
+    finishesTasks: true,
   },
   // A run sends while capacity lasts and stops 10 s before its deadline (SAFETY_MARGIN_MS in the handler).
   timeoutSeconds: 120,

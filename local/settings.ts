@@ -15,6 +15,7 @@ import {
   DYNAMODB_ENDPOINT,
   MAX_PENDING_SECONDS,
   PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_PROFILE,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   readEnv,
@@ -44,6 +45,11 @@ export interface LocalSettings {
    * unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).
    */
   providerCreateRateLimit?: string;
+  /**
+   * The cap on the service's tasks in flight the dispatcher keeps to (`PROVIDER_MAX_IN_FLIGHT`, a whole
+   * number from 1, checked now); unset: the profile's declared one (none for `kie` and `mock`).
+   */
+  providerMaxInFlight?: number;
   /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
   /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
@@ -201,6 +207,9 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
         }
       : {}),
     ...providerCreateRateLimitFrom(env),
+    ...(env[PROVIDER_MAX_IN_FLIGHT.name]
+      ? { providerMaxInFlight: parseMaxInFlight(env[PROVIDER_MAX_IN_FLIGHT.name] ?? '', PROVIDER_MAX_IN_FLIGHT.name) }
+      : {}),
     ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
       ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
       : {}),

@@ -28,6 +28,7 @@ import {
   PROVIDER_CALLBACK_BASE_URL,
   PROVIDER_CALLBACK_SECRET,
   PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_PROFILE,
   PROVIDER_PROFILE_JSON,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
@@ -389,6 +390,8 @@ export async function startLocalStack(
           PROVIDER_CREATE_RATE_LIMIT,
           settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
         ),
+        // Its cap on tasks in flight, for the dispatcher and every function that finishes tasks.
+        setting(PROVIDER_MAX_IN_FLIGHT, settings.providerMaxInFlight ?? profile.profile.capacity?.maxInFlight),
         setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
         setting(OIDC_ISSUER, oidc.issuer),
         setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),

@@ -43,6 +43,12 @@ export interface LifecycleConfig {
   callbackReadIntervalMs?: number;
   /** After how long a copy still waiting for the media worker is done by the sweeper (default 5 min). */
   copyStaleMs?: number;
+  /**
+   * The upstream's cap on tasks in flight (`PROVIDER_MAX_IN_FLIGHT`), where one is configured: a task
+   * sent under it leaves the dispatcher's count when it finishes. Undefined: no cap, and no finish touches
+   * the dispatcher's capacity item.
+   */
+  maxInFlight?: number;
 }
 
 /** A send still claimed after this long was lost (the provider call times out after 5 s). */

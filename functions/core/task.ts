@@ -108,6 +108,11 @@ export interface TaskRecord {
   sendClaimedAt?: number;
   /** How many times a send lost to a crash was put back in the queue (at most once, then it fails). */
   sendRequeues?: number;
+  /**
+   * Claimed for sending while a cap on tasks in flight was configured: the task holds (or held) an entry
+   * in the capacity item's `running` map, which its finish removes (README "Dispatching to the provider").
+   */
+  inFlightSlot?: boolean;
   /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */
   sendFailures?: number;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */

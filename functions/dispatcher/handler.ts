@@ -9,19 +9,33 @@
 import type { Context } from 'aws-lambda';
 import { sendDelayedMessage } from '../aws/sqs';
 import { parseCreateRateLimit } from '../core/provider-capacity';
-import { DISPATCH_WAKE_QUEUE_URL, type Env, PROVIDER_CREATE_RATE_LIMIT, readEnv } from '../environment/environment';
+import {
+  DISPATCH_WAKE_QUEUE_URL,
+  type Env,
+  PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
+  readEnv,
+} from '../environment/environment';
 import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
 import { logger, withInvocation } from '../observability/logger';
-import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
+import { metrics } from '../observability/metrics';
+import { providerLifecycleFromEnv, withMaxInFlightFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { claimWake } from '../store/dispatch';
 
 /** Leaves this much of the Lambda's time unused so sends in flight can finish. */
 const SAFETY_MARGIN_MS = 10_000;
 
-/** The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` (checked at synth and at start). */
+/**
+ * The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` and `PROVIDER_MAX_IN_FLIGHT` (checked at
+ * synth and at start).
+ */
 export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
   const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
-  return text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) };
+  const maxInFlight = readEnv(PROVIDER_MAX_IN_FLIGHT, env);
+  return {
+    ...(text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) }),
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+  };
 }
 
 type DispatcherContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
@@ -33,7 +47,9 @@ export interface DispatcherResult extends DispatchRun {
 
 async function dispatch(_event: unknown, context?: DispatcherContext): Promise<DispatcherResult> {
   const log = logger.child({ function: 'dispatcher' });
-  const lc = providerLifecycleFromEnv();
+  const base = providerLifecycleFromEnv();
+  // Its own failures (refused inputs) are finishes too: a task sent under the cap leaves the count.
+  const lc = { ...base, config: withMaxInFlightFromEnv(base.config) };
   const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {
     hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
   });
@@ -46,6 +62,8 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
       await sendDelayedMessage({ queueUrl, body: JSON.stringify({ wakeAt: at }), delaySeconds: run.waitMs / 1000 });
     }
   }
+  // The alarm on the queue's age reads this (lib/constructs/service-observability.ts).
+  if (run.oldestQueuedAgeMs !== undefined) metrics.dispatchQueueAge(run.oldestQueuedAgeMs);
   log.info('Dispatch finished', { ...run });
   return { batchItemFailures: [], ...run };
 }

@@ -284,6 +284,13 @@ export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
   text,
 );
 
+/** The upstream's cap on our tasks in flight (sent, not finished): the dispatcher and every finisher. */
+export const PROVIDER_MAX_IN_FLIGHT = /* @__PURE__ */ variable(
+  'PROVIDER_MAX_IN_FLIGHT',
+  'stack-when-configured',
+  integer(1, 1_000_000),
+);
+
 /** Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full. */
 export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
   'MAX_QUEUED_TASKS_PER_ACCOUNT',

@@ -13,13 +13,18 @@ import { ProviderRejectedError, ProviderUnavailableError } from '../provider/por
 import {
   backOff,
   type CapacityState,
+  claimHeal,
   claimSend,
   deleteQueueEntry,
+  holdInFlight,
+  isSlotKey,
+  leaveInFlight,
   nextQueued,
   type QueuedRef,
   readCapacity,
   recordAnswered,
   releaseSend,
+  slotKey,
   takeSlot,
 } from '../store/dispatch';
 import { getTask, recordProviderTask } from '../store/tasks';
@@ -38,7 +43,28 @@ export interface DispatchSettings {
   marginMs?: number;
   /** Queue entries looked at per step: more than the sends in flight at once. Default 8. */
   candidates?: number;
+  /**
+   * The upstream's cap on the service's tasks in flight (sent, not finished); undefined: none. At the
+   * cap the step sends nothing and answers `wait` ({@link IN_FLIGHT_WAIT_MS}).
+   */
+  maxInFlight?: number;
 }
+
+/** How long a step at the cap on tasks in flight asks to wait before it looks again. */
+export const IN_FLIGHT_WAIT_MS = 1_000;
+
+/**
+ * An entry of `running` whose task is not at the upstream (a slot's reservation, a task back in the
+ * queue) is healed only after this long: a dispatcher may be between taking its slot and claiming or
+ * recording its task, one write each.
+ */
+const RUNNING_GRACE_MS = 30_000;
+
+/**
+ * At the cap, the listed tasks are read at most this often (by one dispatcher, `claimHeal`): a removal
+ * lost costs at most this long at the cap, and a cap legitimately reached costs no reads per step.
+ */
+const HEAL_EVERY_MS = 5_000;
 
 export type DispatchStep =
   /** One task reached the provider (`stage: running`). */
@@ -123,6 +149,7 @@ export async function dispatchNext(
   lc: ProviderLifecycle,
   settings: DispatchSettings,
   log: Logger,
+  observe?: DispatchObserver,
 ): Promise<DispatchStep> {
   const now = lc.now().getTime();
   const state = await readCapacity(lc.store);
@@ -133,7 +160,20 @@ export async function dispatchNext(
     limit: settings.candidates ?? 8,
   });
   const first = candidates[0];
+  // Nothing queued: idle, also at the cap (a wait there would wake the dispatcher until a task ends).
   if (!first) return { kind: 'idle' };
+  for (const ref of candidates) observe?.queued(ref);
+  const cap = settings.maxInFlight;
+  if (cap !== undefined && Object.keys(state.running ?? {}).length >= cap) {
+    // At the cap: entries whose removal a finish lost (a crash) would hold it for good, so look at them,
+    // one dispatcher at a time, every few seconds.
+    const due = state.healAt === undefined || state.healAt <= now - HEAL_EVERY_MS;
+    const healed =
+      due && (await claimHeal(lc.store, { now, before: now - HEAL_EVERY_MS }))
+        ? await healRunning(lc, state, now, log)
+        : 0;
+    return healed > 0 ? { kind: 'contended' } : { kind: 'wait', waitMs: IN_FLIGHT_WAIT_MS };
+  }
   const keep = settings.createRateLimit?.requests ?? 1;
   // The slot's time is now, after the query: as close to the provider call as the order allows.
   const slotAt = Math.max(now, lc.now().getTime());
@@ -144,6 +184,7 @@ export async function dispatchNext(
     keep,
     account: first.account,
     ...(tokens === undefined ? {} : { tokensLeft: tokens - 1 }),
+    ...(cap === undefined ? {} : { maxInFlight: cap }),
   };
   const slotNumber = await takeSlot(lc.store, slot);
   if (slotNumber === undefined) return { kind: 'contended' };
@@ -155,16 +196,49 @@ export async function dispatchNext(
       log.warn('The answer time of a send was not recorded', { error }),
     );
   };
+  const inFlight = cap !== undefined;
   for (const ref of candidates) {
-    const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now });
-    if (claimed)
+    const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now, inFlightSlot: inFlight });
+    if (claimed) {
+      // The slot's reservation becomes the task's entry, which its finish removes.
+      if (inFlight) {
+        await holdInFlight(lc.store, { slot: slotNumber, userId: ref.userId, taskId: ref.taskId, sentAt: slotAt });
+      }
       return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }), () => answered(lc.now().getTime()));
+    }
     await dropIfDone(lc, ref);
   }
   // Every candidate was being sent by another dispatcher, or gone: this slot goes unused, and frees up
   // one window after it was taken.
+  if (inFlight) await leaveInFlight(lc.store, { key: slotKey(slotNumber) });
   await answered(slotAt);
   return { kind: 'contended' };
+}
+
+/**
+ * Removes the entries of `running` that no longer stand for a task at the upstream: the task ended (a
+ * finish whose removal was lost), or, older than {@link RUNNING_GRACE_MS}, a slot's reservation never
+ * turned into a task (a crash between the two writes) or a task back in the queue. Each removal is
+ * conditional on the entry as read, so an entry written again meanwhile stays.
+ * @returns the entries removed
+ */
+async function healRunning(lc: ProviderLifecycle, state: CapacityState, now: number, log: Logger): Promise<number> {
+  const stale = await Promise.all(
+    Object.entries(state.running ?? {}).map(async ([key, entry]) => {
+      const settled = now - entry.sentAt > RUNNING_GRACE_MS;
+      if (isSlotKey(key) || entry.userId === undefined) return settled ? { key, entry } : undefined;
+      const task = await getTask(lc.store, entry.userId, key);
+      const ended = task === undefined || task.status !== 0;
+      const backInQueue = task?.status === 0 && task.stage === 'queued';
+      return ended || (backInQueue && settled) ? { key, entry } : undefined;
+    }),
+  );
+  const removals = stale.filter((item) => item !== undefined);
+  await Promise.all(removals.map(({ key, entry }) => leaveInFlight(lc.store, { key, sentAt: entry.sentAt })));
+  if (removals.length > 0) {
+    log.warn('Removed tasks in flight that were no longer at the provider', { keys: removals.map(({ key }) => key) });
+  }
+  return removals.length;
 }
 
 /**
@@ -220,6 +294,7 @@ async function send(
     }
     if (!(error instanceof ProviderUnavailableError)) {
       // Our own fault (the store, a bug): the task goes back to the queue in its place, not lost.
+      await leaveIfHeld(lc, task);
       await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
       throw error;
     }
@@ -242,14 +317,34 @@ async function send(
     log.warn('The provider refused a create; every dispatcher backs off', { backoffMs, error });
     // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
     await backOff(lc.store, { until: now + backoffMs, backoffMs });
+    await leaveIfHeld(lc, task);
     await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
     return { kind: 'wait', waitMs: backoffMs };
   }
 }
 
+/**
+ * A send that did not reach the upstream leaves `running` before its task goes back in the queue (while
+ * the task is still ours: no other dispatcher can have claimed it and written the entry again).
+ */
+async function leaveIfHeld(lc: ProviderLifecycle, task: TaskRecord): Promise<void> {
+  if (task.inFlightSlot) await leaveInFlight(lc.store, { key: task.taskId });
+}
+
+/** What a step saw, for the run's metrics. */
+export interface DispatchObserver {
+  /** A queue entry the step looked at. */
+  queued(ref: QueuedRef): void;
+}
+
 export interface DispatchRun {
   sent: number;
   failed: number;
+  /**
+   * Age (ms) of the oldest queued task the run saw: the candidates of its steps, and when it had to wait
+   * without looking at the queue, the next ones in turn. 0 when the queue was empty.
+   */
+  oldestQueuedAgeMs?: number;
   /** When the queue was not emptied: how long until a slot frees up. */
   waitMs?: number;
   /** Nothing left queued. */
@@ -278,13 +373,20 @@ export async function dispatchQueued(
 ): Promise<DispatchRun> {
   const run: DispatchRun = { sent: 0, failed: 0, idle: false };
   const hasTime = options.hasTime ?? (() => true);
+  let oldestAt: number | undefined;
+  const observe: DispatchObserver = {
+    queued(ref) {
+      const at = Date.parse(ref.createdAt);
+      if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
+    },
+  };
   let idleWorkers = 0;
   const worker = async () => {
     let contended = 0;
     while (hasTime() && contended < MAX_CONTENDED) {
       let step: DispatchStep;
       try {
-        step = await dispatchNext(lc, settings, log);
+        step = await dispatchNext(lc, settings, log, observe);
       } catch (error) {
         log.error('A dispatch step failed; the task stays queued', { error });
         run.waitMs = Math.min(run.waitMs ?? MIN_BACKOFF_MS, MIN_BACKOFF_MS);
@@ -305,5 +407,19 @@ export async function dispatchQueued(
   const workers = Math.max(1, options.workers ?? 4);
   await Promise.all(Array.from({ length: workers }, worker));
   run.idle = idleWorkers === workers;
+  if (oldestAt === undefined && !run.idle) {
+    // It waited (the upstream's window full, a backoff) without looking at the queue: look now.
+    try {
+      const state = await readCapacity(lc.store);
+      const next = await nextQueued(lc.store, {
+        ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
+        limit: settings.candidates ?? 8,
+      });
+      for (const ref of next) observe.queued(ref);
+    } catch (error) {
+      log.warn('Could not look at the queue for its age', { error });
+    }
+  }
+  run.oldestQueuedAgeMs = oldestAt === undefined ? 0 : Math.max(0, lc.now().getTime() - oldestAt);
   return run;
 }

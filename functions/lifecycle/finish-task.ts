@@ -11,9 +11,32 @@ import {
 } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
-import { deleteQueueEntry } from '../store/dispatch';
+import { deleteQueueEntry, leaveInFlight } from '../store/dispatch';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
+
+/**
+ * What ending a task needs: the table, the clock and, where tasks that reached the upstream end, the
+ * lifecycle settings (the cap on tasks in flight). A cancel ends only queued tasks, so it has none.
+ */
+export type FinishingContext = Pick<ProviderLifecycle, 'store' | 'now'> & Partial<Pick<ProviderLifecycle, 'config'>>;
+
+/**
+ * A task sent under a cap on tasks in flight leaves the dispatcher's count (`running`) once it ended:
+ * the one place every finish (completed, failed, timed out) goes through. Idempotent; only with a cap
+ * configured (without one no finish touches the capacity item). A removal lost to a crash or an error
+ * is healed by the dispatcher when it finds the cap reached (README "Dispatching to the provider").
+ */
+async function leaveUpstream(lc: FinishingContext, tasks: TaskRecord[], log: Logger): Promise<void> {
+  if (lc.config?.maxInFlight === undefined || !tasks.some((task) => task.inFlightSlot)) return;
+  const taskId = tasks[0]?.taskId;
+  if (taskId === undefined) return;
+  try {
+    await leaveInFlight(lc.store, { key: taskId });
+  } catch (error) {
+    log.warn('Could not remove the task from the tasks in flight; the dispatcher heals it', { taskId, error });
+  }
+}
 
 /** Why a task fails: what clients read comes from the code and the provider's own words only. */
 export interface TaskFailure {
@@ -39,7 +62,7 @@ export interface TaskFailure {
  * @returns the task after the attempt and whether this call refunded it; undefined when it does not exist
  */
 export async function failAndRefundTask(
-  lc: Pick<ProviderLifecycle, 'store' | 'now'>,
+  lc: FinishingContext,
   task: TaskRecord,
   failure: TaskFailure,
   log: Logger,
@@ -57,6 +80,7 @@ export async function failAndRefundTask(
     now: lc.now(),
     ...(options.whileQueued ? { whileQueued: true } : {}),
   });
+  if (result?.refunded) await leaveUpstream(lc, [task, result.task], log);
   if (result?.refunded && task.providerTaskId === undefined) await leaveQueue(lc, task, log);
   if (result?.refunded) {
     metrics.taskFailed(errorCode);
@@ -78,7 +102,7 @@ export async function failAndRefundTask(
  *   (it stays pending, so a later refresh or the sweeper refunds it: no credit is lost either way).
  */
 export async function failTask(
-  lc: Pick<ProviderLifecycle, 'store' | 'now'>,
+  lc: FinishingContext,
   task: TaskRecord,
   failure: TaskFailure,
   log: Logger,
@@ -119,6 +143,7 @@ export async function completeWithResults(
     now: lc.now(),
   });
   if (completed) {
+    await leaveUpstream(lc, [task, completed], log);
     metrics.taskCompleted();
     log.info('Task completed', { taskId: task.taskId, results: resultKeys.length });
     return completed;

@@ -17,6 +17,8 @@ export const MetricName = {
   RefundFailures: 'RefundFailures',
   ProviderLatency: 'ProviderLatency',
   ProviderErrors: 'ProviderErrors',
+  /** The dispatcher: age of the oldest queued task it saw in a run (0 when nothing was queued). */
+  DispatchQueueAge: 'DispatchQueueAge',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
@@ -68,4 +70,5 @@ export const metrics = {
     emit(MetricName.ProviderLatency, ms, 'Milliseconds', { Operation: operation });
     if (!ok) emit(MetricName.ProviderErrors, 1, 'Count', { Operation: operation });
   },
+  dispatchQueueAge: (ms: number) => emit(MetricName.DispatchQueueAge, Math.max(0, ms), 'Milliseconds'),
 };

@@ -22,7 +22,11 @@ import { createFsMediaStore } from '../media/fs-media-store';
 import type { MediaStore } from '../media/port';
 import { createS3MediaStore } from '../media/s3-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
-import { providerLifecycleFromEnv, resetProviderLifecycleFromEnv } from './provider-lifecycle-from-env';
+import {
+  providerLifecycleFromEnv,
+  resetProviderLifecycleFromEnv,
+  withMaxInFlightFromEnv,
+} from './provider-lifecycle-from-env';
 
 export { lifecycleConfigFromEnv } from './provider-lifecycle-from-env';
 
@@ -84,7 +88,8 @@ let cached: Lifecycle | undefined;
  */
 export function lifecycleFromEnv(env?: Env): Lifecycle {
   if (cached) return cached;
-  cached = { ...providerLifecycleFromEnv(env), media: mediaFromEnv(env) };
+  const base = providerLifecycleFromEnv(env);
+  cached = { ...base, config: withMaxInFlightFromEnv(base.config, env), media: mediaFromEnv(env) };
   return cached;
 }
 

@@ -16,6 +16,7 @@ import {
   MEDIA_COPY_STALE_SECONDS,
   PROVIDER_BASE_URL,
   PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
+  PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   PROVIDER_TIMEOUT_MS,
@@ -55,6 +56,16 @@ export function lifecycleConfigFromEnv(env?: Env): LifecycleConfig {
   const days = readEnv(RESULT_RETENTION_DAYS, env);
   if (days !== undefined) config.resultRetentionDays = days;
   return config;
+}
+
+/**
+ * `config` with the cap on tasks in flight (`PROVIDER_MAX_IN_FLIGHT`) when one is set: for the functions
+ * that finish tasks and the dispatcher, not in `lifecycleConfigFromEnv`, so the submit functions, which
+ * finish none, do not bundle it.
+ */
+export function withMaxInFlightFromEnv(config: LifecycleConfig, env?: Env): LifecycleConfig {
+  const maxInFlight = readEnv(PROVIDER_MAX_IN_FLIGHT, env);
+  return maxInFlight === undefined ? config : { ...config, maxInFlight };
 }
 
 let cached: ProviderLifecycle | undefined;

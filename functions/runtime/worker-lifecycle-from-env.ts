@@ -24,6 +24,7 @@ import {
   mediaFromEnv,
   mediaUrlTtlSecondsFromEnv,
 } from './lifecycle-from-env';
+import { withMaxInFlightFromEnv } from './provider-lifecycle-from-env';
 
 /**
  * The media worker never talks to the provider, so it is deployed without its URL or key (least
@@ -39,7 +40,7 @@ export function lifecycleWithoutProvider(env?: Env): Lifecycle {
   return {
     store: storeFromEnv(env),
     provider: NO_PROVIDER,
-    config: lifecycleConfigFromEnv(env),
+    config: withMaxInFlightFromEnv(lifecycleConfigFromEnv(env), env),
     now: () => new Date(),
     media: mediaFromEnv(env),
   };

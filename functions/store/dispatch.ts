@@ -39,6 +39,45 @@ export interface CapacityState {
    * positions are overwritten in turn and the item never grows.
    */
   answered: Record<number, number>;
+  /**
+   * The service's tasks at the upstream, where a cap on tasks in flight is configured (README
+   * "Dispatching to the provider"): by task id, or by `slot<n>` for a slot taken whose task is not yet
+   * claimed. Undefined when the item has no such map (no cap was ever configured).
+   */
+  running?: Record<string, RunningEntry>;
+  /** Epoch ms of the last look at `running` for entries a lost removal left (see `claimHeal`). */
+  healAt?: number;
+}
+
+/** One entry of the capacity item's `running` map. */
+export interface RunningEntry {
+  /** Epoch ms at which its slot was taken. */
+  sentAt: number;
+  /** The task's owner (absent on a slot's reservation, which names no task yet). */
+  userId?: string;
+}
+
+/** The `running` key of the reservation a slot makes before its task is claimed. */
+export function slotKey(n: number): string {
+  return `slot${n}`;
+}
+
+/** Whether a `running` key is a slot's reservation rather than a task id. */
+export function isSlotKey(key: string): boolean {
+  return /^slot\d+$/.test(key);
+}
+
+function runningOf(raw: unknown): Record<string, RunningEntry> | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const running: Record<string, RunningEntry> = {};
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    const entry = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+    running[key] = {
+      sentAt: typeof entry.sentAt === 'number' ? entry.sentAt : 0,
+      ...(typeof entry.userId === 'string' ? { userId: entry.userId } : {}),
+    };
+  }
+  return running;
 }
 
 /** The attribute that holds the answer time of `slot` in a ring of `ring` positions. */
@@ -74,18 +113,30 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
     const { slot, at } = value as Record<string, unknown>;
     if (typeof slot === 'number' && typeof at === 'number') state.answered[slot] = at;
   }
+  if (typeof item.healAt === 'number') state.healAt = item.healAt;
+  const running = runningOf(item.running);
+  if (running) state.running = running;
   return state;
 }
 
 /**
  * Takes the next slot: records `now` as a send (keeping the last `keep` sends), moves the cursor to
  * `account` and adds 1 to the version, on condition that nobody else took a slot since `state` was read
- * and that no backoff began meanwhile. The slot's number (the new version) when this dispatcher won;
- * undefined when another one did (read again and retry).
+ * and that no backoff began meanwhile. With `maxInFlight`, the same write also reserves a place in
+ * `running` (key `slotKey(<the slot's number>)`), on condition that fewer than `maxInFlight` are there.
+ * The slot's number (the new version) when this dispatcher won; undefined when another one did, or the
+ * cap is reached (read again and retry).
  */
 export async function takeSlot(
   ctx: RetryingStoreContext,
-  input: { state: CapacityState; now: number; keep: number; account: string; tokensLeft?: number },
+  input: {
+    state: CapacityState;
+    now: number;
+    keep: number;
+    account: string;
+    tokensLeft?: number;
+    maxInFlight?: number;
+  },
 ): Promise<number | undefined> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
   const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
@@ -98,6 +149,129 @@ export async function takeSlot(
     names: { [attr('backoffUntil')]: 'backoffUntil' },
     values: { ':slotNow': input.now },
   };
+  const slot = update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } });
+  const reservation = input.maxInFlight === undefined ? undefined : reserve(input.state, input.now, input.maxInFlight);
+  const change: Expr = reservation
+    ? {
+        expression: `${slot.expression}, ${reservation.set}`,
+        names: { ...slot.names, ...reservation.condition.names },
+        values: { ...slot.values, ...reservation.condition.values, ...reservation.values },
+      }
+    : slot;
+  const condition = reservation ? and(version, notBackingOff, reservation.condition) : and(version, notBackingOff);
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ...updateParams(change, condition) }),
+        ),
+      ctx.retry,
+    );
+    return input.state.n + 1;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+const RUNNING = { [attr('running')]: 'running' };
+
+/**
+ * The `running` part of taking a slot: the slot's reservation (`slot<n+1>`), added to the map (or the
+ * map created with it), on condition that fewer than `cap` are there.
+ */
+function reserve(
+  state: CapacityState,
+  now: number,
+  cap: number,
+): { set: string; values: Record<string, unknown>; condition: Expr } {
+  const key = slotKey(state.n + 1);
+  if (state.running === undefined) {
+    return {
+      set: `${attr('running')} = :runningNew`,
+      values: { ':runningNew': { [key]: { sentAt: now } } },
+      condition: { expression: `attribute_not_exists(${attr('running')})`, names: RUNNING, values: {} },
+    };
+  }
+  return {
+    set: `${attr('running')}.${attr('runningSlot')} = :runningSlotEntry`,
+    values: { ':runningSlotEntry': { sentAt: now } },
+    condition: {
+      expression: `size(${attr('running')}) < :runningCap`,
+      names: { ...RUNNING, [attr('runningSlot')]: key },
+      values: { ':runningCap': cap },
+    },
+  };
+}
+
+/**
+ * Puts the task claimed with a slot in place of the slot's reservation in `running` (one write: the
+ * count stays). Nothing happens when the map is gone.
+ */
+export async function holdInFlight(
+  ctx: RetryingStoreContext,
+  input: { slot: number; userId: string; taskId: string; sentAt: number },
+): Promise<void> {
+  await updateRunning(ctx, {
+    UpdateExpression: `REMOVE ${attr('running')}.${attr('runningFrom')} SET ${attr('running')}.${attr('runningTo')} = :runningEntry`,
+    ConditionExpression: `attribute_exists(${attr('running')})`,
+    ExpressionAttributeNames: {
+      ...RUNNING,
+      [attr('runningFrom')]: slotKey(input.slot),
+      [attr('runningTo')]: input.taskId,
+    },
+    ExpressionAttributeValues: { ':runningEntry': { sentAt: input.sentAt, userId: input.userId } },
+  });
+}
+
+/**
+ * Removes an entry of `running` (a task that left the upstream, or a slot's reservation left unused):
+ * unconditional but for the map existing, so removing twice removes once. With `sentAt`, only the
+ * entry as it was read (a dispatcher's heal must not remove an entry written again since).
+ */
+export async function leaveInFlight(ctx: RetryingStoreContext, input: { key: string; sentAt?: number }): Promise<void> {
+  const names = { ...RUNNING, [attr('runningKey')]: input.key };
+  await updateRunning(
+    ctx,
+    input.sentAt === undefined
+      ? {
+          UpdateExpression: `REMOVE ${attr('running')}.${attr('runningKey')}`,
+          ConditionExpression: `attribute_exists(${attr('running')})`,
+          ExpressionAttributeNames: names,
+        }
+      : {
+          UpdateExpression: `REMOVE ${attr('running')}.${attr('runningKey')}`,
+          ConditionExpression: `${attr('running')}.${attr('runningKey')}.${attr('sentAt')} = :runningSentAt`,
+          ExpressionAttributeNames: { ...names, [attr('sentAt')]: 'sentAt' },
+          ExpressionAttributeValues: { ':runningSentAt': input.sentAt },
+        },
+  );
+}
+
+async function updateRunning(
+  ctx: RetryingStoreContext,
+  params: {
+    UpdateExpression: string;
+    ConditionExpression: string;
+    ExpressionAttributeNames: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  },
+): Promise<void> {
+  try {
+    await withRetry(
+      () => ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ...params })),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
+  }
+}
+
+/**
+ * Claims the look at `running` for entries whose removal was lost: true when nobody looked since
+ * `before` (epoch ms), so at the cap one dispatcher at a time reads the listed tasks, not every step.
+ */
+export async function claimHeal(ctx: RetryingStoreContext, input: { now: number; before: number }): Promise<boolean> {
   try {
     await withRetry(
       () =>
@@ -105,17 +279,18 @@ export async function takeSlot(
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: CAPACITY_KEY,
-            ...updateParams(
-              update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } }),
-              and(version, notBackingOff),
-            ),
+            ...updateParams(update({ set: { healAt: input.now } }), {
+              expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
+              names: { [attr('healAt')]: 'healAt' },
+              values: { ':healBefore': input.before },
+            }),
           }),
         ),
       ctx.retry,
     );
-    return input.state.n + 1;
+    return true;
   } catch (error) {
-    if (isConditionalCheckFailed(error)) return undefined;
+    if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
 }
@@ -385,13 +560,15 @@ function taskOf(item: Record<string, unknown>): TaskRecord {
  */
 export function claimSend(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; now: number },
+  input: { userId: string; taskId: string; now: number; inFlightSlot?: boolean },
 ): Promise<TaskRecord | undefined> {
   return updateTask(
     ctx,
     input,
     updateParams(
-      update({ set: { stage: 'sending', sendClaimedAt: input.now } }),
+      update({
+        set: { stage: 'sending', sendClaimedAt: input.now, ...(input.inFlightSlot ? { inFlightSlot: true } : {}) },
+      }),
       and(conditions.taskIsPending(), stageIs('queued', ':queuedStage')),
     ),
   );

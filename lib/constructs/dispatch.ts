@@ -21,7 +21,11 @@ import {
   parseCreateRateLimit,
   parseMaxInFlight,
 } from '../../functions/core/provider-capacity';
-import { DISPATCH_WAKE_QUEUE_URL, PROVIDER_CREATE_RATE_LIMIT } from '../../functions/environment/environment';
+import {
+  DISPATCH_WAKE_QUEUE_URL,
+  PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
+} from '../../functions/environment/environment';
 import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
 import type { ServiceFunctions } from './service-functions';
 import { acknowledge, DEAD_LETTER_RETENTION, pascal } from './support';
@@ -31,8 +35,9 @@ export interface DispatchCapacity {
   /** New tasks per window; undefined: none declared. */
   readonly createRateLimit?: CreateRateLimit;
   /**
-   * Tasks in flight at once; undefined: none declared. Checked at synth but not enforced yet (README
-   * "Dispatching to the provider"), so no function is given it: the stack sets only what a bundle reads.
+   * The service's tasks in flight at once (sent, not finished); undefined: none declared. Given to the
+   * dispatcher, which keeps to it, and to every function that finishes tasks (`needs.finishesTasks`),
+   * which take a finished task off the count: only these get `UpdateItem` on `DISPATCH#CAPACITY`.
    */
   readonly maxInFlight?: number;
 }
@@ -80,6 +85,34 @@ export class ServiceDispatch extends Construct {
     }
     this.wakeQueues = wake;
     this.wakeDeadLetterQueues = dead;
+    if (props.capacity.maxInFlight !== undefined) this.capInFlight(props, props.capacity.maxInFlight);
+  }
+
+  /**
+   * The cap on tasks in flight, for every function that finishes tasks (the dispatcher among them):
+   * `PROVIDER_MAX_IN_FLIGHT`, and `UpdateItem` on the capacity item for those that have no access to it
+   * otherwise (a finish removes its task from the item's `running` map, one unconditional `REMOVE`).
+   */
+  private capInFlight(props: ServiceDispatchProps, maxInFlight: number): void {
+    for (const [definition, fn] of props.functions.entries()) {
+      if (!definition.needs.finishesTasks) continue;
+      fn.addEnvironment(PROVIDER_MAX_IN_FLIGHT.name, String(maxInFlight));
+      if (definition.needs.table.keys.includes('DISPATCH#CAPACITY')) continue;
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:UpdateItem'],
+          resources: [props.table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#CAPACITY'] } },
+        }),
+      );
+    }
+  }
+
+  /** The dead-letter queue of a paced function's wake-ups. */
+  wakeDeadLetterQueueOf(definition: Pick<PacedDefinition, 'name'>): Queue {
+    const queue = this.wakeDeadLetterQueues.get(definition.name);
+    if (!queue) throw new Error(`${definition.name} is not a paced function`);
+    return queue;
   }
 
   /** The wake-up queue of a paced function. */

@@ -1,6 +1,7 @@
 /**
  * What an operator watches: the alarms (5xx rate and count, authorizer and sweeper errors, refund
- * failures, timeouts, provider errors, records in the workers' dead-letter queues), optionally mailed
+ * failures, timeouts, provider errors, records in the workers' and the dispatcher's dead-letter queues,
+ * the age of the dispatch queue), optionally mailed
  * through an SNS topic, and one CloudWatch dashboard showing each alarm against its threshold.
  */
 import { Duration } from 'aws-cdk-lib';
@@ -42,7 +43,12 @@ export interface ServiceObservabilityProps {
   mediaWorkerDlq: IQueue;
   /** The webhook worker's dead-letter queue. */
   webhookWorkerDlq: IQueue;
+  /** The dead-letter queue of the dispatcher's wake-ups (lib/constructs/dispatch.ts). */
+  dispatcherWakeDlq: IQueue;
 }
+
+/** The age of the oldest queued task past which the dispatch queue alarms: ten minutes. */
+export const DISPATCH_QUEUE_AGE_ALARM_MS = 600_000;
 
 /** The alarms and the operations dashboard. */
 export class ServiceObservability extends Construct {
@@ -142,6 +148,26 @@ export class ServiceObservability extends Construct {
         visibleMessages(props.webhookWorkerDlq),
         1,
       ),
+      atLeast(
+        'DispatcherWakeDlqAlarm',
+        "The dispatcher failed on a wake-up 5 times (it is in the dispatcher's WakeDlq): queued tasks wait for the next task queued to wake it; look at the dispatcher logs",
+        visibleMessages(props.dispatcherWakeDlq),
+        1,
+      ),
+      new Alarm(this, 'DispatchQueueAgeAlarm', {
+        alarmDescription: `A task has waited in the dispatch queue for more than ${DISPATCH_QUEUE_AGE_ALARM_MS / 60_000} minutes (the dispatcher's DispatchQueueAge): the upstream's capacity or the cap on tasks in flight is short of the demand, or the dispatcher is stuck`,
+        metric: new Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: MetricName.DispatchQueueAge,
+          statistic: 'Maximum',
+          period: fiveMinutes,
+        }),
+        threshold: DISPATCH_QUEUE_AGE_ALARM_MS,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        // The dispatcher runs only when something is queued or it waits: no data is no queue.
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
       atLeast(
         'ProviderErrorsAlarm',
         `At least ${config.providerErrorAlarmThreshold} provider calls failed within 5 minutes`,

@@ -1,10 +1,11 @@
 /**
  * The dispatcher's resources (lib/constructs/dispatch.ts, built from the registry's `DISPATCHER`) in the synthesized template: the function fed
  * by the table's stream (queue-entry inserts only) and by its wake-up queue (two at once at most), the
- * upstream's capacity in its environment, and the capacity settings checked at synth.
+ * upstream's capacity in its environment, the cap on tasks in flight given to it and to every function
+ * that finishes tasks (only with a cap), the capacity settings checked at synth, and its two alarms.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { DISPATCHER, DISPATCHER_FILTER, ROUTES } from '../../lib/routes';
+import { DISPATCHER, DISPATCHER_FILTER, LAMBDAS, ROUTES } from '../../lib/routes';
 import { cleanUp, functionLogicalId, type SynthesizedService, synthesize } from './support';
 
 let service: SynthesizedService | undefined;
@@ -14,13 +15,20 @@ afterEach(() => {
   service = undefined;
 });
 
-function dispatcherOf(s: SynthesizedService): { id: string; environment: Record<string, unknown> } {
-  const id = functionLogicalId(s, DISPATCHER.name);
+function functionOf(s: SynthesizedService, name: string): { id: string; environment: Record<string, unknown> } {
+  const id = functionLogicalId(s, name);
   const fn = s.template.toJSON().Resources[id] as {
     Properties: { Environment: { Variables: Record<string, unknown> } };
   };
   return { id, environment: fn.Properties.Environment.Variables };
 }
+
+function dispatcherOf(s: SynthesizedService): { id: string; environment: Record<string, unknown> } {
+  return functionOf(s, DISPATCHER.name);
+}
+
+/** The functions that finish tasks, the dispatcher among them (the registry's `needs.finishesTasks`). */
+const FINISHING = ['get-task', 'provider-callback', 'sweeper', 'media-worker', 'dispatcher'];
 
 describe('the dispatcher', () => {
   test('is woken by inserts of queue entries on the stream and by its delayed wake-up queue, two at once at most', () => {
@@ -68,10 +76,34 @@ describe('the dispatcher', () => {
     const { environment } = dispatcherOf(service);
 
     // Assert
-    expect(environment).toMatchObject({ PROVIDER_CREATE_RATE_LIMIT: '5/1' });
-    // The cap on tasks in flight is checked at synth (below) but not enforced yet: no bundle reads it,
-    // and the stack sets only what a bundle reads (test/infra/environment.test.ts).
-    expect(environment).not.toHaveProperty('PROVIDER_MAX_IN_FLIGHT');
+    expect(environment).toMatchObject({ PROVIDER_CREATE_RATE_LIMIT: '5/1', PROVIDER_MAX_IN_FLIGHT: '8' });
+  });
+
+  test('gives the cap on tasks in flight to the dispatcher and to every function that finishes tasks, only', () => {
+    // Act
+    const synthesized = synthesize({ providerMaxInFlight: '8' }, { bundle: false });
+    service = synthesized;
+    const capped = LAMBDAS.filter(
+      (definition) => 'PROVIDER_MAX_IN_FLIGHT' in functionOf(synthesized, definition.name).environment,
+    );
+
+    // Assert
+    expect(capped.map((definition) => definition.name).sort()).toEqual([...FINISHING].sort());
+    for (const name of FINISHING) {
+      expect(functionOf(synthesized, name).environment).toMatchObject({ PROVIDER_MAX_IN_FLIGHT: '8' });
+    }
+  });
+
+  test('without a cap no function is told one', () => {
+    // Act
+    const synthesized = synthesize({}, { bundle: false });
+    service = synthesized;
+    const capped = LAMBDAS.filter(
+      (definition) => 'PROVIDER_MAX_IN_FLIGHT' in functionOf(synthesized, definition.name).environment,
+    );
+
+    // Assert
+    expect(capped).toEqual([]);
   });
 
   test.each([
@@ -83,6 +115,51 @@ describe('the dispatcher', () => {
 
     // Assert
     expect(attempt).toThrow(message);
+  });
+
+  test("alarms when a wake-up lands in its dead-letter queue and when the dispatch queue's oldest task is over 10 minutes old", () => {
+    // Act
+    service = synthesize({}, { bundle: false });
+    const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties,
+    );
+    const wakeDlq = alarms.filter(
+      (alarm) =>
+        alarm.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+        JSON.stringify(alarm.Dimensions).includes('DispatcherWakeDlq'),
+    );
+    const queueAge = alarms.filter((alarm) => alarm.MetricName === 'DispatchQueueAge');
+
+    // Assert
+    expect(wakeDlq).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/SQS',
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Dimensions: [
+          {
+            Name: 'QueueName',
+            Value: { 'Fn::GetAtt': [expect.stringMatching(/^DispatchDispatcherWakeDlq/), 'QueueName'] },
+          },
+        ],
+      }),
+    ]);
+    expect(queueAge).toEqual([
+      expect.objectContaining({
+        Namespace: 'GenerationService',
+        Statistic: 'Maximum',
+        Threshold: 600_000,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'notBreaching',
+      }),
+    ]);
+    // The wake-up queue sends what it failed on 5 times to that dead-letter queue.
+    service.template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: {
+        maxReceiveCount: 5,
+        deadLetterTargetArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^DispatchDispatcherWakeDlq'), 'Arn'] },
+      },
+    });
   });
 });
 

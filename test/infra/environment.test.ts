@@ -71,7 +71,9 @@ function contractNamesIn(bundle: string): Set<string> {
 }
 
 beforeAll(() => {
-  service = synthesize({}, { bundle: true });
+  // With a cap on tasks in flight, so the variables set only when configured are checked too: the stack
+  // gives PROVIDER_MAX_IN_FLIGHT to the finishing functions, whose bundles must read it.
+  service = synthesize({ providerMaxInFlight: '4' }, { bundle: true });
   const resources = service.template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>;
   const functions = service.stack.node.findAll().filter((node): node is GenerationFunction => {
     return node instanceof GenerationFunction;
@@ -110,6 +112,17 @@ describe('environment contract against the synthesized stack', () => {
     expect([...(getTask?.reads ?? [])]).toEqual(expect.arrayContaining(['TABLE_NAME', 'PROVIDER_BASE_URL']));
     expect(openapi?.reads.has('PROVIDER_BASE_URL')).toBe(false);
     expect(openapi?.reads.has('OIDC_ISSUER')).toBe(false);
+  });
+
+  test('the cap on tasks in flight is read by the functions that finish tasks, not by submission', () => {
+    // Act
+    const readers = deployed.filter((fn) => fn.reads.has('PROVIDER_MAX_IN_FLIGHT')).map((fn) => fn.name);
+
+    // Assert
+    for (const name of ['GetTask', 'ProviderCallback', 'Sweeper', 'MediaWorker', 'Dispatcher']) {
+      expect(readers).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`/${name}$`))]));
+    }
+    expect(readers.filter((name) => /Submit/.test(name))).toEqual([]);
   });
 
   test('every variable the stack must set is set for every function whose bundle reads it', () => {

@@ -8,7 +8,8 @@
  * queues and counts the account's queued tasks (PutItem and Query on DISPATCH#QUEUE, nothing else
  * there); the dispatcher alone sends; it, GET, the cancel and the sweeper delete queue entries
  * (DeleteItem only: the entry of a task that ended while queued); reading a task and the listing read
- * the queue (a queued task's place and stage).
+ * the queue (a queued task's place and stage). With a cap on tasks in flight, the functions that finish
+ * tasks may update the capacity item (DISPATCH#CAPACITY) and nothing more there; without one they may not.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -161,6 +162,38 @@ test.each(LAMBDAS.map((definition) => [definition.name]))('%s may do exactly wha
 
   // Assert
   expect(lines).toEqual([...(EXPECTED[name] ?? [])].sort());
+});
+
+describe('with a cap on tasks in flight (-c providerMaxInFlight)', () => {
+  let capped: SynthesizedService;
+
+  beforeAll(() => {
+    capped = synthesize({ providerMaxInFlight: '4' }, { bundle: false });
+  }, 180_000);
+
+  afterAll(() => {
+    cleanUp(capped);
+  });
+
+  /**
+   * A finish takes its task off the dispatcher's count (`REMOVE running.<taskId>` on the capacity item):
+   * UpdateItem there and nothing else, for the functions that finish tasks and have no access to it.
+   */
+  const LEAVE_IN_FLIGHT =
+    'Allow dynamodb:UpdateItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#CAPACITY';
+  const FINISHING_WITHOUT_CAPACITY = ['get-task', 'provider-callback', 'sweeper', 'media-worker'];
+
+  test.each(LAMBDAS.map((definition) => [definition.name]))(
+    '%s may do what the table says, finishing adds UpdateItem on the capacity item',
+    (name) => {
+      // Act
+      const lines = statementLines(statementsOfFunction(capped.template, functionLogicalId(capped, name)));
+
+      // Assert
+      const extra = FINISHING_WITHOUT_CAPACITY.includes(name) ? [LEAVE_IN_FLIGHT] : [];
+      expect(lines).toEqual([...(EXPECTED[name] ?? []), ...extra].sort());
+    },
+  );
 });
 
 test("the default usage plan carries its API's tag, the one the enrolling functions' grants require", () => {

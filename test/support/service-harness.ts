@@ -41,6 +41,7 @@ import {
   PROVIDER_API_KEY,
   PROVIDER_BASE_URL,
   PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   PROVIDER_SECRET_ARN,
@@ -79,8 +80,9 @@ export interface ServiceHarnessOptions {
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
   /**
-   * The mock provider's capacity limits (create rate, tasks in flight); default none. The dispatcher is
-   * told the same create rate (PROVIDER_CREATE_RATE_LIMIT), as a deployment's profile tells it Kie's.
+   * The mock provider's capacity limits (create rate, tasks in flight); default none. The service is
+   * told the same ones (PROVIDER_CREATE_RATE_LIMIT, PROVIDER_MAX_IN_FLIGHT), as a deployment's profile
+   * tells it Kie's.
    */
   providerLimits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
   /** The mock provider's clock (epoch ms) for its limits and task ages; default the real one. */
@@ -135,6 +137,7 @@ const CLEARED_ENV = [
   // The harness runs the dispatcher as a loop, never through a wake-up queue.
   DISPATCH_WAKE_QUEUE_URL,
   PROVIDER_CREATE_RATE_LIMIT,
+  PROVIDER_MAX_IN_FLIGHT,
 ].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
@@ -230,6 +233,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
         ? formatCreateRateLimit(options.providerLimits.createRateLimit)
         : undefined,
     ),
+    // And to its cap on tasks in flight: the dispatcher and every function that finishes tasks.
+    setting(PROVIDER_MAX_IN_FLIGHT, options.providerLimits?.maxInFlight),
     setting(METRICS, 'off'),
     setting(LOG_LEVEL, 'error'),
   );
@@ -573,6 +578,7 @@ export const TASK_INTERNALS = [
   'sendClaimedAt',
   'sendRequeues',
   'sendFailures',
+  'inFlightSlot',
   'PK',
   'SK',
   'GSI1PK',
