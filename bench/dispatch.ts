@@ -137,6 +137,8 @@ export async function dispatchFigures(): Promise<void> {
   interface BurstRun {
     otherMs?: number;
     dispatchMs: number;
+    /** From the burst's first create upstream to its last: the pacing alone, without the accepts' ramp. */
+    pacedMs: number;
     pollMs: number;
     creates: number;
     calls: number;
@@ -191,6 +193,7 @@ export async function dispatchFigures(): Promise<void> {
       ...(withOther ? { otherMs: Math.max(...otherEnded.values()) - otherStarted } : {}),
       // The dispatch makespan: until the provider created the burst's last task (the mock's clock is this machine's).
       dispatchMs: Math.max(...burstCreates.map((entry) => entry.at)) - startedAt,
+      pacedMs: Math.max(...burstCreates.map((entry) => entry.at)) - Math.min(...burstCreates.map((entry) => entry.at)),
       pollMs: Math.max(...burstEnded.values()) - started,
       creates: stats.tasksCreated,
       calls: stats.createTaskCalls,
