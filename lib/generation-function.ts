@@ -22,6 +22,9 @@ export const REPO_ROOT = path.resolve(__dirname, '..');
 /** Key prefix of result files in the media bucket (see `mediaKey` in functions/media/port.ts). */
 export const MEDIA_RESULTS_PREFIX = 'results/';
 
+/** Key prefix of callers' uploads in the media bucket (see `uploadKey` in functions/core/uploads.ts). */
+export const MEDIA_UPLOADS_PREFIX = 'uploads/';
+
 /**
  * Settings only the local stack ever sets, fixed empty at build time: `WEBHOOK_INSECURE_ORIGINS` (a
  * local webhook receiver allowed over plain http). The submit functions check `webhookUrl`s, and with
@@ -240,6 +243,22 @@ export class GenerationFunction extends NodejsFunction {
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment('TABLE_NAME', table.tableName);
+    return this;
+  }
+
+  /**
+   * Grants access to the `uploads/` prefix only: `post` may store objects there (what a presigned POST
+   * is authorized as), `read` may read them (the submit's ranged GET and the provider's signed URLs).
+   * Sets `UPLOADS_BUCKET`.
+   */
+  bindUploads(bucket: IBucket, access: 'post' | 'read'): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: access === 'post' ? ['s3:PutObject'] : ['s3:GetObject'],
+        resources: [bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
+      }),
+    );
+    this.addEnvironment('UPLOADS_BUCKET', bucket.bucketName);
     return this;
   }
 

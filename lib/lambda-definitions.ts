@@ -46,6 +46,12 @@ export interface FunctionNeeds {
    * webhook worker's payloads); `none` never touches it.
    */
   media: 'write' | 'read' | 'none';
+  /**
+   * Callers' uploads under the media bucket's `uploads/` prefix: `post` signs the presigned POSTs that
+   * store them (the uploads function); `read` reads their first bytes and signs GET URLs for the
+   * provider (the functions that submit or resend tasks). Absent: no access to the prefix.
+   */
+  uploads?: 'post' | 'read';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */

@@ -49,7 +49,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false },
+    needs: { ...lifecycleNeeds, providerReads: false, uploads: 'read' },
   },
   {
     name: 'submit-video',
@@ -57,7 +57,16 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false },
+    needs: { ...lifecycleNeeds, providerReads: false, uploads: 'read' },
+  },
+  {
+    // A presigned POST for one reference image; the bytes go straight to storage, never through here.
+    name: 'uploads',
+    trigger: 'route',
+    method: 'POST',
+    path: '/api/ai/uploads',
+    entry: 'functions/uploads/handler.ts',
+    needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none', uploads: 'post' },
   },
   {
     // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.
@@ -66,7 +75,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
-    needs: lifecycleNeeds,
+    // A pending task never sent is resent here, with fresh signed URLs to its uploads.
+    needs: { ...lifecycleNeeds, uploads: 'read' },
   },
   {
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
@@ -76,7 +86,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/provider/callbacks/{taskId}',
     entry: 'functions/provider-callback/handler.ts',
-    needs: lifecycleNeeds,
+    needs: { ...lifecycleNeeds, uploads: 'read' },
     auth: 'none',
   },
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
@@ -233,6 +243,7 @@ export const SWEEPER: ScheduleDefinition = {
     ...lifecycleNeeds,
     table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] },
     media: 'write',
+    uploads: 'read',
     usagePlans: ['delete'],
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run

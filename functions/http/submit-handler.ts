@@ -7,6 +7,7 @@ import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
+import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
@@ -46,6 +47,8 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const request = rules.validate(req.body, profile);
     const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
     const lc = providerLifecycleFromEnv();
+    // Before anything is debited: a refused upload is the caller's 400, naming its entry.
+    await checkUploadReferences(lc, req.caller.userId, (request as { inputImageUrls?: string[] }).inputImageUrls);
     const { response, replayed } = await submitTask(
       lc,
       {

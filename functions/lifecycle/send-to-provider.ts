@@ -7,6 +7,7 @@ import { ProviderRejectedError, ProviderUnavailableError } from '../provider/por
 import { recordProviderTask } from '../store/tasks';
 import { failTask } from './finish-task';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
+import { withSignedUploads } from './uploads';
 
 /** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */
 export interface StoredProviderRequest {
@@ -40,7 +41,9 @@ export async function sendToProvider(lc: ProviderLifecycle, task: TaskRecord, lo
   try {
     // The callback URL is made on each send, never stored: it carries the task's signature.
     const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
-    const create = callBackUrl === undefined ? request : { ...request, callBackUrl };
+    // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
+    const signed = await withSignedUploads(lc, task.userId, request);
+    const create = callBackUrl === undefined ? signed : { ...signed, callBackUrl };
     const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(create), log);
     const recorded = await recordProviderTask(lc.store, {
       userId: task.userId,

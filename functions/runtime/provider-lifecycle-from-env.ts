@@ -10,6 +10,7 @@ import {
   type LifecycleConfig,
 } from '../core/lifecycle';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
+import { createS3UploadReader, uploadsOptionsFromEnv } from '../media/uploads';
 import { providerApiKeyFromEnv } from '../provider/api-key-source';
 import { providerCallbacksFromEnv } from '../provider/callback-secret';
 import { createHttpProvider } from '../provider/http-provider';
@@ -51,8 +52,10 @@ export function providerLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): 
   const baseUrl = env.PROVIDER_BASE_URL;
   if (!baseUrl) throw new Error('PROVIDER_BASE_URL is not set');
   const callbacks = providerCallbacksFromEnv(env);
+  const uploads = uploadsOptionsFromEnv(env);
   cached = {
     ...(callbacks ? { callbacks } : {}),
+    ...(uploads ? { uploads: createS3UploadReader(uploads) } : {}),
     store: storeFromEnv(env),
     provider: createHttpProvider({
       baseUrl,

@@ -14,6 +14,7 @@ import { resolveProviderProfile, type ServiceConfig } from '../config';
 import {
   GenerationFunction,
   MEDIA_RESULTS_PREFIX,
+  MEDIA_UPLOADS_PREFIX,
   providerProfileDefine,
   providerReadsDefine,
 } from '../generation-function';
@@ -109,6 +110,19 @@ export class ServiceFunctions extends Construct {
         fn.executionRole,
         `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_RESULTS_PREFIX}*]`,
         'Result keys are per user and per task, so the grant is the results/ prefix: Put/Get only, no listing, no deletes, nothing outside the prefix',
+      );
+    }
+    if (needs.uploads) {
+      fn.bindUploads(props.mediaBucket, needs.uploads);
+      if (needs.uploads === 'post') {
+        fn.addEnvironment('UPLOAD_MAX_BYTES', String(config.uploadMaxBytes));
+        fn.addEnvironment('UPLOAD_TTL_SECONDS', String(config.uploadExpiryHours * 3600));
+      }
+      const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
+      acknowledge(
+        fn.executionRole,
+        `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_UPLOADS_PREFIX}*]`,
+        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: one action (Put to sign presigned POSTs, or Get to check and sign), no listing, no deletes',
       );
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);

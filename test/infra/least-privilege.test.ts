@@ -34,6 +34,12 @@ const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
 const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
+/** Issue 27: reading callers' uploads (checking their bytes, signing the provider's GET URLs). */
+const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
+/** Signing results and reading uploads: one statement, as IAM merges the same action. */
+const READ_RESULTS_AND_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/* <MediaBucket.Arn>/uploads/*';
+/** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
+const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
 
 /** Every function of the registry and exactly what its role allows. */
 const EXPECTED: Readonly<Record<string, readonly string[]>> = {
@@ -42,10 +48,11 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Authorizer'),
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
-  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS, LIFECYCLE_SECRETS],
-  'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
+  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  uploads: [readWrite('USER#*'), ownLogs('Uploads'), POST_UPLOADS],
   'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
   'list-models': [readOnly('USER#*'), ownLogs('ListModels')],
@@ -73,6 +80,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     readWrite('USER#*,PENDING#*,WEBHOOKDUE#*'),
     ownLogs('Sweeper'),
     WRITE_RESULTS,
+    READ_UPLOADS,
     LIFECYCLE_SECRETS,
   ],
   'media-worker': [

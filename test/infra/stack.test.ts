@@ -41,7 +41,8 @@ afterAll(() => {
 const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** The task routes (they run the lifecycle); the rest are the account routes. */
 const LIFECYCLE_ROUTES = ROUTES.filter((route) => route.needs.provider);
-const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider);
+// The uploads route (issue 27) is neither: its own test below.
+const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider && route.name !== 'uploads');
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
@@ -260,6 +261,24 @@ describe('least privilege', () => {
     }
   });
 
+  test('the uploads function writes its upload records and may only store objects under uploads/', () => {
+    // Act
+    const statements = statementsOf('uploads');
+    const env = environmentOf('uploads');
+
+    // Assert
+    expect(actionsOf(statements)).toEqual(
+      ['logs:CreateLogStream', 'logs:PutLogEvents', ...READ, ...WRITE, 's3:PutObject'].sort(),
+    );
+    const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
+    expect(JSON.stringify(s3?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
+    expect(env).toMatchObject({
+      UPLOADS_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
+      UPLOAD_MAX_BYTES: String(20 * 1024 * 1024),
+      UPLOAD_TTL_SECONDS: String(24 * 3600),
+    });
+  });
+
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
     for (const name of [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)]) {
       // Act
@@ -277,11 +296,15 @@ describe('least privilege', () => {
           ...WRITE,
           'secretsmanager:GetSecretValue',
           's3:GetObject',
+          // The sweeper's read of uploads is a statement of its own (its results grant also writes).
+          ...(name === SWEEPER.name ? ['s3:GetObject'] : []),
           ...sweeperOnly,
         ].sort(),
       );
-      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
-      expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      // Results and, since issue 27, uploads (checking their bytes, signing the provider's GET URLs).
+      const s3 = JSON.stringify(statements.filter((statement) => actionsOf([statement]).includes('s3:GetObject')));
+      expect(s3).toContain('"/results/*"');
+      expect(s3).toContain('"/uploads/*"');
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -306,6 +329,7 @@ describe('least privilege', () => {
       'submit-video': ['USER#*'],
       'get-task': ['USER#*'],
       'provider-callback': ['USER#*'],
+      uploads: ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
@@ -722,9 +746,15 @@ describe('data', () => {
       },
       LoggingConfiguration: { DestinationBucketName: { Ref: expect.stringMatching(/^MediaAccessLogs/) } },
       LifecycleConfiguration: {
-        Rules: [expect.objectContaining({ Prefix: 'results/', ExpirationInDays: 30, Status: 'Enabled' })],
+        Rules: [
+          expect.objectContaining({ Prefix: 'results/', ExpirationInDays: 30, Status: 'Enabled' }),
+          // Issue 27: callers' uploads live 24 hours (uploadExpiryHours), whole days for S3.
+          expect.objectContaining({ Prefix: 'uploads/', ExpirationInDays: 1, Status: 'Enabled' }),
+        ],
       },
     });
+    // No CORS rule unless uploadCorsOrigins names the origins whose pages POST uploads.
+    expect(bucket.Properties).not.toHaveProperty('CorsConfiguration');
     service.template.hasResourceProperties('AWS::S3::BucketPolicy', {
       Bucket: { Ref: bucketId },
       PolicyDocument: {
