@@ -19,6 +19,7 @@ import type {
 } from 'aws-lambda';
 import { dashboardHeaders } from '../lib/dashboard-headers';
 import { AUTHORIZER_IDENTITY_SOURCES, type RouteDefinition } from '../lib/routes';
+import type { UploadBucket } from './upload-bucket';
 import type { UsageLimiter } from './usage-plans';
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   authorizerCacheTtlSeconds: number;
   /** Serves GET /media/<key> from here (stands in for the bucket's signed URLs). */
   media?: { resolve(urlPath: string): string | undefined; headers(path: string): Record<string, string> };
+  /** The media bucket's `uploads/` stand-in at `/<bucket>/` (presigned POST and GET, local/upload-bucket.ts). */
+  uploadBucket?: UploadBucket;
   /** One line per request. */
   log?: (line: string) => void;
   /** Identity sources of the authorizer (default: the stack's); a missing one is a 401 without a call. */
@@ -357,6 +360,8 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const path = requestPath.startsWith(`${stagePrefix}/`) ? requestPath.slice(stagePrefix.length) : '';
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
+    // The uploads bucket's stand-in reads its own (larger) bodies and answers as S3 would.
+    if (url && options.uploadBucket?.matches(requestPath)) return options.uploadBucket.handle(req, res, url);
     // Media (the bucket's stand-in) and the dashboard's files are served at the root in either mode.
     if (method === 'GET' && requestPath.startsWith('/media/') && (await serveMedia(requestPath, res))) return 200;
     if (

@@ -23,6 +23,7 @@ import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
+import { createUploadBucket } from './upload-bucket';
 import { createUsageLimiter, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -50,6 +51,8 @@ export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
 const OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
+/** The name (and path, `/<name>/`) of the local stand-in of the media bucket for uploads. */
+export const LOCAL_UPLOADS_BUCKET = 'local-uploads';
 // local/ here, dist/ when bundled (bin/run-ts.cjs): one level below the repository either way.
 const ROOT = resolve(__dirname, '..');
 
@@ -244,6 +247,10 @@ export async function startLocalStack(
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
+  // Callers' uploads: the local stand-in of the media bucket's uploads/ prefix (local/upload-bucket.ts).
+  const uploadsDir = inMemory
+    ? mkdtempSync(join(tmpdir(), 'generation-uploads-'))
+    : resolve(settings.dataDir, 'uploads');
   if (!inMemory) mkdirSync(resolve(settings.dataDir, 'dynamodb'), { recursive: true });
   mkdirSync(mediaDir, { recursive: true });
 
@@ -252,6 +259,7 @@ export async function startLocalStack(
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   };
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
+  if (inMemory) cleanups.push(() => rmSync(uploadsDir, { recursive: true, force: true }));
   // Before any handler module loads: some create their logger when imported.
   process.env.METRICS ??= 'off';
   process.env.LOG_LEVEL ??= 'warn';
@@ -312,6 +320,9 @@ export async function startLocalStack(
       MEDIA_SOURCE_INSECURE_ORIGINS: mockProvider.url,
       MEDIA_DIR: mediaDir,
       MEDIA_BASE_URL: url,
+      // Uploads go to the gateway's S3 stand-in through the same S3 code as deployed.
+      UPLOADS_BUCKET: LOCAL_UPLOADS_BUCKET,
+      UPLOADS_S3_ENDPOINT: url,
       PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
       MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
       PUBLIC_ORIGIN: url,
@@ -364,6 +375,16 @@ export async function startLocalStack(
           resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
           headers: mediaResponseHeaders,
         },
+        uploadBucket: createUploadBucket({
+          bucket: LOCAL_UPLOADS_BUCKET,
+          dir: uploadsDir,
+          region: 'local',
+          // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
+          credentialsFor: (accessKeyId) =>
+            accessKeyId === process.env.AWS_ACCESS_KEY_ID && process.env.AWS_SECRET_ACCESS_KEY
+              ? { accessKeyId, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY }
+              : undefined,
+        }),
         log,
       }),
     );

@@ -1,0 +1,340 @@
+/**
+ * Uploads (issue 27) on the local stack, over real HTTP: POST /api/ai/uploads, the presigned POST to
+ * the gateway's S3 stand-in (local/upload-bucket.ts, the same policy and signature checks as S3), an
+ * image-to-image task whose provider downloads the upload through its signed GET URL, and every refused
+ * reference a 400 naming its `inputImageUrls` entry with nothing debited.
+ */
+import { randomUUID } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import { presignPost } from '../../functions/aws/signer';
+import { grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
+import { putUpload } from '../../functions/store/uploads';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+
+/** The stack's upload limit for this file: small, so a too-big file is cheap to send. */
+const MAX_BYTES = 4096;
+const IMAGE_PATH = '/api/ai/image/generate';
+const UNKNOWN = 'Unknown upload: no upload of yours has this id (it may have expired)';
+
+let stack: SpawnedLocalStack;
+let store: StoreContext;
+let mockUrl: string;
+let owner: string;
+let stranger: string;
+
+interface CreatedUpload {
+  uploadId: string;
+  uploadUrl: string;
+  uploadFields: Record<string, string>;
+  expiresAt: string;
+  url: string;
+}
+
+/** A valid 1x1 PNG (signature, IHDR, IDAT, IEND with real CRCs). */
+function tinyPng(): Buffer {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (bytes: Buffer) => {
+    let c = 0xffffffff;
+    for (const byte of bytes) c = (crcTable[(c ^ byte) & 0xff] ?? 0) ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const sum = Buffer.alloc(4);
+    sum.writeUInt32BE(crc(body));
+    return Buffer.concat([length, body, sum]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(1, 0);
+  header.writeUInt32BE(1, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(Buffer.from([0, 255, 0, 0]))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+async function api(path: string, apiKey: string, json: unknown): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${stack.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(json),
+  });
+  return { status: response.status, body: (await response.json()) as unknown };
+}
+
+async function get(path: string, apiKey: string): Promise<{ status: number; body: unknown; text: string }> {
+  const response = await fetch(`${stack.baseUrl}${path}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text) as unknown, text };
+}
+
+async function startUpload(apiKey: string, contentType = 'image/png', size = 100): Promise<CreatedUpload> {
+  const answer = await api('/api/ai/uploads', apiKey, { contentType, size });
+  if (answer.status !== 201) throw new Error(`POST /api/ai/uploads answered ${answer.status}`);
+  return answer.body as CreatedUpload;
+}
+
+/** The browser-form POST S3 takes: the fields as given, then the file. */
+async function postForm(
+  uploadUrl: string,
+  fields: Record<string, string>,
+  bytes: Buffer,
+  fileType = 'image/png',
+): Promise<{ status: number; text: string; contentType: string }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  form.append('file', new Blob([bytes], { type: fileType }), 'file');
+  const response = await fetch(uploadUrl, { method: 'POST', body: form });
+  return {
+    status: response.status,
+    text: await response.text(),
+    contentType: response.headers.get('content-type') ?? '',
+  };
+}
+
+async function balanceOf(apiKey: string): Promise<number> {
+  return ((await get('/api/ai/credits?limit=1', apiKey)).body as { balance: number }).balance;
+}
+
+async function pollUntilDone(taskId: string, apiKey: string): Promise<{ status: number; text: string }> {
+  // Bounded polling of a real task (the mock finishes in 300 ms; the media worker copies the result).
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const task = await get(`/api/ai/tasks/${taskId}`, apiKey);
+    if ((task.body as { status: number }).status !== 0)
+      return { status: (task.body as { status: number }).status, text: task.text };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`Task ${taskId} still pending`);
+}
+
+beforeAll(async () => {
+  const [mockPort] = await freePorts(1);
+  mockUrl = `http://127.0.0.1:${mockPort}`;
+  stack = await spawnLocalStack({
+    env: {
+      DATA_DIR: ':memory:',
+      MOCK_PROVIDER_PORT: String(mockPort),
+      UPLOAD_MAX_BYTES: String(MAX_BYTES),
+      PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
+    },
+  });
+  store = {
+    doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
+    tableName: DEFAULT_TABLE_NAME,
+  };
+  await grantCredits(store, { userId: 'uploads-owner', amount: 100 });
+  await grantCredits(store, { userId: 'uploads-stranger', amount: 100 });
+  owner = (await putApiKey(store, { userId: 'uploads-owner', name: 'owner' })).apiKey;
+  stranger = (await putApiKey(store, { userId: 'uploads-stranger', name: 'stranger' })).apiKey;
+}, 240_000);
+
+afterAll(async () => {
+  store?.doc.destroy();
+  await stack?.stop();
+});
+
+describe('uploading a reference image', () => {
+  test('a real PNG goes through the presigned POST and an image-to-image task using it completes; the provider downloaded it through a signed URL', async () => {
+    // Prepare
+    const png = tinyPng();
+    const upload = await startUpload(owner, 'image/png', png.length);
+    const posted = await postForm(upload.uploadUrl, upload.uploadFields, png);
+    const before = await balanceOf(owner);
+    const statsBefore = (await (await fetch(`${mockUrl}/__stats`)).json()) as { referenceDownloads: unknown[] };
+
+    // Act
+    const submitted = await api(IMAGE_PATH, owner, {
+      model: 'image-model-1',
+      prompt: 'make it snow',
+      inputImageUrls: [upload.url],
+      providerInput: { mockDelayMs: 300 },
+    });
+    const taskId = (submitted.body as { taskId: string }).taskId;
+    const done = await pollUntilDone(taskId, owner);
+
+    // Assert
+    expect(upload.url).toBe(`upload://${upload.uploadId}`);
+    expect(Date.parse(upload.expiresAt) - Date.now()).toBeGreaterThan(23 * 3600 * 1000);
+    expect(posted.status).toBe(204);
+    expect(submitted.status).toBe(202);
+    expect(done.status).toBe(1);
+    // The task never shows a signing query (the provider got one, made at send time).
+    expect(done.text).not.toContain('X-Amz-Signature');
+    expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
+    const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
+      referenceDownloads: { status: number; bytes: number }[];
+    };
+    expect(stats.referenceDownloads.slice(statsBefore.referenceDownloads.length)).toEqual([
+      { status: 200, bytes: png.length },
+    ]);
+  });
+
+  test('the submit refuses foreign, expired, missing, not-yet-uploaded and mislabelled uploads, each a 400 naming its entry, and debits nothing', async () => {
+    // Prepare
+    const png = tinyPng();
+    const foreign = await startUpload(stranger, 'image/png', png.length);
+    await postForm(foreign.uploadUrl, foreign.uploadFields, png);
+    const mislabelled = await startUpload(owner, 'image/png', 40);
+    await postForm(mislabelled.uploadUrl, mislabelled.uploadFields, Buffer.from('this is text, not a PNG at all'));
+    const notSent = await startUpload(owner);
+    const expiredId = randomUUID();
+    await putUpload(store, {
+      userId: 'uploads-owner',
+      uploadId: expiredId,
+      key: `uploads/uploads-owner/${expiredId}`,
+      contentType: 'image/png',
+      declaredBytes: 10,
+      maxBytes: MAX_BYTES,
+      createdAt: new Date(Date.now() - 2 * 86_400_000).toISOString(),
+      expiresAt: new Date(Date.now() - 86_400_000).toISOString(),
+    });
+    const good = await startUpload(owner, 'image/png', png.length);
+    await postForm(good.uploadUrl, good.uploadFields, png);
+    const before = await balanceOf(owner);
+
+    // Act
+    // (image-model-1 takes at most 4 references: two submissions)
+    const first = await api(IMAGE_PATH, owner, {
+      model: 'image-model-1',
+      prompt: 'combine them',
+      inputImageUrls: [good.url, foreign.url, `upload://${expiredId}`, `upload://${randomUUID()}`],
+    });
+    const second = await api(IMAGE_PATH, owner, {
+      model: 'image-model-1',
+      prompt: 'combine them',
+      inputImageUrls: [notSent.url, mislabelled.url],
+    });
+
+    // Assert
+    // Another account's upload reads exactly as a missing or an expired one.
+    expect(first).toEqual({
+      status: 400,
+      body: {
+        error: 'Invalid request',
+        details: {
+          fieldErrors: {
+            'inputImageUrls.1': [UNKNOWN],
+            'inputImageUrls.2': [UNKNOWN],
+            'inputImageUrls.3': [UNKNOWN],
+          },
+          formErrors: [],
+        },
+      },
+    });
+    expect(second).toEqual({
+      status: 400,
+      body: {
+        error: 'Invalid request',
+        details: {
+          fieldErrors: {
+            'inputImageUrls.0': ['The upload has no file yet: send it with the uploadUrl and uploadFields first'],
+            'inputImageUrls.1': [
+              'The uploaded file is not image/png (checked on its bytes: not a PNG, JPEG or WebP image)',
+            ],
+          },
+          formErrors: [],
+        },
+      },
+    });
+    expect(await balanceOf(owner)).toBe(before);
+  });
+
+  test('POST /api/ai/uploads refuses an unsupported type, a size over the limit and unknown fields with a 400 naming them', async () => {
+    // Act
+    const answer = await api('/api/ai/uploads', owner, {
+      contentType: 'image/svg+xml',
+      size: MAX_BYTES + 1,
+      name: 'x',
+    });
+
+    // Assert
+    expect(answer).toEqual({
+      status: 400,
+      body: {
+        error: 'Invalid request',
+        details: {
+          fieldErrors: {
+            contentType: ['Must be one of image/png, image/jpeg, image/webp'],
+            size: [`Must be at most ${MAX_BYTES} bytes`],
+            name: ['Unknown field "name"'],
+          },
+          formErrors: [],
+        },
+      },
+    });
+  });
+});
+
+describe('the presigned POST is checked as S3 checks it', () => {
+  test('a different content type, a file over the size range, a tampered policy and an expired policy are refused with S3 XML errors', async () => {
+    // Prepare
+    const upload = await startUpload(owner, 'image/png', 100);
+    const png = tinyPng();
+    const tampered = JSON.parse(Buffer.from(upload.uploadFields.Policy ?? '', 'base64').toString('utf8')) as {
+      conditions: unknown[];
+    };
+    tampered.conditions = tampered.conditions.map((condition) =>
+      Array.isArray(condition) && condition[0] === 'content-length-range'
+        ? ['content-length-range', 1, 10 ** 9]
+        : condition,
+    );
+    const expired = await presignPost({
+      url: upload.uploadUrl,
+      region: 'local',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      date: new Date(Date.now() - 3600_000),
+      expiresAt: new Date(Date.now() - 60_000),
+      fields: { key: `uploads/uploads-owner/${upload.uploadId}`, 'Content-Type': 'image/png' },
+      conditions: [{ bucket: 'local-uploads' }, ['content-length-range', 1, MAX_BYTES]],
+    });
+
+    // Act
+    const wrongType = await postForm(upload.uploadUrl, { ...upload.uploadFields, 'Content-Type': 'image/jpeg' }, png);
+    const tooBig = await postForm(upload.uploadUrl, upload.uploadFields, Buffer.alloc(MAX_BYTES + 1, 1));
+    const forged = await postForm(
+      upload.uploadUrl,
+      { ...upload.uploadFields, Policy: Buffer.from(JSON.stringify(tampered)).toString('base64') },
+      png,
+    );
+    const late = await postForm(expired.url, expired.fields, png);
+
+    // Assert
+    const codeOf = (answer: { text: string }) => /<Code>([^<]+)<\/Code>/.exec(answer.text)?.[1];
+    expect([wrongType.status, codeOf(wrongType), wrongType.contentType]).toEqual([
+      403,
+      'AccessDenied',
+      'application/xml',
+    ]);
+    expect([tooBig.status, codeOf(tooBig)]).toEqual([400, 'EntityTooLarge']);
+    expect([forged.status, codeOf(forged)]).toEqual([403, 'SignatureDoesNotMatch']);
+    expect([late.status, codeOf(late)]).toEqual([403, 'AccessDenied']);
+    expect(late.text).toContain('Policy expired');
+  });
+
+  test('the stored file is served only through a valid signed GET URL', async () => {
+    // Prepare
+    const upload = await startUpload(owner, 'image/png', 100);
+    await postForm(upload.uploadUrl, upload.uploadFields, tinyPng());
+    const objectUrl = `${upload.uploadUrl}uploads/uploads-owner/${upload.uploadId}`;
+
+    // Act
+    const unsigned = await fetch(objectUrl);
+
+    // Assert
+    expect(unsigned.status).toBe(403);
+    expect(await unsigned.text()).toContain('<Code>AccessDenied</Code>');
+  });
+});
