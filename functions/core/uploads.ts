@@ -81,7 +81,8 @@ export function validateUploadRequest(body: unknown, maxBytes: number): UploadRe
         v.maxValue(maxBytes, `Must be at most ${maxBytes} bytes`),
       ),
     },
-    'Must be a JSON object',
+    // What a missing field reads (a body that is not an object is refused below, before parsing).
+    'Required',
   );
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError({ fieldErrors: {}, formErrors: ['Request body must be a JSON object'] });

@@ -128,11 +128,13 @@ export function createS3UploadPoster(options: S3UploadsOptions): UploadPoster {
 
 /**
  * The upload storage this environment names: UPLOADS_BUCKET (deployed: the media bucket) with
- * UPLOADS_S3_ENDPOINT locally (the local gateway's stand-in); undefined when uploads are not set up.
+ * UPLOADS_S3_ENDPOINT locally (the local gateway's stand-in) or LocalStack's S3 endpoint; undefined
+ * when uploads are not set up.
  */
 export function uploadsOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): S3UploadsOptions | undefined {
   const bucket = env.UPLOADS_BUCKET;
   if (!bucket) return undefined;
-  const endpoint = env.UPLOADS_S3_ENDPOINT;
+  // LocalStack deployments name their S3 endpoint as the media store reads it.
+  const endpoint = env.UPLOADS_S3_ENDPOINT || env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL;
   return { bucket, region: env.AWS_REGION ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
 }
