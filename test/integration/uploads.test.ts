@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
+import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost } from '../../functions/aws/signer';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
@@ -275,6 +276,29 @@ describe('uploading a reference image', () => {
         },
       },
     });
+  });
+});
+
+describe('the typed client', () => {
+  test('uploadFile sends bytes through the presigned POST and its reference is accepted by a submit; a file over the limit is the service 400', async () => {
+    // Prepare
+    const client = new GenerationClient({ baseUrl: stack.baseUrl, apiKey: owner, retries: 0 });
+
+    // Act
+    const upload = await client.uploadFile(new Uint8Array(tinyPng()), 'image/png');
+    const submitted = await client.submitImage({
+      model: 'image-model-1',
+      prompt: 'in blue',
+      inputImageUrls: [upload.url],
+    });
+    const tooBig = await client.uploadFile(new Uint8Array(MAX_BYTES + 1), 'image/png').catch((error: unknown) => error);
+
+    // Assert
+    expect(upload.url).toBe(`upload://${upload.uploadId}`);
+    expect(submitted.status).toBe(0);
+    expect(tooBig).toBeInstanceOf(ApiError);
+    expect((tooBig as ApiError).status).toBe(400);
+    await client.waitForTask(submitted.taskId, { intervalMs: 200, maxIntervalMs: 500 });
   });
 });
 
