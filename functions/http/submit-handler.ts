@@ -47,8 +47,12 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const request = rules.validate(req.body, profile);
     const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
     const lc = providerLifecycleFromEnv();
+    const idempotency = idempotencyKey
+      ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
+      : undefined;
     // Before anything is debited: a refused upload is the caller's 400, naming its entry.
-    await checkUploadReferences(lc, req.caller.userId, (request as { inputImageUrls?: string[] }).inputImageUrls);
+    const inputImageUrls = (request as { inputImageUrls?: string[] }).inputImageUrls;
+    await checkUploadReferences(lc, req.caller.userId, inputImageUrls, idempotency);
     const { response, replayed } = await submitTask(
       lc,
       {
@@ -58,9 +62,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         cost: rules.price(request),
         providerRequest: rules.providerRequest(request, profile),
         webhookUrl,
-        idempotency: idempotencyKey
-          ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
-          : undefined,
+        idempotency,
       },
       req.log,
     );

@@ -13,7 +13,7 @@ import {
   uploadIdOf,
   uploadKey,
 } from '../core/uploads';
-import { getUpload } from '../store/uploads';
+import { getUpload, isRecordedRequest } from '../store/uploads';
 import type { ProviderLifecycle } from './lifecycle';
 
 /** One message for a missing, expired and foreign upload: the three cannot be told apart. */
@@ -38,13 +38,15 @@ async function uploadProblem(lc: ProviderLifecycle, userId: string, reference: s
 
 /**
  * Checks every upload reference of `inputImageUrls`; other entries (https URLs) are left to the rules
- * that already judge them.
+ * that already judge them. A refused request whose Idempotency-Key already holds this very request
+ * passes: it is a replay, answered with the original task (its uploads may have expired since).
  * @throws ValidationError naming each refused entry (`inputImageUrls.<index>`)
  */
 export async function checkUploadReferences(
   lc: ProviderLifecycle,
   userId: string,
   urls: readonly string[] | undefined,
+  idempotency?: { key: string; requestHash: string },
 ): Promise<void> {
   if (!urls?.some(isUploadReference)) return;
   const problems = await Promise.all(
@@ -54,7 +56,9 @@ export async function checkUploadReferences(
   problems.forEach((problem, index) => {
     if (problem) fieldErrors[`inputImageUrls.${index}`] = [problem];
   });
-  if (Object.keys(fieldErrors).length > 0) throw new ValidationError({ fieldErrors, formErrors: [] });
+  if (Object.keys(fieldErrors).length === 0) return;
+  if (idempotency && (await isRecordedRequest(lc.store, userId, idempotency, lc.now()))) return;
+  throw new ValidationError({ fieldErrors, formErrors: [] });
 }
 
 /**

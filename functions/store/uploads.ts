@@ -6,6 +6,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { UploadContentType } from '../core/uploads';
 import { type RetryingStoreContext, withRetry } from './errors';
+import { keys } from './keys';
 import { TABLE } from './table';
 
 export interface UploadRecord {
@@ -65,4 +66,25 @@ export async function getUpload(
   }
   // Written only by putUpload, so the item has the record's shape (plus its keys and TTL).
   return item as UploadRecord;
+}
+
+/**
+ * True when `idempotencyKey` already holds this very request (same hash, not expired): its submit is a
+ * replay, answered with the original task even after the uploads it names have expired.
+ */
+export async function isRecordedRequest(
+  ctx: RetryingStoreContext,
+  userId: string,
+  idempotency: { key: string; requestHash: string },
+  now: Date,
+): Promise<boolean> {
+  const out = await withRetry(
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.idempotency(userId, idempotency.key) })),
+    ctx.retry,
+  );
+  const item = out.Item;
+  return (
+    item?.requestHash === idempotency.requestHash &&
+    Number(item[TABLE.ttlAttribute]) >= Math.floor(now.getTime() / 1000)
+  );
 }

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost } from '../../functions/aws/signer';
 import { grantCredits } from '../../functions/store/accounts';
@@ -67,13 +68,19 @@ function tinyPng(): Buffer {
   ]);
 }
 
-async function api(path: string, apiKey: string, json: unknown): Promise<{ status: number; body: unknown }> {
+async function api(
+  path: string,
+  apiKey: string,
+  json: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: unknown; replayed?: string }> {
   const response = await fetch(`${stack.baseUrl}${path}`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', ...headers },
     body: JSON.stringify(json),
   });
-  return { status: response.status, body: (await response.json()) as unknown };
+  const replayed = response.headers.get('idempotent-replayed');
+  return { status: response.status, body: (await response.json()) as unknown, ...(replayed ? { replayed } : {}) };
 }
 
 async function get(path: string, apiKey: string): Promise<{ status: number; body: unknown; text: string }> {
@@ -251,6 +258,40 @@ describe('uploading a reference image', () => {
       },
     });
     expect(await balanceOf(owner)).toBe(before);
+  });
+
+  test('an Idempotency-Key replay with the same uploads is the same request, even once the uploads have expired', async () => {
+    // Prepare
+    const png = tinyPng();
+    const upload = await startUpload(owner, 'image/png', png.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, png);
+    const body = { model: 'image-model-1', prompt: 'replay me', inputImageUrls: [upload.url] };
+    const key = { 'Idempotency-Key': `uploads-${randomUUID()}` };
+    const first = await api(IMAGE_PATH, owner, body, key);
+    await store.doc.send(
+      new UpdateCommand({
+        TableName: store.tableName,
+        Key: { PK: 'USER#uploads-owner', SK: `UPLOAD#${upload.uploadId}` },
+        UpdateExpression: 'SET expiresAt = :past',
+        ExpressionAttributeValues: { ':past': new Date(Date.now() - 1000).toISOString() },
+      }),
+    );
+    const before = await balanceOf(owner);
+
+    // Act
+    const replay = await api(IMAGE_PATH, owner, body, key);
+    const fresh = await api(IMAGE_PATH, owner, body, { 'Idempotency-Key': `uploads-${randomUUID()}` });
+
+    // Assert
+    expect(first.status).toBe(202);
+    expect(replay).toMatchObject({ status: 202, replayed: 'true' });
+    expect((replay.body as { taskId: string }).taskId).toBe((first.body as { taskId: string }).taskId);
+    expect(fresh).toMatchObject({
+      status: 400,
+      body: { details: { fieldErrors: { 'inputImageUrls.0': [UNKNOWN] } } },
+    });
+    expect(await balanceOf(owner)).toBe(before);
+    await pollUntilDone((first.body as { taskId: string }).taskId, owner);
   });
 
   test('POST /api/ai/uploads refuses an unsupported type, a size over the limit and unknown fields with a 400 naming them', async () => {
