@@ -14,7 +14,7 @@
  * Files live under `dir` (the key's path); DynamoDB Local does not run TTL, so expired uploads are
  * refused by their record's time (functions/store/uploads.ts), not by deleting their files.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -213,7 +213,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     const target = fileOf(root, key);
     if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
     await mkdir(dirname(target), { recursive: true });
-    const temp = join(dirname(target), `.${Date.now()}.part`);
+    const temp = join(dirname(target), `.${randomUUID()}.part`);
     await writeFile(temp, Buffer.from(await file.arrayBuffer()));
     await rename(temp, target);
     await writeFile(join(dirname(target), `.${key.split('/').pop() ?? ''}.type`), fields.get('content-type') ?? '');

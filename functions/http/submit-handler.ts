@@ -51,8 +51,11 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
       ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
       : undefined;
     // Before anything is debited: a refused upload is the caller's 400, naming its entry.
-    const inputImageUrls = (request as { inputImageUrls?: string[] }).inputImageUrls;
-    await checkUploadReferences(lc, req.caller.userId, inputImageUrls, idempotency);
+    const { inputImageUrls, providerInput } = request as {
+      inputImageUrls?: string[];
+      providerInput?: Record<string, unknown>;
+    };
+    await checkUploadReferences(lc, req.caller.userId, inputImageUrls, idempotency, providerInput);
     const { response, replayed } = await submitTask(
       lc,
       {

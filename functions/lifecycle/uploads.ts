@@ -47,7 +47,18 @@ export async function checkUploadReferences(
   userId: string,
   urls: readonly string[] | undefined,
   idempotency?: { key: string; requestHash: string },
+  providerInput?: Record<string, unknown>,
 ): Promise<void> {
+  // providerInput is merged over the provider request, whose upload references are signed at send:
+  // a reference there would reach the provider unchecked, so references belong in inputImageUrls only.
+  for (const [name, value] of Object.entries(providerInput ?? {})) {
+    if ([value].flat().some((item) => typeof item === 'string' && isUploadReference(item))) {
+      throw new ValidationError({
+        fieldErrors: { [`providerInput.${name}`]: ['Upload references go in inputImageUrls'] },
+        formErrors: [],
+      });
+    }
+  }
   if (!urls?.some(isUploadReference)) return;
   const problems = await Promise.all(
     urls.map((url) => (isUploadReference(url) ? uploadProblem(lc, userId, url) : Promise.resolve(undefined))),

@@ -225,6 +225,12 @@ describe('uploading a reference image', () => {
       prompt: 'combine them',
       inputImageUrls: [notSent.url, mislabelled.url],
     });
+    const smuggled = await api(IMAGE_PATH, owner, {
+      model: 'image-model-1',
+      prompt: 'combine them',
+      inputImageUrls: [good.url],
+      providerInput: { image_urls: [mislabelled.url] },
+    });
 
     // Assert
     // Another account's upload reads exactly as a missing or an expired one.
@@ -253,6 +259,17 @@ describe('uploading a reference image', () => {
               'The uploaded file is not image/png (checked on its bytes: not a PNG, JPEG or WebP image)',
             ],
           },
+          formErrors: [],
+        },
+      },
+    });
+    // providerInput is merged over the provider request: a reference there would skip the checks.
+    expect(smuggled).toEqual({
+      status: 400,
+      body: {
+        error: 'Invalid request',
+        details: {
+          fieldErrors: { 'providerInput.image_urls': ['Upload references go in inputImageUrls'] },
           formErrors: [],
         },
       },
