@@ -9,7 +9,7 @@
  * of them (esbuild keeps a dynamic import of a bundled module lazy).
  */
 
-import { DomainError, UsageError } from '../functions/core/errors';
+import { DomainError, KeyLimitError, UsageError } from '../functions/core/errors';
 import type { LocalStackState } from '../local/stack-state';
 import { helpText, parseInvocation } from './admin/args';
 import type { Target } from './admin/target';
@@ -21,6 +21,9 @@ function version(): string {
   if (typeof ADMIN_VERSION === 'string') return ADMIN_VERSION;
   return (require('../package.json') as { version: string }).version;
 }
+
+/** Key commands that enroll or delete API Gateway keys: locally they use the stand-in (local/usage-plans.ts). */
+const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke']);
 
 /** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
 const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset']);
@@ -78,6 +81,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       { localSettingsFromEnv },
       { webhookSecretBox },
       { webhookTargetPolicy },
+      { localUsageEnrollment },
     ] = await Promise.all([
       import('./admin/target'),
       import('./admin/commands'),
@@ -86,10 +90,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       import('../local/settings'),
       import('./admin/webhook-key'),
       import('../functions/webhooks/target-policy'),
+      import('../local/usage-plans'),
     ]);
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
-    target = resolveTarget(aws, env);
-    const usage = aws ? usageEnrollmentFromEnv(env) : undefined;
+    const resolved = resolveTarget(aws, env);
+    target = resolved;
+    // Locally, key commands record their API Gateway keys in the local stand-in, as the local stack does.
+    const usage = aws
+      ? usageEnrollmentFromEnv(env)
+      : LOCAL_KEY_COMMANDS.has(command.kind)
+        ? localUsageEnrollment(() => resolved.ctx)
+        : undefined;
     if (aws && !usage && USAGE_COMMANDS.has(command.kind)) {
       throw new UsageError(`${command.kind} with --aws needs USAGE_PLAN_ID (stack output DefaultUsagePlanId)`);
     }
@@ -111,7 +122,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });
     return result.ok ? 0 : 1;
   } catch (error) {
-    print(process.stderr, { error: describeFailure(error, target) });
+    // The cap on active keys answers as the API does: the message and the limit it names.
+    print(process.stderr, {
+      error: describeFailure(error, target),
+      ...(error instanceof KeyLimitError ? { limit: error.limit } : {}),
+    });
     return error instanceof UsageError ? 2 : 1;
   } finally {
     target?.ctx.doc.destroy();

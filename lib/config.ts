@@ -93,6 +93,8 @@ export interface ServiceConfig {
   keyBurstLimit: number;
   /** `keyDailyQuota`: the default plan's requests per API key and UTC day; 0 for no quota. */
   keyDailyQuota: number;
+  /** `maxActiveKeys`: the most active API keys one account may hold (each has a rate bucket of its own). */
+  maxActiveKeys: number;
   /**
    * `wafRequestsPerIpPerMinute`: the web ACL in front of the stage blocks (429) an address sending more
    * than this many requests in a minute, before they count against the stage limit; 0 for no web ACL.
@@ -146,6 +148,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   keyRateLimit: DEFAULT_RATE_PLAN.ratePerSecond,
   keyBurstLimit: DEFAULT_RATE_PLAN.burst,
   keyDailyQuota: 0,
+  maxActiveKeys: 20,
   // Twice a key's full default rate from one address, so the web ACL never limits a paying caller first.
   wafRequestsPerIpPerMinute: 12_000,
   tracing: false,
@@ -317,6 +320,7 @@ export function readConfig(node: Node): ServiceConfig {
     keyRateLimit: int(raw('keyRateLimit'), 'keyRateLimit', DEFAULT_CONFIG.keyRateLimit, 1, MAX_RATE_PER_SECOND),
     keyBurstLimit: int(raw('keyBurstLimit'), 'keyBurstLimit', DEFAULT_CONFIG.keyBurstLimit, 1, MAX_BURST),
     keyDailyQuota: int(raw('keyDailyQuota'), 'keyDailyQuota', DEFAULT_CONFIG.keyDailyQuota, 0, MAX_DAILY_QUOTA),
+    maxActiveKeys: int(raw('maxActiveKeys'), 'maxActiveKeys', DEFAULT_CONFIG.maxActiveKeys, 1, 1000),
     wafRequestsPerIpPerMinute: int(
       raw('wafRequestsPerIpPerMinute'),
       'wafRequestsPerIpPerMinute',

@@ -13,6 +13,23 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import {
+  MEDIA_BUCKET,
+  MEDIA_URL_TTL_SECONDS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET_ARN,
+  OIDC_ISSUER,
+  ORIGIN_VERIFY_SECRET_ARN,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET_ARN,
+  PROVIDER_SECRET_ARN,
+  PUBLIC_ORIGIN,
+  TABLE_NAME,
+  UPLOADS_BUCKET,
+  USAGE_PLAN_NAME,
+  WEBHOOK_SECRETS_KEY_ARN,
+} from '../functions/environment/environment';
 import { TABLE } from '../functions/store/table';
 import type { TableNeeds } from './routes';
 
@@ -242,7 +259,7 @@ export class GenerationFunction extends NodejsFunction {
     );
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
-    this.addEnvironment('TABLE_NAME', table.tableName);
+    this.addEnvironment(TABLE_NAME.name, table.tableName);
     return this;
   }
 
@@ -258,7 +275,7 @@ export class GenerationFunction extends NodejsFunction {
         resources: [bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
       }),
     );
-    this.addEnvironment('UPLOADS_BUCKET', bucket.bucketName);
+    this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
     return this;
   }
 
@@ -272,8 +289,8 @@ export class GenerationFunction extends NodejsFunction {
     const secretArn = secret.secretFullArn ?? `${secret.secretArn}-??????`;
     this.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretArn] }));
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_BASE_URL', baseUrl);
-    this.addEnvironment('PROVIDER_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_BASE_URL.name, baseUrl);
+    this.addEnvironment(PROVIDER_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -286,7 +303,7 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('PROVIDER_CALLBACK_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(PROVIDER_CALLBACK_SECRET_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -299,7 +316,7 @@ export class GenerationFunction extends NodejsFunction {
       new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
     );
     secret.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', secret.secretArn);
+    this.addEnvironment(WEBHOOK_SECRETS_KEY_ARN.name, secret.secretArn);
     return this;
   }
 
@@ -309,14 +326,14 @@ export class GenerationFunction extends NodejsFunction {
    * address the distribution forwards (functions/auth/viewer-address.ts).
    */
   bindOriginVerify(secret: ISecret): this {
-    this.addEnvironment('ORIGIN_VERIFY_SECRET_ARN', secret.secretArn);
+    this.addEnvironment(ORIGIN_VERIFY_SECRET_ARN.name, secret.secretArn);
     secret.grantRead(this);
     return this;
   }
 
   /** Sets `PUBLIC_ORIGIN`, the browsers' origin (CSRF checks, redirects after sign-in). */
   bindPublicOrigin(origin: string): this {
-    this.addEnvironment('PUBLIC_ORIGIN', origin);
+    this.addEnvironment(PUBLIC_ORIGIN.name, origin);
     return this;
   }
 
@@ -325,7 +342,7 @@ export class GenerationFunction extends NodejsFunction {
    * it, tasks finish by polling and the sweeper).
    */
   bindProviderCallbacks(origin: string): this {
-    this.addEnvironment('PROVIDER_CALLBACK_BASE_URL', origin);
+    this.addEnvironment(PROVIDER_CALLBACK_BASE_URL.name, origin);
     return this;
   }
 
@@ -334,9 +351,9 @@ export class GenerationFunction extends NodejsFunction {
    * `OIDC_CLIENT_SECRET_ARN`, and grants reading the client secret (nothing else).
    */
   bindOidcClient(client: { issuer: string; clientId: string; clientSecret: ISecret }): this {
-    this.addEnvironment('OIDC_ISSUER', client.issuer);
-    this.addEnvironment('OIDC_CLIENT_ID', client.clientId);
-    this.addEnvironment('OIDC_CLIENT_SECRET_ARN', client.clientSecret.secretArn);
+    this.addEnvironment(OIDC_ISSUER.name, client.issuer);
+    this.addEnvironment(OIDC_CLIENT_ID.name, client.clientId);
+    this.addEnvironment(OIDC_CLIENT_SECRET_ARN.name, client.clientSecret.secretArn);
     client.clientSecret.grantRead(this);
     return this;
   }
@@ -349,7 +366,7 @@ export class GenerationFunction extends NodejsFunction {
    * stage -> deployment -> methods -> functions).
    */
   bindUsagePlans(planName: string, grants: readonly PolicyStatement[]): this {
-    this.addEnvironment('USAGE_PLAN_NAME', planName);
+    this.addEnvironment(USAGE_PLAN_NAME.name, planName);
     new Policy(this, 'UsagePlans', { statements: [...grants], roles: [this.executionRole] });
     return this;
   }
@@ -369,8 +386,8 @@ export class GenerationFunction extends NodejsFunction {
     );
     if (access === 'write') bucket.encryptionKey?.grantEncryptDecrypt(this);
     else bucket.encryptionKey?.grantDecrypt(this);
-    this.addEnvironment('MEDIA_BUCKET', bucket.bucketName);
-    if (urlTtl) this.addEnvironment('MEDIA_URL_TTL_SECONDS', String(urlTtl.toSeconds()));
+    this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    if (urlTtl) this.addEnvironment(MEDIA_URL_TTL_SECONDS.name, String(urlTtl.toSeconds()));
     return this;
   }
 }

@@ -10,7 +10,8 @@ export type TableAccess = 'none' | 'RO' | 'RW';
  * `USER#*` an account's balance shards, tasks, ledger, idempotency records, key listings, sessions
  * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
  * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
- * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt.
+ * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt;
+ * `GATEWAYKEYDUE` the index partition where API Gateway keys wait to be given back or enrolled again.
  */
 export type TableKeyPattern =
   | 'USER#*'
@@ -19,7 +20,8 @@ export type TableKeyPattern =
   | 'SESSION#*'
   | 'KEYID#*'
   | 'INVITE#*'
-  | 'WEBHOOKDUE#*';
+  | 'WEBHOOKDUE#*'
+  | 'GATEWAYKEYDUE';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -42,8 +44,9 @@ export interface FunctionNeeds {
   providerReads?: boolean;
   /**
    * `write` copies results into the media bucket and signs URLs (the media worker, and the sweeper for
-   * copies that waited too long); `read` only signs URLs to results (the request functions and the
-   * webhook worker's payloads); `none` never touches it.
+   * copies that waited too long); `read` only signs URLs to results (reading a task, the provider's
+   * callback, the webhook worker's payloads); `none` never touches it (submission: a task it answers has
+   * no result yet).
    */
   media: 'write' | 'read' | 'none';
   /**
@@ -62,6 +65,8 @@ export interface FunctionNeeds {
    * API Gateway key of an ended key. Absent: nothing.
    */
   usagePlans?: readonly UsageKeyAction[];
+  /** Issues API keys to callers (creation, rotation): held to the cap on an account's active keys. */
+  issuesKeys?: boolean;
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
 }

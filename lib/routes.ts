@@ -20,7 +20,7 @@ import type {
 export type * from './lambda-definitions';
 
 // Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
-// No request copies media (the media worker does): they only sign URLs to results.
+// No request copies media (the media worker does): GET and the callback only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
   provider: true,
@@ -31,6 +31,11 @@ const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'U
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
 const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
 /** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
+/**
+ * Submission creates provider tasks and never reads their state; a task it answers has no result yet,
+ * so it signs no media URL (its bundle holds no media store).
+ */
+const SUBMIT_NEEDS: FunctionNeeds = { ...lifecycleNeeds, media: 'none', providerReads: false };
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
 
@@ -49,7 +54,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false, uploads: 'read' },
+    needs: { ...SUBMIT_NEEDS, uploads: 'read' },
   },
   {
     name: 'submit-video',
@@ -57,7 +62,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: { ...lifecycleNeeds, providerReads: false, uploads: 'read' },
+    needs: { ...SUBMIT_NEEDS, uploads: 'read' },
   },
   {
     // A presigned POST for one reference image; the bytes go straight to storage, never through here.
@@ -112,7 +117,8 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'GET',
     path: '/api/ai/models',
     entry: 'functions/list-models/handler.ts',
-    needs: ownReadNeeds,
+    // The catalog is in the bundle (core/catalog.ts): no table.
+    needs: { table: { access: 'none', keys: [] }, provider: false, media: 'none' },
   },
   {
     // The OpenAPI document, public (a client generator needs it before it has a key).
@@ -183,7 +189,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, usagePlans: ['enroll'] },
+    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
@@ -192,7 +198,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
     // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
-    needs: { ...writeNeeds, usagePlans: ['enroll', 'delete'] },
+    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
@@ -237,14 +243,14 @@ export const SWEEPER: ScheduleDefinition = {
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
-  // It copies results whose copy waited too long (media write), and deletes the API Gateway keys of
-  // rotated keys whose grace ended.
+  // It copies results whose copy waited too long (media write), lists API Gateway keys due for a look
+  // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled.
   needs: {
     ...lifecycleNeeds,
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'] },
+    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
     media: 'write',
     uploads: 'read',
-    usagePlans: ['delete'],
+    usagePlans: ['enroll', 'delete'],
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
   // longer than its one-minute period when a large video is being copied.

@@ -30,6 +30,18 @@
  * what the upstream the profile describes would refuse: an unknown model name, an input key the model
  * does not declare, a mistyped value. The result kind and image count then follow the profile.
  *
+ * Capacity, as an upstream declares it (off unless set; `MockProviderOptions`, `setLimits()`, or
+ * `POST /__control` with `{ "createRateLimit": "20/10", "maxInFlight": 4 }`, `null` to lift one):
+ * - `createRateLimit`: at most `requests` createTask calls in any sliding window of `windowSeconds`
+ *   (Kie.ai documents 20 per 10 s per key). Every call that passes the key check counts, whatever its
+ *   answer, except those refused by a limit. The excess is answered HTTP 429 `{ code: 429, msg }` with
+ *   `Retry-After` (whole seconds until the oldest counted call leaves the window) and is NOT queued.
+ * - `maxInFlight`: at most this many created tasks not yet ended (created less than their
+ *   `mockDelayMs` ago); beyond it createTask answers 429 with `Retry-After` (whole seconds until the
+ *   next task ends).
+ * Refusals are counted in `stats.createTaskRefused`; `stats.peakInFlight` is the most tasks that ran at
+ * once.
+ *
  * Server-wide faults (tests): `setFaults()` on the returned object, or `POST /__control` with a JSON
  * body of the same shape; `GET /__stats` returns the call counts.
  */
@@ -40,6 +52,12 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import * as zlib from 'node:zlib';
 import type { ProviderProfile } from '../functions/core/profiles/profile';
+import {
+  type CreateRateLimit,
+  formatCreateRateLimit,
+  MAX_IN_FLIGHT,
+  parseCreateRateLimit,
+} from '../functions/core/provider-capacity';
 import { checkProfiledCall } from './mock-profile';
 
 /** A fault applied to every matching call while set. */
@@ -84,6 +102,12 @@ export type MockOutcome =
 export interface MockProviderStats {
   /** Calls to createTask since the last reset (every call that reached the route). */
   readonly createTaskCalls: number;
+  /** createTask calls refused with 429 by `createRateLimit` or `maxInFlight` since the last reset. */
+  readonly createTaskRefused: number;
+  /** Tasks created (answered with a task id) since the last reset. */
+  readonly tasksCreated: number;
+  /** The most tasks in flight at once since the last reset. */
+  readonly peakInFlight: number;
   /** Calls to recordInfo for one provider task id since the last reset. */
   getTaskCalls(providerTaskId: string): number;
   /** Calls to recordInfo for any task id since the last reset. */
@@ -112,6 +136,18 @@ export interface MockProviderOptions {
   videoFile?: string;
   /** Refuse what the upstream described by this profile would refuse (see `local/mock-profile.ts`). */
   profile?: ProviderProfile;
+  /** Refuse createTask calls beyond this rate with 429 (see the top of this file); default none. */
+  createRateLimit?: CreateRateLimit;
+  /** Refuse createTask with 429 while this many tasks are in flight; default no cap. */
+  maxInFlight?: number;
+  /** The clock (epoch ms) for task ages and the limits; tests move it instead of sleeping. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The capacity limits in force; `null` lifts one (`setLimits`). */
+export interface MockLimits {
+  createRateLimit?: CreateRateLimit | null;
+  maxInFlight?: number | null;
 }
 
 export interface MockProvider {
@@ -122,6 +158,10 @@ export interface MockProvider {
   setFaults(faults: MockFaults): void;
   /** Clears every fault. */
   clearFaults(): void;
+  /** Sets (merges) the capacity limits; `null` lifts one. The window and the tasks in flight are kept. */
+  setLimits(limits: MockLimits): void;
+  /** The capacity limits in force. */
+  readonly limits: Readonly<{ createRateLimit: CreateRateLimit | null; maxInFlight: number | null }>;
   /** Stops listening and drops every open connection (including hung ones). */
   stop(): Promise<void>;
 }
@@ -185,7 +225,19 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const defaultDelayMs = options.defaultDelayMs ?? DEFAULT_DELAY_MS;
   const expectedAuth = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
 
+  const clock = options.now ?? Date.now;
+  let limits: { createRateLimit: CreateRateLimit | null; maxInFlight: number | null } = {
+    createRateLimit: options.createRateLimit ?? null,
+    maxInFlight: options.maxInFlight ?? null,
+  };
+  /** When each createTask call counted by the rate limit arrived (epoch ms), oldest first. */
+  let windowCalls: number[] = [];
+  /** When each created task ends (epoch ms), ascending. */
+  let inFlightEnds: number[] = [];
   let createTaskCalls = 0;
+  let createTaskRefused = 0;
+  let tasksCreated = 0;
+  let peakInFlight = 0;
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
   let referenceDownloads: { status: number; bytes: number }[] = [];
@@ -202,6 +254,15 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const stats: MockProviderStats = {
     get createTaskCalls() {
       return createTaskCalls;
+    },
+    get createTaskRefused() {
+      return createTaskRefused;
+    },
+    get tasksCreated() {
+      return tasksCreated;
+    },
+    get peakInFlight() {
+      return peakInFlight;
     },
     getTaskCalls: (id) => getCalls.get(id) ?? 0,
     get totalGetTaskCalls() {
@@ -220,6 +281,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     },
     reset() {
       createTaskCalls = 0;
+      createTaskRefused = 0;
+      tasksCreated = 0;
+      peakInFlight = inFlightNow(clock());
       fileDownloads = 0;
       callbacks = [];
       referenceDownloads = [];
@@ -229,6 +293,62 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
 
   function setFaults(next: MockFaults): void {
     faults = { ...faults, ...next };
+  }
+
+  function setLimits(next: MockLimits): void {
+    limits = { ...limits, ...next };
+  }
+
+  function limitsText(): { createRateLimit: string | null; maxInFlight: number | null } {
+    const rate = limits.createRateLimit;
+    return { createRateLimit: rate ? formatCreateRateLimit(rate) : null, maxInFlight: limits.maxInFlight };
+  }
+
+  /** Tasks created and not yet ended at `now`, dropping the ended ones from the list. */
+  function inFlightNow(now: number): number {
+    const ended = inFlightEnds.findIndex((end) => end > now);
+    inFlightEnds = ended < 0 ? [] : inFlightEnds.slice(ended);
+    return inFlightEnds.length;
+  }
+
+  /**
+   * Applies the capacity limits to one createTask call arriving at `now`: the seconds to wait
+   * (`Retry-After`) and the reason when it is refused, undefined when it may go on (it is then counted).
+   */
+  function overCapacity(now: number): { retryAfterSeconds: number; message: string } | undefined {
+    const rate = limits.createRateLimit;
+    if (rate) {
+      const windowMs = rate.windowSeconds * 1000;
+      const firstInWindow = windowCalls.findIndex((at) => at > now - windowMs);
+      windowCalls = firstInWindow < 0 ? [] : windowCalls.slice(firstInWindow);
+      const oldest = windowCalls[0];
+      if (oldest !== undefined && windowCalls.length >= rate.requests) {
+        return {
+          retryAfterSeconds: wholeSeconds(oldest + windowMs - now),
+          message: `Rate limit exceeded: at most ${rate.requests} new tasks per ${rate.windowSeconds} s`,
+        };
+      }
+    }
+    const cap = limits.maxInFlight;
+    const nextEnd = inFlightEnds[0];
+    if (cap !== null && inFlightNow(now) >= cap && nextEnd !== undefined) {
+      return {
+        retryAfterSeconds: wholeSeconds(nextEnd - now),
+        message: `Too many tasks in flight: at most ${cap} at once`,
+      };
+    }
+    if (rate) windowCalls.push(now);
+    return undefined;
+  }
+
+  /** Counts a created task as in flight until it ends. */
+  function startInFlight(task: MockTask): void {
+    const end = task.createdAt + task.delayMs;
+    if (end <= task.createdAt) return; // ends at once: never in flight
+    const at = inFlightEnds.findIndex((other) => other > end);
+    if (at < 0) inFlightEnds.push(end);
+    else inFlightEnds.splice(at, 0, end);
+    peakInFlight = Math.max(peakInFlight, inFlightNow(task.createdAt));
   }
 
   /** The active fault for one call, consuming one use when it is counted. */
@@ -267,9 +387,17 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         return;
       }
       if (applyFault(takeFault('create'), res, req)) return;
+      // The reference download (the only await) comes before the capacity check, so that the check and
+      // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
       const unreadable = await unreadableReference(body);
       if (unreadable) {
         sendJson(res, 422, { code: 422, msg: unreadable });
+        return;
+      }
+      const refused = overCapacity(clock());
+      if (refused) {
+        createTaskRefused++;
+        sendJson(res, 429, { code: 429, msg: refused.message }, { 'retry-after': String(refused.retryAfterSeconds) });
         return;
       }
       createTask(body, res);
@@ -294,18 +422,27 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     if (route === 'POST /__control') {
       const body = parseJson(await readBody(req));
       const next = parseFaults(body);
-      if (!next) {
-        sendJson(res, 400, { error: 'expected { createFault?, getFault?, ...Times? }' });
+      const nextLimits = parseLimits(body);
+      if (!next || !nextLimits) {
+        sendJson(res, 400, {
+          error: 'expected { createFault?, getFault?, ...Times?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
+        });
         return;
       }
       setFaults(next);
+      setLimits(nextLimits);
       if (isRecord(body) && body.resetStats === true) stats.reset();
-      sendJson(res, 200, { faults });
+      sendJson(res, 200, { faults, limits: limitsText() });
       return;
     }
     if (route === 'GET /__stats') {
       sendJson(res, 200, {
         createTaskCalls,
+        createTaskRefused,
+        tasksCreated,
+        peakInFlight,
+        inFlight: inFlightNow(clock()),
+        limits: limitsText(),
         getTaskCalls: Object.fromEntries(getCalls),
         fileDownloads,
         callbacks,
@@ -387,7 +524,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       outcome: outcome as MockOutcome,
       count: profiled?.ok ? profiled.call.count : resultCount(input),
       delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
-      createdAt: Date.now(),
+      createdAt: clock(),
       failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',
       failMsg: repeated(
         typeof input.mockFailMsg === 'string' ? input.mockFailMsg : 'Generation failed (mockOutcome fail)',
@@ -406,6 +543,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         : {}),
     };
     tasks.set(task.taskId, task);
+    tasksCreated++;
+    startInFlight(task);
     if (typeof body.callBackUrl === 'string') {
       const extraDelay = input.mockCallbackDelayMs;
       scheduleCallbacks(
@@ -471,7 +610,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
 
   /** The `recordInfo` answer for a task as it stands now (also the body of its callback). */
   function recordEnvelope(task: MockTask): Record<string, unknown> {
-    const now = Date.now();
+    const now = clock();
     const elapsed = now - task.createdAt;
     const done = elapsed >= task.delayMs;
     const state = done ? finalState(task) : elapsed < task.delayMs / 3 ? 'waiting' : 'generating';
@@ -596,6 +735,10 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     stats,
     setFaults,
     clearFaults: () => setFaults({ createFault: null, getFault: null, createFaultTimes: null, getFaultTimes: null }),
+    setLimits,
+    get limits() {
+      return limits;
+    },
     stop: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of callbackTimers) clearTimeout(timer);
@@ -714,6 +857,31 @@ function parseFaults(body: unknown): MockFaults | undefined {
   return next;
 }
 
+/** `createRateLimit` ("20/10" or null) and `maxInFlight` (a whole number or null) of a control body. */
+function parseLimits(body: unknown): MockLimits | undefined {
+  if (!isRecord(body)) return undefined;
+  const next: MockLimits = {};
+  const rate = body.createRateLimit;
+  if (rate === null) next.createRateLimit = null;
+  else if (typeof rate === 'string') {
+    try {
+      next.createRateLimit = parseCreateRateLimit(rate, 'createRateLimit');
+    } catch {
+      return undefined;
+    }
+  } else if (rate !== undefined) return undefined;
+  const cap = body.maxInFlight;
+  if (cap === null) next.maxInFlight = null;
+  else if (typeof cap === 'number' && Number.isInteger(cap) && cap >= 1 && cap <= MAX_IN_FLIGHT) next.maxInFlight = cap;
+  else if (cap !== undefined) return undefined;
+  return next;
+}
+
+/** Whole seconds to wait, at least 1 (a `Retry-After` of 0 would invite an immediate retry). */
+function wholeSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -735,9 +903,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+  res
+    .writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    .end(text);
 }
 
 /** A generated MP4 of `size` bytes (an `ftyp` box, then zeros), written as the client takes it. */

@@ -3,9 +3,24 @@
  * the same ones so that it talks to the stack `npm start` runs.
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
+import { type CreateRateLimit, parseCreateRateLimit, parseMaxInFlight } from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
-import { parseMaxOpenDeliveries, parseRetryDelays } from '../functions/core/webhooks';
+import { parseRetryDelays } from '../functions/core/webhooks';
+import {
+  DYNAMODB_ENDPOINT,
+  MAX_PENDING_SECONDS,
+  PROVIDER_PROFILE,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  TABLE_NAME,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_MAX_OPEN_DELIVERIES,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+} from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
 export interface LocalSettings {
@@ -13,6 +28,10 @@ export interface LocalSettings {
   port: number;
   dynamodbPort: number;
   mockProviderPort: number;
+  /** The mock provider's create rate (`MOCK_PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`); unset: unlimited. */
+  mockProviderCreateRateLimit?: CreateRateLimit;
+  /** The mock provider's cap on tasks in flight (`MOCK_PROVIDER_MAX_IN_FLIGHT`); unset: none. */
+  mockProviderMaxInFlight?: number;
   /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
   /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
@@ -37,6 +56,8 @@ export interface LocalSettings {
   keyRatePlan: RatePlan;
   /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
+  /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
+  maxActiveKeys: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -139,9 +160,14 @@ function checkedOrigins(text: string, setting: string): string {
   return text;
 }
 
+/** `{ [key]: check(text) }` when the setting is given, `{}` when it is not. */
+function optional<K extends string>(key: K, text: string | undefined, check: (text: string) => string) {
+  return text ? ({ [key]: check(text) } as { [P in K]: string }) : {};
+}
+
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
-  parseMaxOpenDeliveries(env.WEBHOOK_MAX_OPEN_DELIVERIES);
+  readEnv(WEBHOOK_MAX_OPEN_DELIVERIES, env);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
@@ -149,26 +175,36 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     dynamodbPort: int(env, 'DYNAMODB_PORT', offset(portBase(env), 3) ?? 8000),
     mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', offset(portBase(env), 1) ?? 3001),
     oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', offset(portBase(env), 2) ?? 3002),
+    ...(env.MOCK_PROVIDER_CREATE_RATE_LIMIT
+      ? {
+          mockProviderCreateRateLimit: parseCreateRateLimit(
+            env.MOCK_PROVIDER_CREATE_RATE_LIMIT,
+            'MOCK_PROVIDER_CREATE_RATE_LIMIT',
+          ),
+        }
+      : {}),
+    ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
+      ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
+      : {}),
     idpAccounts: accounts(env.LOCAL_IDP_ACCOUNTS),
     staticDir: env.DASHBOARD_DIR || 'dashboard/dist',
-    sessionIdleSeconds: optionalSeconds(env, 'SESSION_IDLE_SECONDS'),
-    sessionAbsoluteSeconds: optionalSeconds(env, 'SESSION_ABSOLUTE_SECONDS'),
-    tableName: env.TABLE_NAME || DEFAULT_TABLE_NAME,
+    sessionIdleSeconds: optionalSeconds(env, SESSION_IDLE_SECONDS.name),
+    sessionAbsoluteSeconds: optionalSeconds(env, SESSION_ABSOLUTE_SECONDS.name),
+    tableName: env[TABLE_NAME.name] || DEFAULT_TABLE_NAME,
     dataDir: env.DATA_DIR || '.data',
-    providerRefreshIntervalSeconds: int(env, 'PROVIDER_REFRESH_INTERVAL_SECONDS', 30),
+    providerRefreshIntervalSeconds: int(env, PROVIDER_REFRESH_INTERVAL_SECONDS.name, 30),
     authorizerCacheTtlSeconds: authorizerCacheTtl(env),
-    maxPendingSeconds: int(env, 'MAX_PENDING_SECONDS', 1800),
+    maxPendingSeconds: int(env, MAX_PENDING_SECONDS.name, 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
-    dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    dynamodbEndpoint: env[DYNAMODB_ENDPOINT.name] || undefined,
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
-    providerProfile: env.PROVIDER_PROFILE || DEFAULT_PROFILE_NAME,
-    ...(env.WEBHOOK_RETRY_DELAYS_SECONDS
-      ? { webhookRetryDelays: checkedRetryDelays(env.WEBHOOK_RETRY_DELAYS_SECONDS) }
-      : {}),
-    ...(env.WEBHOOK_INSECURE_ORIGINS
-      ? { webhookInsecureOrigins: checkedOrigins(env.WEBHOOK_INSECURE_ORIGINS, 'WEBHOOK_INSECURE_ORIGINS') }
-      : {}),
+    maxActiveKeys: maxActiveKeysFromEnv(env),
+    providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
+    ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
+    ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
+      checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
+    ),
   };
 }

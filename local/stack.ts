@@ -4,7 +4,43 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  LOG_LEVEL,
+  MAX_ACTIVE_KEYS,
+  MAX_PENDING_SECONDS,
+  MEDIA_BASE_URL,
+  MEDIA_DIR,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  METRICS,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET,
+  OIDC_ISSUER,
+  PROVIDER_API_KEY,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET,
+  PROVIDER_PROFILE,
+  PROVIDER_PROFILE_JSON,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PUBLIC_ORIGIN,
+  readEnv,
+  SESSION_ABSOLUTE_SECONDS,
+  SESSION_IDLE_SECONDS,
+  setting,
+  TABLE_NAME,
+  UPLOADS_BUCKET,
+  UPLOADS_S3_ENDPOINT,
+  WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_RETRY_DELAYS_SECONDS,
+  WEBHOOK_SECRETS_KEY,
+} from '../functions/environment/environment';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
 import { grantCredits } from '../functions/store/accounts';
@@ -24,7 +60,7 @@ import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
 import { createUploadBucket } from './upload-bucket';
-import { createUsageLimiter, storePlanLookup } from './usage-plans';
+import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
 export { LocalStackError } from './start-dynamodb';
@@ -49,7 +85,7 @@ export const DEMO_CREDITS = 1000;
 /** How long the key a later start prints keeps working (the first start's demo key does not end). */
 export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
-const OIDC_CLIENT_ID = 'generation-service-local';
+const LOCAL_OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
 /** The name (and path, `/<name>/`) of the local stand-in of the media bucket for uploads. */
 export const LOCAL_UPLOADS_BUCKET = 'local-uploads';
@@ -209,7 +245,8 @@ function localCallbackSecret(dataDir: string): string {
  * that run's record.
  */
 function localWebhookSecretsKey(dataDir: string): { key: string; from: 'env' | 'memory' | 'file' } {
-  if (process.env.WEBHOOK_SECRETS_KEY) return { key: process.env.WEBHOOK_SECRETS_KEY, from: 'env' };
+  const given = readEnv(WEBHOOK_SECRETS_KEY);
+  if (given) return { key: given, from: 'env' };
   // Kept for the CLI in this run's record (local/stack-state.ts), which is removed when the stack stops.
   if (dataDir === ':memory:') return { key: randomBytes(32).toString('base64url'), from: 'memory' };
   const file = resolve(dataDir, 'webhook-secrets-key');
@@ -243,7 +280,14 @@ export async function startLocalStack(
     throw error;
   }
   // Set before the handlers load: the submit functions read their profile when they load.
-  Object.assign(process.env, { PROVIDER_PROFILE: profile.profile.name, PROVIDER_PROFILE_JSON: profile.json ?? '' });
+  Object.assign(
+    process.env,
+    // An empty PROVIDER_PROFILE_JSON is written, not left out: it clears one an earlier start set.
+    environmentOf(setting(PROVIDER_PROFILE, profile.profile.name), {
+      name: PROVIDER_PROFILE_JSON.name,
+      text: profile.json ?? '',
+    }),
+  );
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
@@ -261,8 +305,8 @@ export async function startLocalStack(
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
   if (inMemory) cleanups.push(() => rmSync(uploadsDir, { recursive: true, force: true }));
   // Before any handler module loads: some create their logger when imported.
-  process.env.METRICS ??= 'off';
-  process.env.LOG_LEVEL ??= 'warn';
+  process.env[METRICS.name] ??= 'off';
+  process.env[LOG_LEVEL.name] ??= 'warn';
 
   try {
     const url = `http://${settings.host}:${settings.port}`;
@@ -271,6 +315,9 @@ export async function startLocalStack(
     const oidcClientSecret = randomBytes(32).toString('base64url');
     const demoSignIn = { email: DEMO_EMAIL, password: randomBytes(9).toString('base64url') };
 
+    // API Gateway's usage-plan control plane, recorded in the table (local/usage-plans.ts): installed before
+    // the handlers load, as they read their enrollment when they load.
+    useUsagePlansStandIn(localUsageEnrollment(storeFromEnv));
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
@@ -279,6 +326,8 @@ export async function startLocalStack(
         port: settings.mockProviderPort,
         host: settings.host,
         apiKey: PROVIDER_KEY,
+        ...(settings.mockProviderCreateRateLimit ? { createRateLimit: settings.mockProviderCreateRateLimit } : {}),
+        ...(settings.mockProviderMaxInFlight ? { maxInFlight: settings.mockProviderMaxInFlight } : {}),
         // The mock's own profile keeps its open door (any providerInput option); any other profile makes
         // it refuse what that upstream would refuse.
         ...(profile.profile.name === DEFAULT_PROFILE_NAME && profile.json === undefined
@@ -288,7 +337,7 @@ export async function startLocalStack(
       startLocalOidcProvider({
         host: settings.host,
         port: settings.oidcProviderPort,
-        clientId: OIDC_CLIENT_ID,
+        clientId: LOCAL_OIDC_CLIENT_ID,
         clientSecret: oidcClientSecret,
         redirectUri: `${apiUrl}/api/auth/callback`,
         accounts: [demoSignIn, ...settings.idpAccounts],
@@ -307,37 +356,44 @@ export async function startLocalStack(
     }
 
     const webhookKey = localWebhookSecretsKey(settings.dataDir);
-    // The handlers read exactly the variables the CDK stack sets on the Lambdas.
-    Object.assign(process.env, {
-      TABLE_NAME: settings.tableName,
-      DYNAMODB_ENDPOINT: dynamodb.endpoint,
-      AWS_REGION: 'local',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      PROVIDER_BASE_URL: mockProvider.url,
-      PROVIDER_API_KEY: PROVIDER_KEY,
-      // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
-      MEDIA_SOURCE_INSECURE_ORIGINS: mockProvider.url,
-      MEDIA_DIR: mediaDir,
-      MEDIA_BASE_URL: url,
-      // Uploads go to the gateway's S3 stand-in through the same S3 code as deployed.
-      UPLOADS_BUCKET: LOCAL_UPLOADS_BUCKET,
-      UPLOADS_S3_ENDPOINT: url,
-      PROVIDER_REFRESH_INTERVAL_SECONDS: String(settings.providerRefreshIntervalSeconds),
-      MAX_PENDING_SECONDS: String(settings.maxPendingSeconds),
-      PUBLIC_ORIGIN: url,
-      // The mock provider calls back here when a task ends (the same route as deployed).
-      PROVIDER_CALLBACK_BASE_URL: apiUrl,
-      PROVIDER_CALLBACK_SECRET: localCallbackSecret(settings.dataDir),
-      WEBHOOK_SECRETS_KEY: webhookKey.key,
-      ...(settings.webhookRetryDelays ? { WEBHOOK_RETRY_DELAYS_SECONDS: settings.webhookRetryDelays } : {}),
-      ...(settings.webhookInsecureOrigins ? { WEBHOOK_INSECURE_ORIGINS: settings.webhookInsecureOrigins } : {}),
-      OIDC_ISSUER: oidc.issuer,
-      OIDC_CLIENT_ID,
-      OIDC_CLIENT_SECRET: oidcClientSecret,
-      ...(settings.sessionIdleSeconds ? { SESSION_IDLE_SECONDS: String(settings.sessionIdleSeconds) } : {}),
-      ...(settings.sessionAbsoluteSeconds ? { SESSION_ABSOLUTE_SECONDS: String(settings.sessionAbsoluteSeconds) } : {}),
-    });
+    // The handlers' environment, built from the contract the CDK stack sets by (functions/environment/
+    // environment.ts): the same names, with this machine's stand-ins where AWS has a service (DynamoDB
+    // Local, plain secrets for Secrets Manager ARNs, a media directory for the bucket). Typed settings:
+    // a value the handlers would refuse fails here.
+    Object.assign(
+      process.env,
+      environmentOf(
+        setting(TABLE_NAME, settings.tableName),
+        setting(DYNAMODB_ENDPOINT, dynamodb.endpoint),
+        setting(AWS_REGION, 'local'),
+        setting(AWS_ACCESS_KEY_ID, 'local'),
+        setting(AWS_SECRET_ACCESS_KEY, 'local'),
+        setting(PROVIDER_BASE_URL, mockProvider.url),
+        setting(PROVIDER_API_KEY, PROVIDER_KEY),
+        // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
+        setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockProvider.url),
+        setting(MEDIA_DIR, mediaDir),
+        setting(MEDIA_BASE_URL, url),
+        // Uploads go to the gateway's S3 stand-in through the same S3 code as deployed.
+        setting(UPLOADS_BUCKET, LOCAL_UPLOADS_BUCKET),
+        setting(UPLOADS_S3_ENDPOINT, url),
+        setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
+        setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
+        setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(PUBLIC_ORIGIN, url),
+        // The mock provider calls back here when a task ends (the same route as deployed).
+        setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
+        setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
+        setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
+        setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
+        setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
+        setting(OIDC_ISSUER, oidc.issuer),
+        setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),
+        setting(OIDC_CLIENT_SECRET, oidcClientSecret),
+        setting(SESSION_IDLE_SECONDS, settings.sessionIdleSeconds || undefined),
+        setting(SESSION_ABSOLUTE_SECONDS, settings.sessionAbsoluteSeconds || undefined),
+      ),
+    );
     resetStoreFromEnv();
     resetLifecycleFromEnv();
     const { created } = await ensureTable(storeFromEnv());
@@ -380,10 +436,12 @@ export async function startLocalStack(
           dir: uploadsDir,
           region: 'local',
           // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
-          credentialsFor: (accessKeyId) =>
-            accessKeyId === process.env.AWS_ACCESS_KEY_ID && process.env.AWS_SECRET_ACCESS_KEY
-              ? { accessKeyId, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY }
-              : undefined,
+          credentialsFor: (accessKeyId) => {
+            const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY);
+            return accessKeyId === readEnv(AWS_ACCESS_KEY_ID) && secretAccessKey
+              ? { accessKeyId, secretAccessKey }
+              : undefined;
+          },
         }),
         log,
       }),

@@ -66,6 +66,12 @@ async function main(): Promise<void> {
       ? `Nothing is kept (DATA_DIR=:memory:). The operator CLI finds this stack while it runs by its port: npm run --silent admin -- <command>${settings.port === 3000 ? '' : ` with PORT=${settings.port}`}.`
       : `Data is kept in ${settings.dataDir}; to start over, stop and delete it (rm -rf ${settings.dataDir}).`,
   );
+  if (settings.mockProviderCreateRateLimit || settings.mockProviderMaxInFlight) {
+    const rate = settings.mockProviderCreateRateLimit;
+    log(
+      `The mock provider refuses (429, Retry-After) createTask beyond ${rate ? `${rate.requests} per ${rate.windowSeconds} s` : 'no rate'}${settings.mockProviderMaxInFlight ? ` and beyond ${settings.mockProviderMaxInFlight} tasks in flight` : ''} (MOCK_PROVIDER_CREATE_RATE_LIMIT, MOCK_PROVIDER_MAX_IN_FLIGHT).`,
+    );
+  }
   log('Ports: PORT, MOCK_PROVIDER_PORT, OIDC_PROVIDER_PORT, DYNAMODB_PORT, or all at once: PORT_BASE=4000 npm start.');
   log(`API ready at ${stack.apiUrl}`);
 }

@@ -5,6 +5,10 @@
  * and counts against the key's quota for the UTC day. An empty bucket or a spent quota is a 429 with
  * `Retry-After`. Deployed, API Gateway does this itself (lib/generation-service-stack.ts).
  */
+
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { UsageEnrollment } from '../functions/auth/rate-limits';
+import type { UsageKey, UsagePlans } from '../functions/aws/usage-plans';
 import {
   QUOTA_EXCEEDED_BODY,
   QUOTA_RETRY_AFTER_SECONDS,
@@ -12,6 +16,7 @@ import {
   THROTTLED_BODY,
   THROTTLED_RETRY_AFTER_SECONDS,
   type UsageSubject,
+  usageKeyName,
   usageKeyOf,
 } from '../functions/core/rate-plan';
 import type { StoreContext } from '../functions/store/client';
@@ -116,10 +121,78 @@ export function storePlanLookup(
     if (userId === undefined || subject === undefined || usageKey !== usageKeyOf(store.tableName, subject)) {
       return undefined;
     }
+    // A deleted API Gateway key is in no plan any more (API Gateway answers 403), whatever its key says.
+    if (subject.credential === 'key' && (await isDeleted(store, usageKeyName(store.tableName, subject)))) {
+      return undefined;
+    }
     const cached = cache.get(userId);
     if (cached && cached.until > now()) return cached.plan;
     const plan = (await getRatePlan(store, userId)) ?? defaultPlan;
     if (cacheSeconds > 0) cache.set(userId, { plan, until: now() + cacheSeconds * 1000 });
     return plan;
   };
+}
+
+/**
+ * The stand-in's record of one API Gateway key (`LOCALAPIKEY#<name>` / `LOCALAPIKEY`): enrolled in
+ * `planId`, or `deleted` (kept, so the local gateway can refuse it as API Gateway refuses a deleted key).
+ * Keys made before the stand-in existed have no record and count as enrolled.
+ */
+const localKey = (name: string) => ({ PK: `LOCALAPIKEY#${name}`, SK: 'LOCALAPIKEY' });
+
+async function isDeleted(store: StoreContext, name: string): Promise<boolean> {
+  const found = await store.doc.send(
+    new GetCommand({ TableName: store.tableName, Key: localKey(name), ConsistentRead: true }),
+  );
+  return found.Item?.deleted === true;
+}
+
+/** The stand-in's default plan id (the stack's is looked up by name). */
+export const LOCAL_DEFAULT_PLAN_ID = 'local-default';
+
+/**
+ * API Gateway's usage-plan control plane, for the local stack and the CLI talking to it: enrollments and
+ * deletions are recorded in the table, so key issuing, revocation and the sweeper's repair run the same
+ * code as deployed, and the local gateway refuses a deleted key. Account plans stay the table's own
+ * (`limits set` records them; the gateway reads them), so the plan operations change nothing here.
+ */
+export function tableUsagePlans(store: () => StoreContext): UsagePlans {
+  return {
+    async enroll(key: UsageKey, planId: string) {
+      const ctx = store();
+      await ctx.doc.send(
+        new PutCommand({
+          TableName: ctx.tableName,
+          Item: { ...localKey(key.name), name: key.name, value: key.value, planId },
+        }),
+      );
+    },
+    async remove(key: UsageKey) {
+      const ctx = store();
+      const found = await ctx.doc.send(
+        new GetCommand({ TableName: ctx.tableName, Key: localKey(key.name), ConsistentRead: true }),
+      );
+      if (found.Item?.deleted === true) return false;
+      await ctx.doc.send(
+        new PutCommand({ TableName: ctx.tableName, Item: { ...localKey(key.name), name: key.name, deleted: true } }),
+      );
+      return found.Item !== undefined;
+    },
+    async move(keys: readonly UsageKey[]) {
+      return keys.length;
+    },
+    async createPlan(name: string) {
+      return `local-${name}`;
+    },
+    async updatePlan() {},
+    async deletePlan() {},
+    async planIdByName() {
+      return LOCAL_DEFAULT_PLAN_ID;
+    },
+  };
+}
+
+/** The stand-in as an enrollment: what the local stack installs and the CLI uses without `--aws`. */
+export function localUsageEnrollment(store: () => StoreContext): UsageEnrollment {
+  return { plans: tableUsagePlans(store), defaultPlanId: async () => LOCAL_DEFAULT_PLAN_ID };
 }

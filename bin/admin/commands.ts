@@ -2,8 +2,9 @@
  * What each operator command does and prints. Times are shown as ISO 8601 (`null` = never / not).
  */
 
+import { issueKey, revokeKey, rotateKey } from '../../functions/auth/key-issuing';
 import {
-  enrollUsageKey,
+  enrollSessionsOnce,
   resetAccountLimits,
   setAccountLimits,
   type UsageEnrollment,
@@ -19,17 +20,10 @@ import {
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
-import {
-  describeIssuedKey,
-  describeKey,
-  listApiKeys,
-  putApiKey,
-  revokeApiKey,
-  rotateApiKey,
-} from '../../functions/store/api-keys';
+import { describeIssuedKey, describeKey, listApiKeys } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
-import { generateUserId, inviteAccount } from '../../functions/store/invites';
+import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';
@@ -112,7 +106,7 @@ export async function runCommand(
       return { output: { userId: command.userId, balance: await getBalance(ctx, command.userId) }, ok: true };
     }
     case 'keys create': {
-      const issued = await putApiKey(ctx, {
+      const issued = await issueKey(ctx, options.usage, {
         userId: command.userId,
         name: command.name,
         allowedCidrs: command.allowedCidrs,
@@ -120,7 +114,6 @@ export async function runCommand(
         now,
         audit: { action: 'key.create', actor: OPERATOR },
       });
-      await enrollUsageKey(ctx, options.usage, issued.userId, { credential: 'key', keyId: issued.keyId });
       return {
         output: describeIssuedKey(issued),
         ok: true,
@@ -131,7 +124,7 @@ export async function runCommand(
       return { output: { userId: command.userId, keys }, ok: true };
     }
     case 'keys revoke': {
-      const revoked = await revokeApiKey(ctx, {
+      const revoked = await revokeKey(ctx, options.usage, {
         keyId: command.keyId,
         now,
         audit: { action: 'key.revoke', actor: OPERATOR },
@@ -148,13 +141,12 @@ export async function runCommand(
       };
     }
     case 'keys rotate': {
-      const { issued, previous } = await rotateApiKey(ctx, {
+      const { issued, previous } = await rotateKey(ctx, options.usage, {
         keyId: command.keyId,
         graceSeconds: command.graceSeconds,
         now,
         audit: { action: 'key.rotate', actor: OPERATOR },
       });
-      await enrollUsageKey(ctx, options.usage, issued.userId, { credential: 'key', keyId: issued.keyId });
       return {
         output: {
           ...describeIssuedKey(issued),
@@ -171,6 +163,10 @@ export async function runCommand(
         now,
         audit: { action: 'account.invite', actor: OPERATOR },
       });
+      // Deployed with USAGE_PLAN_ID: the account's sessions are enrolled now, so even the first sign-in
+      // makes no API Gateway call.
+      const invite = await getInvite(ctx, invited.email);
+      if (invite) await enrollSessionsOnce(ctx, options.usage, invite, now);
       const cognito = options.createIdentity ? await options.createIdentity(invited.email) : undefined;
       return { output: { ...invited, ...(cognito ? { cognitoUser: cognito } : {}) }, ok: true };
     }

@@ -5,10 +5,11 @@
  */
 
 import { completeSignIn, type SignedInIdentity } from '../auth/oidc-client';
-import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
+import { enrollSessionsOnce, usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { cookieValues } from '../auth/session-cookie';
 import { sessionSettingsFromEnv } from '../auth/session-settings';
 import { callerAddress, originSecretFromEnv } from '../auth/viewer-address';
+import { ServiceBusyError } from '../core/errors';
 import { isOpaqueIdFormat, SIGN_IN_COOKIE, signInSecrets } from '../core/session';
 import { clearSignInCookie, sessionCookie } from '../http/cookies';
 import { htmlPage } from '../http/html';
@@ -27,6 +28,19 @@ const START_AGAIN = { href: '/api/auth/sign-in', text: 'Sign in again' };
 
 function failed(message: string) {
   return htmlPage(400, 'Sign-in failed', [message], START_AGAIN, { 'Set-Cookie': [clearSignInCookie()] });
+}
+
+/** The first sign-in could not enroll the account's sessions (API Gateway refused for now): try again soon. */
+function busy(retryAfterSeconds: number) {
+  return htmlPage(
+    503,
+    'Sign-in paused',
+    [
+      'The service could not finish setting up your account just now. Nothing is lost; please sign in again in a moment.',
+    ],
+    START_AGAIN,
+    { 'Set-Cookie': [clearSignInCookie()], 'Retry-After': [String(retryAfterSeconds)] },
+  );
 }
 
 function notInvited() {
@@ -75,8 +89,14 @@ export const handler = publicHandler(async (event) => {
     return notInvited();
   }
 
-  // Idempotent, so every sign-in makes sure the account's sessions can pass API Gateway's usage plan.
-  await enrollUsageKey(store, enrollment, invite.userId, { credential: 'session', userId: invite.userId });
+  // Once for the account's life (recorded on the invitation): later sign-ins make no API Gateway call.
+  try {
+    await enrollSessionsOnce(store, enrollment, invite);
+  } catch (error) {
+    if (!(error instanceof ServiceBusyError)) throw error;
+    logger.warn('sign-in: the sessions usage key could not be enrolled yet', { requestId, error });
+    return busy(error.retryAfterSeconds);
+  }
   const settings = sessionSettingsFromEnv();
   const { sessionId } = await createSession(store, {
     userId: invite.userId,

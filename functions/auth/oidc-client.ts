@@ -10,9 +10,18 @@
  * The ID token (signature against the issuer's JWKS, `iss`, `aud`, expiry, `nonce`) is validated by
  * openid-client for both issuers.
  */
+
 import * as client from 'openid-client';
 import { getSecretString } from '../aws/secrets-manager';
-import { publicOrigin } from '../http/csrf';
+import {
+  type Env,
+  OIDC_CLIENT_ID,
+  OIDC_CLIENT_SECRET,
+  OIDC_CLIENT_SECRET_ARN,
+  OIDC_ISSUER,
+  publicOrigin,
+  readEnv,
+} from '../environment/environment';
 
 export const CALLBACK_PATH = '/api/auth/callback';
 /** `email` to match invitations; nothing else is asked of the provider. */
@@ -20,9 +29,10 @@ export const SCOPES = 'openid email';
 
 let cached: Promise<client.Configuration> | undefined;
 
-async function clientSecret(env: NodeJS.ProcessEnv): Promise<string> {
-  if (env.OIDC_CLIENT_SECRET) return env.OIDC_CLIENT_SECRET;
-  const arn = env.OIDC_CLIENT_SECRET_ARN;
+async function clientSecret(env?: Env): Promise<string> {
+  const plain = readEnv(OIDC_CLIENT_SECRET, env);
+  if (plain) return plain;
+  const arn = readEnv(OIDC_CLIENT_SECRET_ARN, env);
   if (!arn) throw new Error('OpenID client not configured: set OIDC_CLIENT_SECRET or OIDC_CLIENT_SECRET_ARN');
   const text = (await getSecretString(arn, env)).trim();
   if (!text.startsWith('{')) return text;
@@ -39,10 +49,10 @@ function isLoopback(url: URL): boolean {
 }
 
 /** The provider's configuration, discovered once per container (a failure is retried next time). */
-export function oidcConfiguration(env: NodeJS.ProcessEnv = process.env): Promise<client.Configuration> {
+export function oidcConfiguration(env?: Env): Promise<client.Configuration> {
   cached ??= (async () => {
-    const issuer = env.OIDC_ISSUER;
-    const clientId = env.OIDC_CLIENT_ID;
+    const issuer = readEnv(OIDC_ISSUER, env);
+    const clientId = readEnv(OIDC_CLIENT_ID, env);
     if (!issuer || !clientId) throw new Error('OpenID client not configured: set OIDC_ISSUER and OIDC_CLIENT_ID');
     const issuerUrl = new URL(issuer);
     const insecure = issuerUrl.protocol === 'http:';

@@ -4,16 +4,18 @@
  * for both front doors: key management and sign-in call {@link enrollUsageKey}, the operator CLI calls
  * {@link setAccountLimits} and {@link resetAccountLimits}.
  *
- * Locally there is nothing to enroll: the local gateway takes every usage key the authorizer derives as
- * enrolled and reads the account's plan from the table (local/usage-plans.ts).
+ * Locally the stand-in (local/usage-plans.ts) records enrollments and deletions in the table, and the
+ * local gateway refuses a usage key whose API Gateway key was deleted, as API Gateway does.
  */
 
 import { type ApiStage, apiGatewayUsagePlans, type UsageKey, type UsagePlans } from '../aws/usage-plans';
 import { UsageError } from '../core/errors';
 import { type RatePlan, ratePlanProblems, type UsageSubject, usageKeyName, usageKeyOf } from '../core/rate-plan';
+import { type Env, REST_API_ID, readEnv, STAGE_NAME, USAGE_PLAN_ID, USAGE_PLAN_NAME } from '../environment/environment';
 import { listApiKeys } from '../store/api-keys';
 import type { AuditActor } from '../store/audit';
 import type { StoreContext } from '../store/client';
+import { type Invite, markSessionUsageEnrolled } from '../store/invites';
 import { type AccountRatePlan, deleteRatePlan, getRatePlan, putRatePlan } from '../store/rate-plans';
 
 /** The deployed stack's usage plans: the client, the default plan and (for account plans) the stage. */
@@ -39,21 +41,37 @@ function defaultPlan(plans: UsagePlans, id: string | undefined, name: string | u
   };
 }
 
+/** The local stack's stand-in for API Gateway's usage plans (local/usage-plans.ts); never set in AWS. */
+let standIn: UsageEnrollment | undefined;
+
+/**
+ * Installs the local stand-in: where no usage plan is configured, {@link usageEnrollmentFromEnv} returns it,
+ * so the handlers the local stack runs in its own process enroll and delete keys on the same path as
+ * deployed. Set before the handlers load (they read their enrollment when they load).
+ */
+export function useUsagePlansStandIn(enrollment: UsageEnrollment | undefined): void {
+  standIn = enrollment;
+}
+
 /**
  * The deployment's usage plans from `USAGE_PLAN_ID` (the CLI, from the stack output) or
  * `USAGE_PLAN_NAME` (the functions), and `REST_API_ID`, `STAGE_NAME` for account plans; undefined where
  * there are none to enroll in (the local stack, LocalStack mode).
  */
 export function usageEnrollmentFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   plans: () => UsagePlans = apiGatewayUsagePlans,
 ): UsageEnrollment | undefined {
-  if (!env.USAGE_PLAN_ID && !env.USAGE_PLAN_NAME) return undefined;
+  const planId = readEnv(USAGE_PLAN_ID, env);
+  const planName = readEnv(USAGE_PLAN_NAME, env);
+  if (!planId && !planName) return standIn;
   const client = plans();
-  const stage = env.REST_API_ID && env.STAGE_NAME ? { apiId: env.REST_API_ID, stage: env.STAGE_NAME } : undefined;
+  const apiId = readEnv(REST_API_ID, env);
+  const stageName = readEnv(STAGE_NAME, env);
+  const stage = apiId && stageName ? { apiId, stage: stageName } : undefined;
   return {
     plans: client,
-    defaultPlanId: defaultPlan(client, env.USAGE_PLAN_ID, env.USAGE_PLAN_NAME),
+    defaultPlanId: defaultPlan(client, planId, planName),
     ...(stage ? { stage } : {}),
   };
 }
@@ -75,6 +93,23 @@ export async function enrollUsageKey(
   if (!enrollment) return;
   const own = await getRatePlan(ctx, userId);
   await enrollment.plans.enroll(usageKey(ctx, subject), own?.usagePlanId ?? (await enrollment.defaultPlanId()));
+}
+
+/**
+ * Enrolls the account's sessions once for the account's life (the CLI's invitation does it when it can,
+ * else the first sign-in), and records it on the invitation: later sign-ins make no API Gateway call, so
+ * a burst of control-plane calls elsewhere (key creations) cannot fail a sign-in. A no-op without usage
+ * plans. Throws ControlPlaneBusyError when API Gateway refuses; nothing is recorded then.
+ */
+export async function enrollSessionsOnce(
+  ctx: StoreContext,
+  enrollment: UsageEnrollment | undefined,
+  invite: Pick<Invite, 'email' | 'userId' | 'sessionUsageEnrolledAt'>,
+  now?: Date,
+): Promise<void> {
+  if (!enrollment || invite.sessionUsageEnrolledAt !== undefined) return;
+  await enrollUsageKey(ctx, enrollment, invite.userId, { credential: 'session', userId: invite.userId });
+  await markSessionUsageEnrolled(ctx, { email: invite.email, ...(now ? { now } : {}) });
 }
 
 /** Every usage key of an account: each of its API keys, and its sessions. */

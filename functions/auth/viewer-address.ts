@@ -10,9 +10,11 @@
  * The authorizer resolves the address once and hands it to the handlers in its context (`callerIp`),
  * which callers cannot set; so only the authorizer and sign-in read the secret.
  */
+
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { getSecretString } from '../aws/secrets-manager';
+import { type Env, ORIGIN_VERIFY_SECRET_ARN, readEnv } from '../environment/environment';
 
 /** Written by the distribution's viewer-request function; trusted only with {@link ORIGIN_VERIFY_HEADER}. */
 export const VIEWER_ADDRESS_HEADER = 'x-viewer-address';
@@ -52,10 +54,10 @@ const SECRET_CACHE_MS = 5 * 60_000;
  * where there is no distribution (the variable is unset).
  */
 export function originSecretFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   read: (secretId: string) => Promise<string> = (secretId) => getSecretString(secretId, env),
 ): () => Promise<string | undefined> {
-  const secretId = env.ORIGIN_VERIFY_SECRET_ARN;
+  const secretId = readEnv(ORIGIN_VERIFY_SECRET_ARN, env);
   let cached: { value: string; until: number } | undefined;
   return async () => {
     if (!secretId) return undefined;

@@ -2,6 +2,14 @@
  * Secrets Manager without its SDK client (which would put the Lambda bundles far past their budget):
  * one `GetSecretValue` call signed by the SDK's own SigV4 signer (`./signer`). The provider key and the OpenID client secret are read with it.
  */
+import {
+  AWS_DEFAULT_REGION,
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_SECRETS_MANAGER,
+  AWS_REGION,
+  type Env,
+  readEnv,
+} from '../environment/environment';
 import { credentialsFromEnv, signRequest } from './signer';
 
 const SECRETS_MANAGER_TIMEOUT_MS = 5_000;
@@ -11,15 +19,13 @@ const SECRETS_MANAGER_TIMEOUT_MS = 5_000;
  * Region from `AWS_REGION` (or `AWS_DEFAULT_REGION`); credentials from the environment Lambda provides;
  * endpoint overridable with `AWS_ENDPOINT_URL_SECRETS_MANAGER` or `AWS_ENDPOINT_URL` (LocalStack).
  */
-export async function getSecretString(
-  secretId: string,
-  env: NodeJS.ProcessEnv = process.env,
-  doFetch: typeof fetch = fetch,
-): Promise<string> {
-  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+export async function getSecretString(secretId: string, env?: Env, doFetch: typeof fetch = fetch): Promise<string> {
+  const region = readEnv(AWS_REGION, env) ?? readEnv(AWS_DEFAULT_REGION, env);
   if (!region) throw new Error('AWS_REGION is not set');
   const endpoint =
-    env.AWS_ENDPOINT_URL_SECRETS_MANAGER ?? env.AWS_ENDPOINT_URL ?? `https://secretsmanager.${region}.amazonaws.com/`;
+    readEnv(AWS_ENDPOINT_URL_SECRETS_MANAGER, env) ??
+    readEnv(AWS_ENDPOINT_URL, env) ??
+    `https://secretsmanager.${region}.amazonaws.com/`;
   const url = new URL('/', endpoint);
   const body = JSON.stringify({ SecretId: secretId });
   const headers = await signRequest({

@@ -4,8 +4,16 @@
  * Secrets Manager call cost no extra bytes and no hand-written cryptography. This module only adapts
  * plain URLs and header records to the signer's request shape.
  */
+
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_SECRET_ACCESS_KEY,
+  AWS_SESSION_TOKEN,
+  type Env,
+  readEnv,
+} from '../environment/environment';
 
 /** AWS credentials; `sessionToken` is present for temporary (role) credentials, as in Lambda. */
 export interface AwsCredentials {
@@ -124,13 +132,13 @@ export async function presignUrl(input: PresignUrlInput): Promise<string> {
 }
 
 /** Credentials of the Lambda execution role (or of the shell, locally), from the standard variables. */
-export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
-  const accessKeyId = env.AWS_ACCESS_KEY_ID;
-  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+export function credentialsFromEnv(env?: Env): AwsCredentials {
+  const accessKeyId = readEnv(AWS_ACCESS_KEY_ID, env);
+  const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY, env);
   if (!accessKeyId || !secretAccessKey) {
     throw new Error('AWS credentials missing: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set');
   }
-  const sessionToken = env.AWS_SESSION_TOKEN;
+  const sessionToken = readEnv(AWS_SESSION_TOKEN, env);
   return sessionToken ? { accessKeyId, secretAccessKey, sessionToken } : { accessKeyId, secretAccessKey };
 }
 

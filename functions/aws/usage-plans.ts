@@ -12,16 +12,42 @@ import {
   CreateApiKeyCommand,
   CreateUsagePlanCommand,
   CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
   DeleteUsagePlanCommand,
   DeleteUsagePlanKeyCommand,
   GetApiKeysCommand,
   GetUsagePlanKeysCommand,
   GetUsagePlansCommand,
+  LimitExceededException,
   NotFoundException,
   type PatchOperation,
+  ServiceUnavailableException,
+  TooManyRequestsException,
   UpdateUsagePlanCommand,
 } from '@aws-sdk/client-api-gateway';
+import { ControlPlaneBusyError } from '../core/errors';
 import type { RatePlan } from '../core/rate-plan';
+
+/**
+ * API Gateway's control plane allows a few calls per second per AWS account (shared by every customer
+ * of the service, and by sign-in before it stopped calling it), and 10,000 API keys per region. When the
+ * SDK's own retries could not get past a refusal, the caller gets {@link ControlPlaneBusyError} (a 503
+ * with Retry-After), never an unexpected error (a 500). The one place these failures are read.
+ */
+export function controlPlaneFailure(error: unknown): unknown {
+  if (
+    error instanceof TooManyRequestsException ||
+    error instanceof LimitExceededException ||
+    error instanceof ServiceUnavailableException
+  ) {
+    const hint = Number(error.retryAfterSeconds);
+    return new ControlPlaneBusyError({
+      cause: error,
+      ...(Number.isInteger(hint) && hint > 0 && hint <= 3600 ? { retryAfterSeconds: hint } : {}),
+    });
+  }
+  return error;
+}
 
 /** One API Gateway API key to enroll: its value (the usage identifier) and its readable name. */
 export interface UsageKey {
@@ -46,6 +72,11 @@ export const USAGE_PLAN_API_TAG = 'generation-service:rest-api-id';
 export interface UsagePlans {
   /** Makes sure the key exists and is in `planId` (idempotent: a repeat changes nothing). */
   enroll(key: UsageKey, planId: string): Promise<void>;
+  /**
+   * Deletes the key (which takes it out of every plan), giving back one of the region's API keys;
+   * idempotent: false when there was none.
+   */
+  remove(key: UsageKey): Promise<boolean>;
   /** Moves the keys from one plan to another (each: into `to`, out of `from`); keys it does not find are skipped. */
   move(keys: readonly UsageKey[], from: string, to: string): Promise<number>;
   /** Creates a plan for the stage with these limits; returns its id. */
@@ -60,7 +91,17 @@ export interface UsagePlans {
 
 /** The usage plans of the deployed stack, through the SDK's API Gateway client. */
 export function apiGatewayUsagePlans(config: APIGatewayClientConfig = {}): UsagePlans {
-  const client = new APIGatewayClient(config);
+  const sdk = new APIGatewayClient(config);
+  // Every call's refusals are read in one place (controlPlaneFailure).
+  const client = {
+    send: (async (command: Parameters<APIGatewayClient['send']>[0]) => {
+      try {
+        return await sdk.send(command);
+      } catch (error) {
+        throw controlPlaneFailure(error);
+      }
+    }) as APIGatewayClient['send'],
+  };
 
   async function keyIdByName(name: string): Promise<string | undefined> {
     let position: string | undefined;
@@ -99,6 +140,18 @@ export function apiGatewayUsagePlans(config: APIGatewayClientConfig = {}): Usage
   return {
     async enroll(key, planId) {
       await addToPlan(await ensureKey(key), planId);
+    },
+
+    async remove(key) {
+      const id = await keyIdByName(key.name);
+      if (!id) return false;
+      try {
+        await client.send(new DeleteApiKeyCommand({ apiKey: id }));
+        return true;
+      } catch (error) {
+        if (error instanceof NotFoundException) return false;
+        throw error;
+      }
     },
 
     async move(keys, from, to) {

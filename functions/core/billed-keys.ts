@@ -10,14 +10,9 @@
  * separators ignored, so `num_images`, `numImages` and `NUM-IMAGES` are the same key.
  */
 
+import type { BilledInputKeys, BilledQuantity } from './billed-quantity';
 import type { Model } from './catalog';
 import type { ModelMapping } from './profiles/profile';
-
-/** What a billed key sets. */
-export type BilledQuantity = 'outputCount' | 'width' | 'height' | 'resolution' | 'duration' | 'size';
-
-/** Provider input keys per billed quantity (spellings as upstream APIs use them; matched loosely). */
-export type BilledInputKeys = Readonly<Record<BilledQuantity, readonly string[]>>;
 
 /** Keys shared by image and video models. */
 const SHARED = {

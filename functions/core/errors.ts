@@ -84,9 +84,39 @@ export class TaskNotFoundError extends DomainError {
 export class ServiceBusyError extends DomainError {
   override readonly name: string = 'ServiceBusyError';
   /** What `Retry-After` tells the client: the contention is gone in well under a second. */
-  readonly retryAfterSeconds = 1;
-  constructor(options?: { cause?: unknown }) {
-    super('Service busy, retry later', options);
+  readonly retryAfterSeconds: number = 1;
+  constructor(options?: { cause?: unknown }, message = 'Service busy, retry later') {
+    super(message, options);
+  }
+}
+
+/**
+ * 503: API Gateway's control plane (creating, enrolling or deleting the API Gateway key that carries a
+ * key's rate limit) refused or failed the call: its per-AWS-account rate, shared by every customer, was
+ * exceeded, or it was unavailable. The key was not issued; the same request may be retried.
+ */
+export class ControlPlaneBusyError extends ServiceBusyError {
+  override readonly name: string = 'ControlPlaneBusyError';
+  override readonly retryAfterSeconds: number;
+  constructor(options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
+    super({ cause: options.cause }, 'Key service busy, retry later');
+    this.retryAfterSeconds = options.retryAfterSeconds ?? CONTROL_PLANE_RETRY_AFTER_SECONDS;
+  }
+}
+
+/** `Retry-After` of a control-plane refusal without a hint of its own: its rate refills within seconds. */
+export const CONTROL_PLANE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * 409: the account holds as many active API keys as it may (`limit`); revoke one first. Every key has
+ * a rate bucket of its own, so the cap is what bounds one account's request rate.
+ */
+export class KeyLimitError extends DomainError {
+  override readonly name: string = 'KeyLimitError';
+  constructor(readonly limit: number) {
+    super(
+      `This account already has ${limit} active API key${limit === 1 ? '' : 's'}, the most it may hold; revoke one first`,
+    );
   }
 }
 

@@ -12,7 +12,8 @@
  * task on this profile (no `outputCount` key) accepts only `numOutputs: 1`.
  */
 
-import { type BilledQuantity, billedKeyIndex, normalizeInputKey } from './billed-keys';
+import { billedKeyIndex, normalizeInputKey } from './billed-keys';
+import type { BilledQuantity } from './billed-quantity';
 import { imageModel, imageTiersOf, videoModel } from './catalog';
 import { type ValidationDetails, ValidationError } from './errors';
 import {
@@ -25,7 +26,7 @@ import {
   videoResolutionOfSize,
 } from './pricing';
 import { mappingOf, type ProviderProfile } from './profiles/profile';
-import type { ImageRequest, VideoRequest } from './validation';
+import type { ImageRequest, VideoRequest } from './request-schemas';
 
 /**
  * The value the service prices and sends for each billed quantity (`undefined`: the service sends

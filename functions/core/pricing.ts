@@ -16,7 +16,7 @@ import {
   videoModel,
   videoPrice,
 } from './catalog';
-import type { ImageRequest, VideoRequest } from './validation';
+import type { ImageRequest, VideoRequest } from './request-schemas';
 
 /** `value` matched case-insensitively against `allowed`, or undefined. */
 function matchToken<T extends string>(value: unknown, allowed: readonly T[]): T | undefined {

@@ -20,7 +20,7 @@
 import { imageModel, videoModel } from './catalog';
 import { resolveImageTier, resolveVideoDuration, resolveVideoResolution } from './pricing';
 import { type InputShape, type ModelMapping, mappingOf, type ProviderProfile } from './profiles/profile';
-import type { ImageRequest, VideoRequest } from './validation';
+import type { ImageRequest, VideoRequest } from './request-schemas';
 
 /** What the provider port's `createTask` needs besides the callback. */
 export interface ProviderRequest {

@@ -89,19 +89,6 @@ export function droppedDeliveryReason(maxOpen: number): string {
   return `Dropped: the account already has ${maxOpen} open webhook deliveries (WEBHOOK_MAX_OPEN_DELIVERIES)`;
 }
 
-/**
- * Parses `WEBHOOK_MAX_OPEN_DELIVERIES`; empty or unset: the default.
- * @throws Error naming the setting when it is not a whole number from 1 to 100000
- */
-export function parseMaxOpenDeliveries(text: string | undefined, setting = 'WEBHOOK_MAX_OPEN_DELIVERIES'): number {
-  if (text === undefined || text.trim() === '') return DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
-  const value = Number(text.trim());
-  if (!Number.isInteger(value) || value < 1 || value > 100_000) {
-    throw new Error(`${setting} must be a whole number from 1 to 100000, got "${text}"`);
-  }
-  return value;
-}
-
 /** The body of a delivery. */
 export function webhookPayload(type: WebhookEventType, timestamp: string, data: TaskResource): WebhookPayload {
   return { type, timestamp, data };

@@ -9,9 +9,10 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { sessionIdFromHeaders } from '../auth/session-cookie';
 import { SessionRequiredError, UnauthorizedError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
 import { CSRF_HEADER, hashSessionId } from '../core/session';
+import { publicOrigin } from '../environment/environment';
 import { type Logger, logger, withInvocation } from '../observability/logger';
 import { type Caller, resolveCaller } from './caller';
-import { checkCsrf, publicOrigin } from './csrf';
+import { checkCsrf } from './csrf';
 import { httpErrorHandler } from './error-handler';
 import { jsonResponse } from './response';
 

@@ -35,6 +35,8 @@ export async function resolveCaller(event: APIGatewayProxyEvent, now: Date = new
     if (isPrincipalExpired(Number.isFinite(expiresAt) ? expiresAt : undefined, now)) throw new UnauthorizedError();
     return keyId ? { userId, keyId } : { userId, sessionHash };
   }
+  // Spelled `process.env.X`, the one form esbuild's `define` replaces (a build-time variable of the
+  // contract, functions/environment/environment.ts): bundles without the inline mode drop this code.
   if (process.env.INLINE_AUTHORIZER === 'true') {
     const authorization = Object.entries(event.headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization');
     const result = await decideRequest(storeFromEnv(), {

@@ -13,12 +13,6 @@
 import { CsrfError } from '../core/errors';
 import { csrfTokenMatches } from '../core/session';
 
-/** The origin browsers see the service at, e.g. `https://d111111abcdef8.cloudfront.net`. */
-export function publicOrigin(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const value = env.PUBLIC_ORIGIN;
-  return value ? value.replace(/\/+$/, '') : undefined;
-}
-
 /** Throws CsrfError unless the request carries the same origin and the session's CSRF token. */
 export function checkCsrf(input: {
   sessionId: string;

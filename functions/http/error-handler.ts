@@ -11,6 +11,7 @@ import {
   ForbiddenError,
   IdempotencyConflictError,
   InsufficientCreditsError,
+  KeyLimitError,
   KeyNotFoundError,
   KeyStateError,
   ServiceBusyError,
@@ -40,6 +41,7 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   }
   if (error instanceof KeyNotFoundError) return jsonResponse(404, { error: 'Key not found' }, headers);
   if (error instanceof KeyStateError) return jsonResponse(409, { error: error.message }, headers);
+  if (error instanceof KeyLimitError) return jsonResponse(409, { error: error.message, limit: error.limit }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);

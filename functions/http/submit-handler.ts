@@ -22,7 +22,9 @@ let policy: SourcePolicy | undefined;
  */
 function checkWebhookUrl(url: unknown): string | undefined {
   if (typeof url !== 'string') return undefined;
-  // Deployed bundles fix the setting empty (LOCAL_ONLY_DEFINE in lib/), so its parsing is left out.
+  // Deployed bundles fix the setting empty (LOCAL_ONLY_DEFINE in lib/), so its parsing is left out:
+  // spelled `process.env.X`, the one form `define` replaces (a build-time variable of the contract,
+  // functions/environment/environment.ts).
   policy ??= process.env.WEBHOOK_INSECURE_ORIGINS ? webhookTargetPolicy() : STRICT_SOURCE_POLICY;
   const problem = webhookUrlProblem(url, policy);
   if (problem) throw new ValidationError({ fieldErrors: { webhookUrl: [problem] }, formErrors: [] });

@@ -3,10 +3,11 @@
  * in this response and never again. Session only; audited.
  */
 
-import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
+import { issueKey } from '../auth/key-issuing';
+import { usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { parseCreateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeIssuedKey, putApiKey } from '../store/api-keys';
+import { describeIssuedKey } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';
 
 /** Deployed: the stack's usage plans, where each new key gets its rate limit. */
@@ -16,14 +17,14 @@ export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, as
   const now = new Date();
   const request = parseCreateKey(req.body, now);
   const store = storeFromEnv();
-  const issued = await putApiKey(store, {
+  // The key's API Gateway key is enrolled before the key is written, so its first request is within its
+  // limits and a refusal by API Gateway leaves no key behind (503 with Retry-After).
+  const issued = await issueKey(store, enrollment, {
     userId: req.caller.userId,
     ...request,
     now,
     audit: { action: 'key.create', actor: { type: 'session', userId: req.caller.userId }, sourceIp: req.sourceIp },
   });
-  // Before the key is handed out, so its first request is within its limits rather than refused.
-  await enrollUsageKey(store, enrollment, req.caller.userId, { credential: 'key', keyId: issued.keyId });
   return {
     statusCode: 201,
     body: describeIssuedKey(issued),

@@ -3,12 +3,13 @@
  * one keeps working for the grace period (0 ends it at once). Session only; audited.
  */
 
-import { enrollUsageKey, usageEnrollmentFromEnv } from '../auth/rate-limits';
+import { rotateKey } from '../auth/key-issuing';
+import { usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { isKeyIdFormat } from '../core/api-key';
 import { KeyNotFoundError } from '../core/errors';
 import { parseRotateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeIssuedKey, rotateApiKey } from '../store/api-keys';
+import { describeIssuedKey } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';
 
 const iso = (epoch: number | undefined) => (epoch === undefined ? null : new Date(epoch * 1000).toISOString());
@@ -21,13 +22,12 @@ export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, as
   const { graceSeconds } = parseRotateKey(req.body);
   if (!isKeyIdFormat(keyId)) throw new KeyNotFoundError();
   const store = storeFromEnv();
-  const { issued, previous } = await rotateApiKey(store, {
+  const { issued, previous } = await rotateKey(store, enrollment, {
     keyId,
     ownerId: req.caller.userId,
     graceSeconds,
     audit: { action: 'key.rotate', actor: { type: 'session', userId: req.caller.userId }, sourceIp: req.sourceIp },
   });
-  await enrollUsageKey(store, enrollment, req.caller.userId, { credential: 'key', keyId: issued.keyId });
   return {
     statusCode: 201,
     body: {

@@ -9,6 +9,14 @@
  * (`MEDIA_SOURCE_INSECURE_ORIGINS`, set by `local/stack.ts`): an exact origin, never a range.
  */
 
+import {
+  AWS_LAMBDA_RUNTIME_API,
+  type Env,
+  MEDIA_SOURCE_HOSTS,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  readEnv,
+} from '../environment/environment';
+
 export interface SourcePolicy {
   /**
    * Exact origins (`http://127.0.0.1:3001`) allowed over plain HTTP and to any address: the local mock
@@ -32,10 +40,13 @@ export const STRICT_SOURCE_POLICY: SourcePolicy = { insecureOrigins: [], allowed
  * `AWS_LAMBDA_RUNTIME_API`.
  * @throws Error when an insecure origin is not a bare `http(s)://host[:port]` origin
  */
-export function sourcePolicyFromEnv(env: NodeJS.ProcessEnv = process.env): SourcePolicy {
-  const insecureOrigins = insecureOriginsFrom(env.MEDIA_SOURCE_INSECURE_ORIGINS, 'MEDIA_SOURCE_INSECURE_ORIGINS');
-  const allowedHosts = list(env.MEDIA_SOURCE_HOSTS).map((host) => host.toLowerCase());
-  const runtimeApi = env.AWS_LAMBDA_RUNTIME_API;
+export function sourcePolicyFromEnv(env?: Env): SourcePolicy {
+  const insecureOrigins = insecureOriginsFrom(
+    readEnv(MEDIA_SOURCE_INSECURE_ORIGINS, env),
+    MEDIA_SOURCE_INSECURE_ORIGINS.name,
+  );
+  const allowedHosts = (readEnv(MEDIA_SOURCE_HOSTS, env) ?? []).map((host) => host.toLowerCase());
+  const runtimeApi = readEnv(AWS_LAMBDA_RUNTIME_API, env);
   return { insecureOrigins, allowedHosts, ...(runtimeApi ? { runtimeApi } : {}) };
 }
 

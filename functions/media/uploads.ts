@@ -16,6 +16,15 @@ import {
   uriEncode,
 } from '../aws/signer';
 import type { UploadContentType } from '../core/uploads';
+import {
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_S3,
+  AWS_REGION,
+  type Env,
+  readEnv,
+  UPLOADS_BUCKET,
+  UPLOADS_S3_ENDPOINT,
+} from '../environment/environment';
 
 /** The first bytes of a stored upload and its size. */
 export interface UploadHead {
@@ -131,10 +140,11 @@ export function createS3UploadPoster(options: S3UploadsOptions): UploadPoster {
  * UPLOADS_S3_ENDPOINT locally (the local gateway's stand-in) or LocalStack's S3 endpoint; undefined
  * when uploads are not set up.
  */
-export function uploadsOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): S3UploadsOptions | undefined {
-  const bucket = env.UPLOADS_BUCKET;
+export function uploadsOptionsFromEnv(env?: Env): S3UploadsOptions | undefined {
+  const bucket = readEnv(UPLOADS_BUCKET, env);
   if (!bucket) return undefined;
   // LocalStack deployments name their S3 endpoint as the media store reads it.
-  const endpoint = env.UPLOADS_S3_ENDPOINT || env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL;
-  return { bucket, region: env.AWS_REGION ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+  const endpoint =
+    readEnv(UPLOADS_S3_ENDPOINT, env) ?? readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
+  return { bucket, region: readEnv(AWS_REGION, env) ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
 }

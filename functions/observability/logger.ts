@@ -5,6 +5,7 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { _X_AMZN_TRACE_ID, type Env, LOG_LEVEL, readEnv } from '../environment/environment';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -46,8 +47,8 @@ const invocations = new AsyncLocalStorage<Invocation>();
 let invocationCount = 0;
 
 /** The X-Ray trace id Lambda sets for the current invocation, if any. */
-export function traceIdFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return /(?:^|;)Root=([^;]+)/.exec(env._X_AMZN_TRACE_ID ?? '')?.[1];
+export function traceIdFromEnv(env?: Env): string | undefined {
+  return /(?:^|;)Root=([^;]+)/.exec(readEnv(_X_AMZN_TRACE_ID, env) ?? '')?.[1];
 }
 
 /**
@@ -76,8 +77,12 @@ export function currentRequestId(): string | undefined {
 }
 
 function levelFromEnv(): Level {
-  const value = process.env.LOG_LEVEL?.toLowerCase();
-  return value === 'debug' || value === 'warn' || value === 'error' ? value : 'info';
+  // A level the contract refuses must not silence the logs that would say so: it reads as info.
+  try {
+    return readEnv(LOG_LEVEL) ?? 'info';
+  } catch {
+    return 'info';
+  }
 }
 
 /** Errors become plain objects so their message and stack survive JSON. */

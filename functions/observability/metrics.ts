@@ -2,7 +2,9 @@
  * Metrics in CloudWatch embedded metric format (EMF): a log line that CloudWatch turns into metrics,
  * with no API call on the request path. The stack's alarms read these names.
  */
+
 import type { ErrorCode } from '../core/task';
+import { METRICS, readEnv } from '../environment/environment';
 
 export const METRICS_NAMESPACE = 'GenerationService';
 
@@ -31,7 +33,7 @@ export function setMetricSink(next: MetricSink | undefined): void {
 
 function write(line: string): void {
   if (sink) sink(line);
-  else if (process.env.METRICS !== 'off') process.stdout.write(`${line}\n`);
+  else if (readEnv(METRICS) !== 'off') process.stdout.write(`${line}\n`);
 }
 
 function emit(name: MetricName, value: number, unit: Unit, dimensions: Record<string, string> = {}): void {

@@ -4,7 +4,9 @@
  * Secrets Manager is called with a SigV4-signed `fetch` rather than `@aws-sdk/client-secrets-manager`
  * to keep the Lambda bundles small (they are measured against a DynamoDB-client-only floor).
  */
+
 import { getSecretString } from '../aws/secrets-manager';
+import { type Env, PROVIDER_API_KEY, PROVIDER_SECRET_ARN, readEnv } from '../environment/environment';
 
 /** How long a key read from Secrets Manager is reused, so a rotation reaches warm containers. */
 export const PROVIDER_KEY_CACHE_MS = 5 * 60 * 1000;
@@ -29,14 +31,11 @@ export interface ApiKeySourceOptions {
  *
  * @throws Error at creation when neither variable is set: a deployment error that should be loud.
  */
-export function providerApiKeyFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
-  options: ApiKeySourceOptions = {},
-): () => Promise<string> {
-  const plain = env.PROVIDER_API_KEY;
+export function providerApiKeyFromEnv(env?: Env, options: ApiKeySourceOptions = {}): () => Promise<string> {
+  const plain = readEnv(PROVIDER_API_KEY, env);
   if (plain) return async () => plain;
 
-  const secretId = env.PROVIDER_SECRET_ARN;
+  const secretId = readEnv(PROVIDER_SECRET_ARN, env);
   if (!secretId) throw new Error('Provider key not configured: set PROVIDER_API_KEY or PROVIDER_SECRET_ARN');
 
   const now = options.now ?? Date.now;
@@ -59,7 +58,7 @@ export function providerApiKeyFromEnv(
   };
 }
 
-async function readSecret(secretId: string, env: NodeJS.ProcessEnv, doFetch: typeof fetch): Promise<string> {
+async function readSecret(secretId: string, env: Env | undefined, doFetch: typeof fetch): Promise<string> {
   return keyFromSecretString(await getSecretString(secretId, env, doFetch));
 }
 

@@ -3,8 +3,16 @@
  * stack generates one and keeps it in its data directory; tests), or `PROVIDER_CALLBACK_SECRET_ARN`,
  * read from Secrets Manager (deployed) and cached for five minutes, so a rotation reaches warm containers.
  */
+
 import { getSecretString } from '../aws/secrets-manager';
 import { callbackSignatureMatches, callbackUrl } from '../core/callback-signature';
+import {
+  type Env,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_SECRET,
+  PROVIDER_CALLBACK_SECRET_ARN,
+  readEnv,
+} from '../environment/environment';
 
 const CALLBACK_SECRET_CACHE_MS = 5 * 60 * 1000;
 /** Shorter secrets are refused: the signature is only as strong as the secret. */
@@ -32,14 +40,14 @@ function checkedSecret(secret: string): string {
  * @throws Error when the base URL is set but no secret is configured: a deployment error that should be loud
  */
 export function providerCallbacksFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   doFetch: typeof fetch = fetch,
   now: () => number = Date.now,
 ): ProviderCallbacks | undefined {
-  const baseUrl = env.PROVIDER_CALLBACK_BASE_URL;
+  const baseUrl = readEnv(PROVIDER_CALLBACK_BASE_URL, env);
   if (!baseUrl) return undefined;
-  const plain = env.PROVIDER_CALLBACK_SECRET;
-  const secretId = env.PROVIDER_CALLBACK_SECRET_ARN;
+  const plain = readEnv(PROVIDER_CALLBACK_SECRET, env);
+  const secretId = readEnv(PROVIDER_CALLBACK_SECRET_ARN, env);
   if (!plain && !secretId) {
     throw new Error(
       'PROVIDER_CALLBACK_BASE_URL is set without PROVIDER_CALLBACK_SECRET or PROVIDER_CALLBACK_SECRET_ARN',

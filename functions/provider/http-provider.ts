@@ -162,6 +162,8 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
 
     // Fixed at build time for functions that only create tasks (lib/generation-function.ts): esbuild
     // then keeps only the refusal, and the reading and parsing code below is left out of their bundles.
+    // Spelled `process.env.X` (a build-time variable of functions/environment/environment.ts): the one
+    // form `define` replaces.
     getTask:
       process.env.PROVIDER_READS === 'off'
         ? async () => {

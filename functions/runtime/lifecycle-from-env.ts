@@ -2,7 +2,21 @@
  * Wires the lifecycle's parts from the environment, once per Lambda container (or once per local
  * stack process). The deployed stack and `npm start` set the same variables.
  */
+
 import { MAX_PRESIGNED_URL_SECONDS, MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../aws/signer';
+import {
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_S3,
+  AWS_REGION,
+  AWS_SESSION_TOKEN,
+  type Env,
+  MEDIA_BASE_URL,
+  MEDIA_BUCKET,
+  MEDIA_COPY_TIMEOUT_MS,
+  MEDIA_DIR,
+  MEDIA_URL_TTL_SECONDS,
+  readEnv,
+} from '../environment/environment';
 import type { Lifecycle } from '../lifecycle/lifecycle';
 import { createFsMediaStore } from '../media/fs-media-store';
 import type { MediaStore } from '../media/port';
@@ -18,12 +32,12 @@ export { lifecycleConfigFromEnv } from './provider-lifecycle-from-env';
  * session; with long-term keys at most SigV4's seven days.
  * @throws Error when the value is not an integer in range: a deployment error that should be loud
  */
-export function mediaUrlTtlSecondsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.MEDIA_URL_TTL_SECONDS;
-  const ttl = text === undefined || text === '' ? 3600 : Number(text);
-  const max = env.AWS_SESSION_TOKEN ? MAX_TEMPORARY_CREDENTIALS_URL_SECONDS : MAX_PRESIGNED_URL_SECONDS;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > max) {
-    const why = env.AWS_SESSION_TOKEN ? ' (URLs signed with temporary credentials die with the session)' : '';
+export function mediaUrlTtlSecondsFromEnv(env?: Env): number {
+  const ttl = readEnv(MEDIA_URL_TTL_SECONDS, env) ?? 3600;
+  const temporary = readEnv(AWS_SESSION_TOKEN, env) !== undefined;
+  const max = temporary ? MAX_TEMPORARY_CREDENTIALS_URL_SECONDS : MAX_PRESIGNED_URL_SECONDS;
+  if (ttl > max) {
+    const why = temporary ? ' (URLs signed with temporary credentials die with the session)' : '';
     throw new Error(`MEDIA_URL_TTL_SECONDS must be an integer from 1 to ${max}${why}`);
   }
   return ttl;
@@ -38,22 +52,26 @@ export function mediaUrlTtlSecondsFromEnv(env: NodeJS.ProcessEnv = process.env):
 const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
 
 /** The media store this environment names (S3 deployed, the filesystem locally). */
-export function mediaFromEnv(env: NodeJS.ProcessEnv): MediaStore {
-  const timeoutMs = Number(env.MEDIA_COPY_TIMEOUT_MS) || DEFAULT_MEDIA_COPY_TIMEOUT_MS;
+export function mediaFromEnv(env?: Env): MediaStore {
+  const timeoutMs = readEnv(MEDIA_COPY_TIMEOUT_MS, env) ?? DEFAULT_MEDIA_COPY_TIMEOUT_MS;
   const sourcePolicy = sourcePolicyFromEnv(env);
-  if (env.MEDIA_BUCKET) {
+  const bucket = readEnv(MEDIA_BUCKET, env);
+  if (bucket) {
+    const endpoint = readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
     return createS3MediaStore({
-      bucket: env.MEDIA_BUCKET,
-      region: env.AWS_REGION ?? 'us-east-1',
+      bucket,
+      region: readEnv(AWS_REGION, env) ?? 'us-east-1',
       urlTtlSeconds: mediaUrlTtlSecondsFromEnv(env),
-      endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL,
-      forcePathStyle: Boolean(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL),
+      endpoint,
+      forcePathStyle: Boolean(endpoint),
       timeoutMs,
       sourcePolicy,
     });
   }
-  if (env.MEDIA_DIR && env.MEDIA_BASE_URL) {
-    return createFsMediaStore({ dir: env.MEDIA_DIR, publicBaseUrl: env.MEDIA_BASE_URL, timeoutMs, sourcePolicy });
+  const dir = readEnv(MEDIA_DIR, env);
+  const publicBaseUrl = readEnv(MEDIA_BASE_URL, env);
+  if (dir && publicBaseUrl) {
+    return createFsMediaStore({ dir, publicBaseUrl, timeoutMs, sourcePolicy });
   }
   throw new Error('Set MEDIA_BUCKET (AWS) or MEDIA_DIR and MEDIA_BASE_URL (local) for result storage');
 }
@@ -64,7 +82,7 @@ let cached: Lifecycle | undefined;
  * The whole lifecycle for this process (the submit wiring plus media storage), built on first use so a
  * cold start pays only for what it uses.
  */
-export function lifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): Lifecycle {
+export function lifecycleFromEnv(env?: Env): Lifecycle {
   if (cached) return cached;
   cached = { ...providerLifecycleFromEnv(env), media: mediaFromEnv(env) };
   return cached;

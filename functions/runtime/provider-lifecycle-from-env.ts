@@ -3,12 +3,25 @@
  * container. Kept apart from the media wiring (`lifecycle-from-env.ts`) so that the submit functions,
  * which never store results, do not bundle the media code: it would put them over their bundle budget.
  */
+
 import {
   DEFAULT_CALLBACK_READ_INTERVAL_MS,
   DEFAULT_COPY_STALE_MS,
   DEFAULT_LIFECYCLE_CONFIG,
   type LifecycleConfig,
 } from '../core/lifecycle';
+import {
+  type Env,
+  MAX_PENDING_SECONDS,
+  MEDIA_COPY_STALE_SECONDS,
+  PROVIDER_BASE_URL,
+  PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
+  PROVIDER_MAX_SEND_ATTEMPTS,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PROVIDER_TIMEOUT_MS,
+  RESULT_RETENTION_DAYS,
+  readEnv,
+} from '../environment/environment';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
 import { createS3UploadReader, uploadsOptionsFromEnv } from '../media/uploads';
 import { providerApiKeyFromEnv } from '../provider/api-key-source';
@@ -16,9 +29,8 @@ import { providerCallbacksFromEnv } from '../provider/callback-secret';
 import { createHttpProvider } from '../provider/http-provider';
 import { storeFromEnv } from '../store/from-env';
 
-function seconds(value: string | undefined, fallbackMs: number): number {
-  const parsed = Number(value);
-  return value !== undefined && Number.isFinite(parsed) && parsed >= 0 ? parsed * 1000 : fallbackMs;
+function seconds(value: number | undefined, fallbackMs: number): number {
+  return value === undefined ? fallbackMs : value * 1000;
 }
 
 /**
@@ -27,29 +39,31 @@ function seconds(value: string | undefined, fallbackMs: number): number {
  * where results are kept).
  * @throws Error when RESULT_RETENTION_DAYS is set but not a positive integer
  */
-export function lifecycleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): LifecycleConfig {
-  const attempts = Number(env.PROVIDER_MAX_SEND_ATTEMPTS);
+export function lifecycleConfigFromEnv(env?: Env): LifecycleConfig {
   const config: LifecycleConfig = {
-    refreshIntervalMs: seconds(env.PROVIDER_REFRESH_INTERVAL_SECONDS, DEFAULT_LIFECYCLE_CONFIG.refreshIntervalMs),
-    maxPendingMs: seconds(env.MAX_PENDING_SECONDS, DEFAULT_LIFECYCLE_CONFIG.maxPendingMs),
-    maxSendAttempts: Number.isInteger(attempts) && attempts > 0 ? attempts : DEFAULT_LIFECYCLE_CONFIG.maxSendAttempts,
-    callbackReadIntervalMs: seconds(env.PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, DEFAULT_CALLBACK_READ_INTERVAL_MS),
-    copyStaleMs: seconds(env.MEDIA_COPY_STALE_SECONDS, DEFAULT_COPY_STALE_MS),
+    refreshIntervalMs: seconds(
+      readEnv(PROVIDER_REFRESH_INTERVAL_SECONDS, env),
+      DEFAULT_LIFECYCLE_CONFIG.refreshIntervalMs,
+    ),
+    maxPendingMs: seconds(readEnv(MAX_PENDING_SECONDS, env), DEFAULT_LIFECYCLE_CONFIG.maxPendingMs),
+    maxSendAttempts: readEnv(PROVIDER_MAX_SEND_ATTEMPTS, env) ?? DEFAULT_LIFECYCLE_CONFIG.maxSendAttempts,
+    callbackReadIntervalMs: seconds(
+      readEnv(PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, env),
+      DEFAULT_CALLBACK_READ_INTERVAL_MS,
+    ),
+    copyStaleMs: seconds(readEnv(MEDIA_COPY_STALE_SECONDS, env), DEFAULT_COPY_STALE_MS),
   };
-  if (env.RESULT_RETENTION_DAYS !== undefined && env.RESULT_RETENTION_DAYS !== '') {
-    const days = Number(env.RESULT_RETENTION_DAYS);
-    if (!Number.isInteger(days) || days < 1) throw new Error('RESULT_RETENTION_DAYS must be a positive integer');
-    config.resultRetentionDays = days;
-  }
+  const days = readEnv(RESULT_RETENTION_DAYS, env);
+  if (days !== undefined) config.resultRetentionDays = days;
   return config;
 }
 
 let cached: ProviderLifecycle | undefined;
 
 /** The submit wiring for this process, built on first use. */
-export function providerLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderLifecycle {
+export function providerLifecycleFromEnv(env?: Env): ProviderLifecycle {
   if (cached) return cached;
-  const baseUrl = env.PROVIDER_BASE_URL;
+  const baseUrl = readEnv(PROVIDER_BASE_URL, env);
   if (!baseUrl) throw new Error('PROVIDER_BASE_URL is not set');
   const callbacks = providerCallbacksFromEnv(env);
   const uploads = uploadsOptionsFromEnv(env);
@@ -60,7 +74,7 @@ export function providerLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): 
     provider: createHttpProvider({
       baseUrl,
       apiKey: providerApiKeyFromEnv(env),
-      timeoutMs: Number(env.PROVIDER_TIMEOUT_MS) || 5000,
+      timeoutMs: readEnv(PROVIDER_TIMEOUT_MS, env) ?? 5000,
     }),
     config: lifecycleConfigFromEnv(env),
     now: () => new Date(),

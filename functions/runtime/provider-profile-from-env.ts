@@ -20,7 +20,8 @@ let cached: { json: string; profile: ProviderProfile } | undefined;
  *   would cost the bundle bytes for a message this short)
  */
 export function providerProfileFromEnv(): ProviderProfile {
-  // Read as `process.env.X` literally, every time: esbuild's define replaces exactly those expressions.
+  // Read as `process.env.X` literally, every time: esbuild's define replaces exactly those expressions
+  // (build-time variables of the contract, functions/environment/environment.ts).
   const json = process.env.PROVIDER_PROFILE_JSON;
   if (json) {
     if (cached?.json !== json) cached = { json, profile: parseProfile(json) };

@@ -3,6 +3,16 @@
  * own store on S3 (a multipart `Upload` of `@aws-sdk/lib-storage`, memory bounded whatever the size).
  * The API functions never import this module, so the S3 client stays out of their bundles.
  */
+import {
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_S3,
+  AWS_REGION,
+  type Env,
+  MEDIA_BUCKET,
+  MEDIA_COPY_TIMEOUT_MS,
+  PROVIDER_BASE_URL,
+  readEnv,
+} from '../environment/environment';
 import type { Lifecycle } from '../lifecycle/lifecycle';
 import { createS3UploadMediaStore } from '../media/s3-upload-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
@@ -25,7 +35,7 @@ const NO_PROVIDER: GenerationProvider = {
 };
 
 /** The lifecycle without provider settings (the media and webhook workers' environments have none). */
-export function lifecycleWithoutProvider(env: NodeJS.ProcessEnv): Lifecycle {
+export function lifecycleWithoutProvider(env?: Env): Lifecycle {
   return {
     store: storeFromEnv(env),
     provider: NO_PROVIDER,
@@ -41,22 +51,23 @@ const WORKER_COPY_TIMEOUT_MS = 600_000;
 let cached: Lifecycle | undefined;
 
 /** The worker's lifecycle for this process, built on first use. */
-export function workerLifecycleFromEnv(env: NodeJS.ProcessEnv = process.env): Lifecycle {
+export function workerLifecycleFromEnv(env?: Env): Lifecycle {
   if (cached) return cached;
-  const base = env.PROVIDER_BASE_URL ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
-  if (!env.MEDIA_BUCKET) {
+  const base = readEnv(PROVIDER_BASE_URL, env) ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
+  const bucket = readEnv(MEDIA_BUCKET, env);
+  if (!bucket) {
     cached = base;
     return cached;
   }
-  const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+  const endpoint = readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
   cached = {
     ...base,
     media: createS3UploadMediaStore({
-      bucket: env.MEDIA_BUCKET,
-      region: env.AWS_REGION ?? 'us-east-1',
+      bucket,
+      region: readEnv(AWS_REGION, env) ?? 'us-east-1',
       urlTtlSeconds: mediaUrlTtlSecondsFromEnv(env),
       ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
-      timeoutMs: Number(env.MEDIA_COPY_TIMEOUT_MS) || WORKER_COPY_TIMEOUT_MS,
+      timeoutMs: readEnv(MEDIA_COPY_TIMEOUT_MS, env) ?? WORKER_COPY_TIMEOUT_MS,
       sourcePolicy: sourcePolicyFromEnv(env),
       urls: base.media,
     }),

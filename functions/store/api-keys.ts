@@ -3,7 +3,8 @@
  * - `APIKEY#<sha256>` / `APIKEY`: what the authorizer reads on every cache miss (one GetItem);
  * - `USER#<userId>` / `KEY#<keyId>`: the owner's listing (prefix for display, never the key or its hash);
  * - `KEYID#<keyId>` / `KEYID`: key id -> owner and hash, so operators revoke and rotate by key id.
- * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`.
+ * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`. The same
+ * transactions keep the account's active-key count (store/key-count.ts): the listing says `counted`.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
@@ -13,7 +14,9 @@ import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
 import { type AuditInput, auditPut } from './audit';
 import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
-import { cancellationReasons, withRetry } from './errors';
+import { and, conditions, keyCountConditions, update } from './conditions';
+import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors';
+import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
 
@@ -59,7 +62,20 @@ export interface PutApiKeyInput {
   now?: Date;
   /** Recorded in the same transaction as the key (actions by customers and operators alike). */
   audit?: AuditInput;
+  /**
+   * Runs once the request is known to be valid, before anything is written: the new key exists only if
+   * it succeeds (key issuing enrolls the key's API Gateway key here, so no key is ever active without it).
+   */
+  beforeCommit?: BeforeCommit;
+  /**
+   * The most active keys the account may hold (KeyLimitError beyond it, checked exactly in the key's
+   * transaction); undefined: no cap (the local stack's demo key). The key is counted either way.
+   */
+  maxActiveKeys?: number;
 }
+
+/** A step that must succeed before a new key is written; it gets the new key's id and owner. */
+export type BeforeCommit = (newKey: { keyId: string; userId: string }) => Promise<void>;
 
 /** Which key to act on; with `ownerId`, a key of anyone else is reported as not found. */
 export interface KeyAction {
@@ -255,7 +271,13 @@ function createItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, p
     {
       Put: {
         TableName: ctx.tableName,
-        Item: { ...accountKeys.keyListing(record.userId, record.keyId), ...withoutUserId(record), prefix },
+        // In the account's active-key count from the start (store/key-count.ts).
+        Item: {
+          ...accountKeys.keyListing(record.userId, record.keyId),
+          ...withoutUserId(record),
+          prefix,
+          counted: true,
+        },
         ...notExists,
       },
     },
@@ -307,7 +329,15 @@ export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promi
   );
   const prefix = keyPrefix(apiKey);
   const audit = input.audit ? [auditPut(ctx, input.userId, withKey(input.audit, keyId), now)] : [];
-  await transact(ctx, [...createItems(ctx, record, hashApiKey(apiKey), prefix), ...audit]);
+  const limit = input.maxActiveKeys;
+  if (limit !== undefined) await assertRoomForKey(ctx, input.userId, limit, now);
+  await input.beforeCommit?.({ keyId, userId: input.userId });
+  const items = [...createItems(ctx, record, hashApiKey(apiKey), prefix), keyCountUpdate(ctx, input.userId, 1, limit)];
+  try {
+    await transact(ctx, [...items, ...audit]);
+  } catch (error) {
+    throw keyCountFailure(error, { counter: items.length - 1, limit });
+  }
   return { ...record, apiKey, prefix };
 }
 
@@ -372,6 +402,17 @@ async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Pr
   return ref;
 }
 
+/** The key with this id (any state), or undefined when no key has it: what reconciling its API Gateway key reads. */
+export async function getApiKeyById(ctx: StoreContext, keyId: string): Promise<ApiKeyRecord | undefined> {
+  try {
+    const ref = await getKeyRef(ctx, keyId);
+    return await getApiKeyByHash(ctx, ref.keyHash);
+  } catch (error) {
+    if (error instanceof ApiKeyNotFoundError) return undefined;
+    throw error;
+  }
+}
+
 /**
  * Revokes a key at once: the authorizer refuses it on its next store lookup, and every accept with it
  * is refused from now on, even behind an Allow the authorizer cache still holds (the end is marked in
@@ -386,37 +427,45 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
   // The guards first: from the moment the key item says `revokedAt`, every accept with the key already
   // fails (an accept that races the marking either commits before the revocation is recorded, or fails).
   await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: revokedAt });
-  try {
-    await transact(ctx, [
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.apiKey(ref.keyHash),
-          UpdateExpression: 'SET #revokedAt = :now',
-          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
-          ExpressionAttributeNames: names('#pk', '#revokedAt'),
-          ExpressionAttributeValues: { ':now': revokedAt },
+  // The listing's `counted` is read first: revoking a counted key takes it out of the account's
+  // active-key count in the same transaction. A retirement racing in between fails the listing's
+  // condition, and the revocation is tried again on what it left.
+  for (let attempt = 1; ; attempt++) {
+    const counted = await isKeyCounted(ctx, ref.userId, ref.keyId);
+    try {
+      await transact(ctx, [
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: accountKeys.apiKey(ref.keyHash),
+            UpdateExpression: 'SET #revokedAt = :now',
+            ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
+            ExpressionAttributeNames: names('#pk', '#revokedAt'),
+            ExpressionAttributeValues: { ':now': revokedAt },
+          },
         },
-      },
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.keyListing(ref.userId, ref.keyId),
-          UpdateExpression: 'SET #revokedAt = :now',
-          ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: names('#pk', '#revokedAt'),
-          ExpressionAttributeValues: { ':now': revokedAt },
-        },
-      },
-      ...audit,
-    ]);
-  } catch (error) {
-    if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
-    const current = await getApiKeyByHash(ctx, ref.keyHash);
-    if (current?.revokedAt === undefined) throw new ApiKeyNotFoundError(ref.keyId);
-    // Revoked earlier: that end stands (an earlier end always wins on the guards).
-    await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt });
-    return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
+        listingUpdate(
+          ctx,
+          ref,
+          update({ set: { revokedAt }, remove: counted ? ['counted'] : [] }),
+          and(conditions.itemExists(), counted ? keyCountConditions.counted() : keyCountConditions.notCounted()),
+        ),
+        ...(counted ? [keyCountUpdate(ctx, ref.userId, -1)] : []),
+        ...audit,
+      ]);
+      break;
+    } catch (error) {
+      if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
+      const current = await getApiKeyByHash(ctx, ref.keyHash);
+      if (current === undefined) throw new ApiKeyNotFoundError(ref.keyId);
+      if (current.revokedAt !== undefined) {
+        // Revoked earlier: that end stands (an earlier end always wins on the guards).
+        await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt });
+        return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
+      }
+      // Only the listing's count state moved on (a retirement): read it again.
+      if (attempt >= 3) throw busy(error);
+    }
   }
   return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
 }
@@ -429,7 +478,7 @@ export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise
  */
 export async function rotateApiKey(
   ctx: StoreContext,
-  input: KeyAction & { graceSeconds: number },
+  input: KeyAction & { graceSeconds: number; beforeCommit?: BeforeCommit; maxActiveKeys?: number },
 ): Promise<RotatedApiKey> {
   if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
     throw new UsageError('graceSeconds must be a non-negative integer');
@@ -474,6 +523,15 @@ export async function rotateApiKey(
     },
   });
 
+  // The account's active-key count: the new key is in it; the old one leaves it now only when it ends
+  // now (no grace), else when it is retired after its end. So a rotation with grace needs a free place.
+  const limit = input.maxActiveKeys;
+  if (limit !== undefined) await ensureKeyCount(ctx, old.userId, now);
+  const oldCounted = await isKeyCounted(ctx, old.userId, old.keyId);
+  const oldLeaves = previous.revokedAt !== undefined && oldCounted;
+  const delta = oldLeaves ? 0 : 1;
+  if (limit !== undefined && delta > 0) await assertRoomForKey(ctx, old.userId, limit, now);
+  await input.beforeCommit?.({ keyId, userId: old.userId });
   // Without grace the old key ends now, as a revocation does: guards first (see revokeApiKey). With grace
   // its end is in the future, so the guards can follow the rotation.
   if (previous.revokedAt !== undefined) {
@@ -487,10 +545,17 @@ export async function rotateApiKey(
         accountKeys.apiKey(ref.keyHash),
         'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy)',
       ),
-      endOld(
-        accountKeys.keyListing(ref.userId, ref.keyId),
-        'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
+      listingUpdate(
+        ctx,
+        ref,
+        update({ set: { [endField.slice(1)]: endValue, replacedBy: keyId }, remove: oldLeaves ? ['counted'] : [] }),
+        and(
+          conditions.itemExists(),
+          keyCountConditions.notRevoked(),
+          oldCounted ? keyCountConditions.counted() : keyCountConditions.notCounted(),
+        ),
       ),
+      ...(delta > 0 ? [keyCountUpdate(ctx, old.userId, delta, limit)] : []),
       ...(input.audit
         ? [
             auditPut(
@@ -506,6 +571,9 @@ export async function rotateApiKey(
         : []),
     ]);
   } catch (error) {
+    // The new key's three puts come first, then the old key's two updates, then the count (when it grows).
+    const limited = keyCountFailure(error, { counter: delta > 0 ? 5 : undefined, limit });
+    if (limited !== error) throw limited;
     if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
       throw new ApiKeyStateError(`API key ${old.keyId} changed while rotating it (revoked or rotated); try again`);
     }

@@ -14,12 +14,7 @@
  * Every change is still one transaction with its ledger entry; moving credits between shards inside it
  * does not change the balance, so it needs no entry of its own.
  */
-import {
-  QueryCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
 import {
   backoffDelay,
@@ -57,29 +52,10 @@ export function randomShard(avoid: ReadonlySet<number> = new Set(), random: () =
 export async function readShards(ctx: RetryingStoreContext, userId: string): Promise<ShardBalances> {
   const prefix = keys.balancePrefix(userId);
   const balances: ShardBalances = new Array(TABLE.balanceShards).fill(0);
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-            ProjectionExpression: '#sk, #balance',
-            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, '#balance': 'balance' },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) {
-      const shard = balanceShardOf(String(item[TABLE.sortKey]));
-      if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
-    }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of await queryAllWithPrefix(ctx, prefix, [TABLE.sortKey, 'balance'])) {
+    const shard = balanceShardOf(String(item[TABLE.sortKey]));
+    if (shard < TABLE.balanceShards && typeof item.balance === 'number') balances[shard] = item.balance;
+  }
   return balances;
 }
 
@@ -266,7 +242,12 @@ export async function markKeyEnd(
     try {
       // Retried on conflicts: guards race with the accepts that check them, and a revocation must not
       // give up where a submit would (it is rare, and a caller that sees 503 would have to retry it).
-      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), { ...KEY_END_RETRY, ...ctx.retry });
+      // The context's retry options (sleep, delays) apply, but never fewer tries than the guards' own.
+      const retry = {
+        ...ctx.retry,
+        maxAttempts: Math.max(ctx.retry?.maxAttempts ?? 0, KEY_END_RETRY.maxAttempts),
+      };
+      await withRetry(() => ctx.doc.send(new UpdateCommand(params)), retry);
     } catch (error) {
       // An earlier end is recorded already: it stands.
       lostCondition(error);
@@ -276,7 +257,7 @@ export async function markKeyEnd(
 }
 
 /** The guards' retry budget: more tries than a submit's, the same full-jitter backoff. */
-const KEY_END_RETRY = { maxAttempts: 12 } as const;
+const KEY_END_RETRY = { maxAttempts: 20 } as const;
 
 /** Attribute names per REMOVE: an expression may hold at most 4 KB, and each name costs about 12 bytes. */
 const LEGACY_REMOVALS_PER_UPDATE = 100;

@@ -36,6 +36,13 @@ export const conditions = {
     values: {},
   }),
 
+  /** An update that must not create: the item is there. */
+  itemExists: (): Expr => ({
+    expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
+    names: namesOf(TABLE.partitionKey),
+    values: {},
+  }),
+
   /** The balance item exists and holds at least `take` credits (a missing balance fails the comparison). */
   balanceCovers: (take: number): Expr => ({
     expression: `${attr('balance')} >= :take`,
@@ -127,6 +134,54 @@ export const refreshConditions = {
     expression: `attribute_not_exists(${attr('resultsToCopy')})`,
     names: namesOf('resultsToCopy'),
     values: {},
+  }),
+} as const;
+
+/**
+ * The conditions of an account's active-key count (`USER#<id>` / `KEYCOUNT`, see store/key-count.ts):
+ * an object of their own, for the reason given at `webhookKeys`.
+ */
+export const keyCountConditions = {
+  /** The count is set up (every older key counted) and below `limit`: one more key may be issued. */
+  roomFor: (limit: number): Expr => ({
+    expression: `attribute_exists(${attr('initialized')}) AND ${attr('activeKeys')} < :keyLimit`,
+    names: namesOf('initialized', 'activeKeys'),
+    values: { ':keyLimit': limit },
+  }),
+
+  /** The key's listing says it is in the count (so ending it takes one off). */
+  counted: (): Expr => ({
+    expression: `attribute_exists(${attr('counted')})`,
+    names: namesOf('counted'),
+    values: {},
+  }),
+
+  /** The key's listing says it is not in the count. */
+  notCounted: (): Expr => ({
+    expression: `attribute_not_exists(${attr('counted')})`,
+    names: namesOf('counted'),
+    values: {},
+  }),
+
+  /** The key has not been revoked. */
+  notRevoked: (): Expr => ({
+    expression: `attribute_not_exists(${attr('revokedAt')})`,
+    names: namesOf('revokedAt'),
+    values: {},
+  }),
+
+  /** The key has neither been revoked nor reached its expiry by `nowSeconds`. */
+  keyActiveAt: (nowSeconds: number): Expr => ({
+    expression: `attribute_not_exists(${attr('revokedAt')}) AND (attribute_not_exists(${attr('expiresAt')}) OR ${attr('expiresAt')} > :activeAt)`,
+    names: namesOf('revokedAt', 'expiresAt'),
+    values: { ':activeAt': nowSeconds },
+  }),
+
+  /** The key has ended by `nowSeconds`: revoked, or its expiry has passed. */
+  keyEndedBy: (nowSeconds: number): Expr => ({
+    expression: `attribute_exists(${attr('revokedAt')}) OR ${attr('expiresAt')} <= :endedBy`,
+    names: namesOf('revokedAt', 'expiresAt'),
+    values: { ':endedBy': nowSeconds },
   }),
 } as const;
 

@@ -11,7 +11,7 @@ import { UsageError } from '../core/errors';
 import { normalizeEmail } from '../core/session';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
-import { update, updateParams } from './conditions';
+import { conditions, update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
 import { accountKeys, keys } from './keys';
 
@@ -21,6 +21,11 @@ export interface Invite {
   invitedAt: string;
   /** `issuer|subject` of the identity that first signed in with this invitation. */
   identity?: string;
+  /**
+   * When the account's sessions got their API Gateway key in a usage plan (deployed), once for the
+   * account's life: sign-in then makes no API Gateway call. Absent: not yet (or an account from before).
+   */
+  sessionUsageEnrolledAt?: string;
 }
 
 /** A new user id for an invitation without `--user`: `usr_` and 16 random hex characters. */
@@ -91,6 +96,7 @@ export async function getInvite(ctx: StoreContext, email: string): Promise<Invit
   if (!item || typeof item.userId !== 'string' || typeof item.invitedAt !== 'string') return undefined;
   const invite: Invite = { email: normalized, userId: item.userId, invitedAt: item.invitedAt };
   if (typeof item.identity === 'string') invite.identity = item.identity;
+  if (typeof item.sessionUsageEnrolledAt === 'string') invite.sessionUsageEnrolledAt = item.sessionUsageEnrolledAt;
   return invite;
 }
 
@@ -117,4 +123,20 @@ export async function bindInvite(ctx: StoreContext, input: { email: string; iden
     if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
+}
+
+/** Records that the account's sessions are enrolled in its usage plan, so no later sign-in enrolls again. */
+export async function markSessionUsageEnrolled(ctx: StoreContext, input: { email: string; now?: Date }): Promise<void> {
+  const normalized = normalizeEmail(input.email);
+  if (normalized === undefined) return;
+  await ctx.doc.send(
+    new UpdateCommand({
+      TableName: ctx.tableName,
+      Key: accountKeys.invite(normalized),
+      ...updateParams(
+        update({ set: { sessionUsageEnrolledAt: (input.now ?? new Date()).toISOString() } }),
+        conditions.itemExists(),
+      ),
+    }),
+  );
 }

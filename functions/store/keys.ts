@@ -12,6 +12,8 @@ export interface ItemKey {
 const USER = 'USER#';
 const BALANCE_PREFIX = 'ACCOUNT';
 const WEBHOOK = 'WEBHOOK#';
+/** The due-index partition of API Gateway keys to reconcile (few: one per key event, so one partition). */
+export const GATEWAY_KEY_DUE = 'GATEWAYKEYDUE';
 
 export const keys = {
   /** The account's first balance shard; also the single balance item of accounts made before sharding. */
@@ -79,6 +81,21 @@ export const accountKeys = {
     SK: `SESSION#${sessionHash}`,
   }),
   userSessionPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'SESSION#' }),
+  /**
+   * How many of the account's keys are active (not revoked, not retired after their expiry): updated in
+   * the same transaction as every key that is issued, rotated or revoked (store/key-count.ts).
+   */
+  keyCount: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'KEYCOUNT' }),
+  /**
+   * A key whose API Gateway key still needs attention (store/gateway-keys.ts): enrolled before the key was
+   * written, or to be deleted when the key ends. Due in `GSI1` (`gatewayKeyDue`) for the sweeper.
+   */
+  gatewayKey: (userId: string, keyId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `GATEWAYKEY#${keyId}` }),
+  /** A gateway-key item's entry in the due index: time first, so one Query finds everything due. */
+  gatewayKeyDue: (keyId: string, dueIso: string): { GSI1PK: string; GSI1SK: string } => ({
+    GSI1PK: GATEWAY_KEY_DUE,
+    GSI1SK: `${dueIso}#${keyId}`,
+  }),
   /** The account's own request limits, when the operator gave it some (else the stack's default plan). */
   ratePlan: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'RATEPLAN' }),
   /** An invitation to the closed beta, by normalised e-mail address. */

@@ -1,8 +1,11 @@
 /**
  * Scheduled (EventBridge, every minute): drives every pending task to a terminal state, and claims the
- * webhook deliveries whose next attempt is due (the webhook worker then makes them).
+ * webhook deliveries whose next attempt is due (the webhook worker then makes them), and gives back the
+ * API Gateway keys of ended API keys (functions/auth/key-issuing.ts).
  */
 import type { Context } from 'aws-lambda';
+import { reconcileGatewayKeys } from '../auth/key-issuing';
+import { usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { sweepPendingTasks } from '../lifecycle/sweep';
 import { claimDueDeliveries } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
@@ -11,12 +14,15 @@ import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 /** Leaves this much of the Lambda's time unused so in-flight refreshes can finish. */
 const SAFETY_MARGIN_MS = 15_000;
 
+/** Deployed: the stack's usage plans, whose keys of ended API keys the sweeper deletes. */
+const enrollment = usageEnrollmentFromEnv();
+
 type SweeperContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
 
 async function sweep(_event: unknown, context?: SweeperContext) {
   const log = logger.child({ function: 'sweeper' });
   const lc = workerLifecycleFromEnv();
-  const [report, webhooksClaimed] = await Promise.all([
+  const [report, webhooksClaimed, gatewayKeys] = await Promise.all([
     sweepPendingTasks(lc, log, {
       hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
     }),
@@ -25,9 +31,14 @@ async function sweep(_event: unknown, context?: SweeperContext) {
       log.error('Claiming due webhook deliveries failed; the next sweep tries again', { error });
       return 0;
     }),
+    // API Gateway keys of ended keys (and of issuings a crash interrupted): given back or enrolled.
+    reconcileGatewayKeys(lc.store, enrollment, lc.now(), log).catch((error: unknown) => {
+      log.error('Reconciling API Gateway keys failed; the next sweep tries again', { error });
+      return { deleted: 0, enrolled: 0 };
+    }),
   ]);
-  log.info('Sweep finished', { ...report, webhooksClaimed });
-  return { ...report, webhooksClaimed };
+  log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys });
+  return { ...report, webhooksClaimed, gatewayKeys };
 }
 
 export const handler = withInvocation(sweep, (_event, context) => context?.awsRequestId);

@@ -12,8 +12,10 @@
  * instead of one `Decrypt` per attempt. The AES key is derived from the secret's text with HKDF, so
  * any long random string (as Secrets Manager generates) works.
  */
+
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { getSecretString } from '../aws/secrets-manager';
+import { type Env, readEnv, WEBHOOK_SECRETS_KEY, WEBHOOK_SECRETS_KEY_ARN } from '../environment/environment';
 
 const KEY_CACHE_MS = 5 * 60 * 1000;
 /** Shorter service keys are refused: the sealing is only as strong as the key. */
@@ -72,12 +74,12 @@ export function createSecretBox(serviceKey: () => Promise<string>): SecretBox {
  * `WEBHOOK_SECRETS_KEY_ARN`; undefined when neither is set (webhooks are then off).
  */
 export function secretBoxFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env?: Env,
   doFetch: typeof fetch = fetch,
   now: () => number = Date.now,
 ): SecretBox | undefined {
-  const plain = env.WEBHOOK_SECRETS_KEY;
-  const secretId = env.WEBHOOK_SECRETS_KEY_ARN;
+  const plain = readEnv(WEBHOOK_SECRETS_KEY, env);
+  const secretId = readEnv(WEBHOOK_SECRETS_KEY_ARN, env);
   if (plain) return createSecretBox(async () => plain);
   if (!secretId) return undefined;
   let cached: { value: string; expiresAt: number } | undefined;

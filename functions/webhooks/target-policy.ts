@@ -10,8 +10,10 @@
  * host is therefore refused outright, public or not: a webhook endpoint is named by a host name (its
  * TLS certificate names one too), and a host name is resolved and checked at every attempt.
  */
+
 import { isIP } from 'node:net';
 import { MAX_WEBHOOK_URL_LENGTH } from '../core/webhooks';
+import { AWS_LAMBDA_RUNTIME_API, type Env, readEnv, WEBHOOK_INSECURE_ORIGINS } from '../environment/environment';
 import { bareHost, insecureOriginsFrom, isTrustedOrigin, refuseUrl, type SourcePolicy } from '../media/source-policy';
 
 /** Names that only ever mean this machine or a private network. */
@@ -23,10 +25,10 @@ const PRIVATE_NAME = /(^|\.)(localhost|local|internal|localdomain|home\.arpa)$/;
  * hosts; `mediaSourceHosts` is about the provider), the Lambda runtime API refused.
  * @throws Error when an insecure origin is not a bare origin
  */
-export function webhookTargetPolicy(env: NodeJS.ProcessEnv = process.env): SourcePolicy {
-  const runtimeApi = env.AWS_LAMBDA_RUNTIME_API;
+export function webhookTargetPolicy(env?: Env): SourcePolicy {
+  const runtimeApi = readEnv(AWS_LAMBDA_RUNTIME_API, env);
   return {
-    insecureOrigins: insecureOriginsFrom(env.WEBHOOK_INSECURE_ORIGINS, 'WEBHOOK_INSECURE_ORIGINS'),
+    insecureOrigins: insecureOriginsFrom(readEnv(WEBHOOK_INSECURE_ORIGINS, env), WEBHOOK_INSECURE_ORIGINS.name),
     allowedHosts: [],
     ...(runtimeApi ? { runtimeApi } : {}),
   };

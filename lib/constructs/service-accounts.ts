@@ -146,7 +146,11 @@ export class ServiceAccounts extends Construct {
     const entries = functions.entries();
     for (const [definition, fn] of entries) if (definition.needs.viewerAddress) fn.bindOriginVerify(originVerify);
     for (const [definition, fn] of entries) {
-      if (definition.trigger === 'route') fn.bindPublicOrigin(this.origin);
+      // The browsers' origin, for the routes that take a session cookie (CSRF checks) or sign in; not the
+      // provider's callback nor the public OpenAPI document, which take neither.
+      if (definition.trigger === 'route' && (definition.auth !== 'none' || definition.needs.oidc)) {
+        fn.bindPublicOrigin(this.origin);
+      }
       // The provider calls back through the distribution's /api/* (tasks get a callBackUrl only with
       // it), and the sweeper resends tasks the provider never took: they get a callback URL too.
       if (definition.needs.provider) fn.bindProviderCallbacks(this.origin);

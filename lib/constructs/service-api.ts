@@ -30,6 +30,7 @@ import {
   THROTTLED_BODY,
   THROTTLED_RETRY_AFTER_SECONDS,
 } from '../../functions/core/rate-plan';
+import { MAX_ACTIVE_KEYS } from '../../functions/environment/environment';
 import type { ServiceConfig } from '../config';
 import { AUTHORIZER_CACHE_TTL_SECONDS, AUTHORIZER_IDENTITY_SOURCES, lambdasTriggeredBy } from '../routes';
 import type { ServiceFunctions } from './service-functions';
@@ -310,6 +311,10 @@ export class ServiceApi extends Construct {
       if (actions.includes('delete')) {
         // DeleteApiKey of an ended key. API key ARNs carry only a random id, so no narrower resource exists.
         grants.push(new PolicyStatement({ actions: ['apigateway:DELETE'], resources: [apiGateway('/apikeys/*')] }));
+        // The key is found by its name first (GetApiKeys), when enrolling does not grant that already.
+        if (!actions.includes('enroll')) {
+          grants.push(new PolicyStatement({ actions: ['apigateway:GET'], resources: [apiGateway('/apikeys')] }));
+        }
         acknowledge(
           fn,
           `AwsSolutions-IAM5[Resource::${printed('/apikeys/*')}]`,
@@ -317,6 +322,9 @@ export class ServiceApi extends Construct {
         );
       }
       fn.bindUsagePlans(name, grants);
+      // The cap on an account's active keys, checked where keys are issued (functions/auth/key-issuing.ts);
+      // sign-in and the sweeper enroll keys too but issue none.
+      if (definition.needs.issuesKeys) fn.addEnvironment(MAX_ACTIVE_KEYS.name, String(config.maxActiveKeys));
     }
     return plan;
   }

@@ -10,6 +10,17 @@ import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import {
+  INLINE_AUTHORIZER,
+  LOG_LEVEL,
+  MAX_PENDING_SECONDS,
+  MEDIA_SOURCE_HOSTS,
+  PROVIDER_PROFILE,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  RESULT_RETENTION_DAYS,
+  UPLOAD_MAX_BYTES,
+  UPLOAD_TTL_SECONDS,
+} from '../../functions/environment/environment';
 import { resolveProviderProfile, type ServiceConfig } from '../config';
 import {
   GenerationFunction,
@@ -80,15 +91,18 @@ export class ServiceFunctions extends Construct {
       timeout: definition.timeoutSeconds === undefined ? undefined : Duration.seconds(definition.timeoutSeconds),
       architecture: config.localstack && process.arch !== 'arm64' ? Architecture.X86_64 : undefined,
       tracing: config.tracing,
-      environment: { LOG_LEVEL: config.logLevel, ...(inlineAuthorizer ? { INLINE_AUTHORIZER: 'true' } : {}) },
+      environment: {
+        [LOG_LEVEL.name]: config.logLevel,
+        ...(inlineAuthorizer ? { [INLINE_AUTHORIZER.name]: 'true' } : {}),
+      },
       define: needs.provider ? { ...profileDefine(config), ...providerReadsDefine(needs) } : undefined,
     });
     fn.bindTable(props.table, inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.provider) {
       fn.bindProvider(props.providerSecret, config.providerBaseUrl);
-      fn.addEnvironment('PROVIDER_PROFILE', resolveProviderProfile(config.providerProfile).profile.name);
-      fn.addEnvironment('PROVIDER_REFRESH_INTERVAL_SECONDS', String(config.providerRefreshIntervalSeconds));
-      fn.addEnvironment('MAX_PENDING_SECONDS', String(config.maxPendingSeconds));
+      fn.addEnvironment(PROVIDER_PROFILE.name, resolveProviderProfile(config.providerProfile).profile.name);
+      fn.addEnvironment(PROVIDER_REFRESH_INTERVAL_SECONDS.name, String(config.providerRefreshIntervalSeconds));
+      fn.addEnvironment(MAX_PENDING_SECONDS.name, String(config.maxPendingSeconds));
       // Signing (submit, retries) and checking (the callback route) callback URLs need the secret.
       fn.bindCallbackSecret(props.callbackSecret);
       if (!(props.providerSecret instanceof Secret)) {
@@ -99,11 +113,14 @@ export class ServiceFunctions extends Construct {
         );
       }
     }
+    // The bucket's lifecycle rule, so tasks can say until when their results exist: every function
+    // that builds the lifecycle (the submit functions too, which sign no result URL).
+    if (needs.provider || needs.media !== 'none') {
+      fn.addEnvironment(RESULT_RETENTION_DAYS.name, String(config.resultRetentionDays));
+    }
     if (needs.media !== 'none') {
       fn.bindMedia(props.mediaBucket, Duration.seconds(config.mediaUrlTtlSeconds), needs.media);
-      // The bucket's lifecycle rule, so tasks can say until when their results exist.
-      fn.addEnvironment('RESULT_RETENTION_DAYS', String(config.resultRetentionDays));
-      if (config.mediaSourceHosts !== '') fn.addEnvironment('MEDIA_SOURCE_HOSTS', config.mediaSourceHosts);
+      if (config.mediaSourceHosts !== '') fn.addEnvironment(MEDIA_SOURCE_HOSTS.name, config.mediaSourceHosts);
       // As cdk-nag prints the grant: the bucket's ARN is an attribute of its logical id.
       const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
       acknowledge(
@@ -115,8 +132,8 @@ export class ServiceFunctions extends Construct {
     if (needs.uploads) {
       fn.bindUploads(props.mediaBucket, needs.uploads);
       if (needs.uploads === 'post') {
-        fn.addEnvironment('UPLOAD_MAX_BYTES', String(config.uploadMaxBytes));
-        fn.addEnvironment('UPLOAD_TTL_SECONDS', String(config.uploadExpiryHours * 3600));
+        fn.addEnvironment(UPLOAD_MAX_BYTES.name, String(config.uploadMaxBytes));
+        fn.addEnvironment(UPLOAD_TTL_SECONDS.name, String(config.uploadExpiryHours * 3600));
       }
       const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
       acknowledge(

@@ -106,6 +106,16 @@ test('mediaSourceHosts is a normalised list of host names or *.domain rules', ()
   expect(config.mediaSourceHosts).toBe('cdn.provider.example,*.media.provider.example');
 });
 
+test('maxActiveKeys caps the active keys per account: 20 unless the context says otherwise', () => {
+  // Act
+  const fallback = configFrom({});
+  const set = configFrom({ maxActiveKeys: '5' });
+
+  // Assert
+  expect(fallback.maxActiveKeys).toBe(20);
+  expect(set.maxActiveKeys).toBe(5);
+});
+
 test('LocalStack mode never retains data', () => {
   // Act
   const config = configFrom({ localstack: 'true', retainData: true });
@@ -134,6 +144,8 @@ test.each([
   [{ keyBurstLimit: 3000, throttlingBurstLimit: 2000 }],
   [{ keyRateLimit: 0 }],
   [{ keyDailyQuota: -1 }],
+  [{ maxActiveKeys: 0 }],
+  [{ maxActiveKeys: 1001 }],
   [{ wafRequestsPerIpPerMinute: 5 }],
 ])('rejects %j', (context) => {
   // Act

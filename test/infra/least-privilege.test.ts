@@ -2,7 +2,8 @@
  * Least privilege, pinned: every function's IAM statements as a table (function -> the statements its
  * role allows), and the sign-in client's auth flows. A grant added, widened or dropped anywhere changes
  * a line here. Issue 24: API Gateway key and plan grants scoped to this API's plans and to what each
- * function does; no media writes on request paths; the session, key listing and audit log read only
+ * function does; no media writes on request paths (and no media at all for submission, which signs no
+ * result URL); the model catalog touches no table; the session, key listing and audit log read only
  * the partitions they use; the Cognito client allows no SDK sign-in flow.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
@@ -30,6 +31,8 @@ const ENROLL = [
 ];
 /** Deleting the API Gateway key of an ended key. */
 const DELETE_KEYS = `Allow apigateway:DELETE on ${API_GATEWAY}/apikeys/*`;
+/** Finding a key by its name, for a function that deletes keys but enrolls none. */
+const FIND_KEYS = `Allow apigateway:GET on ${API_GATEWAY}/apikeys`;
 const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
@@ -48,14 +51,14 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Authorizer'),
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
-  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_UPLOADS, LIFECYCLE_SECRETS],
+  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_UPLOADS, LIFECYCLE_SECRETS],
   'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
   uploads: [readWrite('USER#*'), ownLogs('Uploads'), POST_UPLOADS],
   'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
-  'list-models': [readOnly('USER#*'), ownLogs('ListModels')],
+  'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],
   'auth-sign-in': [
     ownLogs('AuthSignIn'),
@@ -73,11 +76,12 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
   'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysCreate')],
   'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysRotate')],
-  'keys-revoke': [DELETE_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
+  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   sweeper: [
     DELETE_KEYS,
-    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*'),
+    ...ENROLL,
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     READ_UPLOADS,

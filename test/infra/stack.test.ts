@@ -111,23 +111,32 @@ describe('functions', () => {
   test('the environment carries exactly the contract each function reads', () => {
     // Act
     const authorizer = environmentOf(AUTHORIZER.name);
-    const lifecycle = [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)].map(environmentOf);
+    const lifecycle = [SWEEPER, ...LIFECYCLE_ROUTES].map((definition) => ({
+      env: environmentOf(definition.name),
+      media: definition.needs.media !== 'none',
+    }));
 
     // Assert
     expect(Object.keys(authorizer).sort()).toEqual(['LOG_LEVEL', 'ORIGIN_VERIFY_SECRET_ARN', 'TABLE_NAME']);
-    for (const env of lifecycle) {
+    for (const { env, media } of lifecycle) {
       expect(env).toMatchObject({
         TABLE_NAME: { Ref: expect.any(String) },
         PROVIDER_BASE_URL: TEST_PROVIDER_URL,
         PROVIDER_PROFILE: 'kie',
         PROVIDER_SECRET_ARN: { Ref: expect.stringMatching(/^ProviderSecret/) },
-        MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
-        MEDIA_URL_TTL_SECONDS: '3600',
         RESULT_RETENTION_DAYS: '30',
         PROVIDER_REFRESH_INTERVAL_SECONDS: '30',
         MAX_PENDING_SECONDS: '1800',
         LOG_LEVEL: 'INFO',
       });
+      // The bucket where results are signed (GET, the callback, the sweeper); submission signs none.
+      if (media) {
+        expect(env).toMatchObject({ MEDIA_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) } });
+        expect(env).toMatchObject({ MEDIA_URL_TTL_SECONDS: '3600' });
+      } else {
+        expect(env).not.toHaveProperty('MEDIA_BUCKET');
+        expect(env).not.toHaveProperty('MEDIA_URL_TTL_SECONDS');
+      }
       expect(env).not.toHaveProperty('INLINE_AUTHORIZER');
       // No allowlist configured: any public https host; the variable is then absent.
       expect(env).not.toHaveProperty('MEDIA_SOURCE_HOSTS');
@@ -167,8 +176,10 @@ describe('functions', () => {
       expect([...externalSdk]).toEqual(usesTable ? ['require("@aws-sdk/signature-v4-crt")'] : []);
       expect(code.includes('sourceMappingURL')).toBe(false);
     }
-    // Only starting sign-in touches no table (it stores nothing), so only its bundle has no SDK.
-    expect(withTable).toBe(assetDirs.length - ROUTES.filter((route) => route.needs.table.access === 'none').length);
+    // Starting sign-in (it stores nothing) and the OpenAPI document hold no SDK. The model catalog
+    // touches no table either (no grant, no TABLE_NAME), yet the request stack it shares (functions/http)
+    // brings the DynamoDB client into its bundle, unused.
+    expect(withTable).toBe(assetDirs.length - 2);
   });
 
   test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
@@ -242,13 +253,23 @@ describe('least privilege', () => {
       const usagePlans = [
         ...(uses.includes('enroll') ? ['apigateway:GET', 'apigateway:POST', 'apigateway:POST'] : []),
         ...(uses.includes('delete') ? ['apigateway:DELETE'] : []),
+        ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
       ];
       expect(actionsOf(statements)).toEqual(
         ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
       );
-      expect(env.PUBLIC_ORIGIN).toEqual({
-        'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
-      });
+      // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
+      // Only those: sign-in and the sweeper enroll keys but issue none.
+      expect(env.MAX_ACTIVE_KEYS).toBe(route.needs.issuesKeys ? '20' : undefined);
+      // The browsers' origin where a session cookie (CSRF) or sign-in needs it; not on the provider's
+      // callback nor the OpenAPI document.
+      if (route.auth !== 'none' || route.needs.oidc) {
+        expect(env.PUBLIC_ORIGIN).toEqual({
+          'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.stringMatching(/^Distribution/), 'DomainName'] }]],
+        });
+      } else {
+        expect(env.PUBLIC_ORIGIN).toBeUndefined();
+      }
       if (route.needs.oidc) {
         expect(env).toMatchObject({
           OIDC_CLIENT_ID: { Ref: expect.stringMatching(/^UserPoolServiceClient/) },
@@ -280,14 +301,17 @@ describe('least privilege', () => {
   });
 
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
-    for (const name of [SWEEPER.name, ...LIFECYCLE_ROUTES.map((route) => route.name)]) {
+    for (const { name, needs } of [SWEEPER, ...LIFECYCLE_ROUTES]) {
       // Act
       const statements = statementsOf(name);
 
       // Assert
       // Only the sweeper copies results (a copy that waited too long) and deletes ended API keys; no
       // request path writes media.
-      const sweeperOnly = name === SWEEPER.name ? ['s3:PutObject', 'apigateway:DELETE'] : [];
+      const sweeperOnly =
+        name === SWEEPER.name
+          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          : [];
       expect(actionsOf(statements)).toEqual(
         [
           'logs:CreateLogStream',
@@ -295,15 +319,17 @@ describe('least privilege', () => {
           ...READ,
           ...WRITE,
           'secretsmanager:GetSecretValue',
+          // Uploads, since issue 27 (checking their bytes, signing the provider's GET URLs): every lifecycle
+          // function, the submit functions too, though submission signs no result URL (no results grant).
           's3:GetObject',
           // The sweeper's read of uploads is a statement of its own (its results grant also writes).
           ...(name === SWEEPER.name ? ['s3:GetObject'] : []),
           ...sweeperOnly,
         ].sort(),
       );
-      // Results and, since issue 27, uploads (checking their bytes, signing the provider's GET URLs).
       const s3 = JSON.stringify(statements.filter((statement) => actionsOf([statement]).includes('s3:GetObject')));
-      expect(s3).toContain('"/results/*"');
+      if (needs.media === 'none') expect(s3).not.toContain('"/results/*"');
+      else expect(s3).toContain('"/results/*"');
       expect(s3).toContain('"/uploads/*"');
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
@@ -322,7 +348,7 @@ describe('least privilege', () => {
     const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
-      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*'],
+      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
       'submit-image': ['USER#*'],
@@ -339,10 +365,10 @@ describe('least privilege', () => {
       'audit-log': ['USER#*'],
       'list-tasks': ['USER#*'],
       'get-credits': ['USER#*'],
-      'list-models': ['USER#*'],
     };
 
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 2); // sign-in and the OpenAPI document touch no table
+    // Sign-in, the OpenAPI document and the model catalog touch no table.
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 3);
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)

@@ -3,8 +3,9 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorizeKey } from '../../functions/auth/authorize-key';
+import { usageKeyName } from '../../functions/core/rate-plan';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
 import { keys } from '../../functions/store/keys';
@@ -147,6 +148,37 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(run.stdout).toBe('');
     expect(run.error).toEqual({ error: expect.stringContaining(message) });
     expect(await getBalance(store, 'cli-user-2')).toBe(0);
+  });
+
+  it('keys create beyond MAX_ACTIVE_KEYS is refused naming the limit, as the API refuses it; keys revoke frees a place and deletes the API Gateway key in the local stand-in', async () => {
+    // Prepare
+    const cap = { MAX_ACTIVE_KEYS: '1' };
+    const first = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'first'], cap);
+
+    // Act
+    const refused = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'second'], cap);
+    const revoked = await admin(['keys', 'revoke', '--key-id', String(first.json.keyId)], cap);
+    const afterRevoke = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'third'], cap);
+    const standIn = await store.doc.send(
+      new GetCommand({
+        TableName: store.tableName,
+        Key: {
+          PK: `LOCALAPIKEY#${usageKeyName(store.tableName, { credential: 'key', keyId: String(first.json.keyId) })}`,
+          SK: 'LOCALAPIKEY',
+        },
+      }),
+    );
+
+    // Assert
+    expect(first.code).toBe(0);
+    expect(refused.code).toBe(1);
+    expect(refused.error).toEqual({
+      error: 'This account already has 1 active API key, the most it may hold; revoke one first',
+      limit: 1,
+    });
+    expect(revoked.code).toBe(0);
+    expect(afterRevoke.code).toBe(0);
+    expect(standIn.Item?.deleted).toBe(true);
   });
 
   it('keys create prints the key once; keys list shows it without the key; the key authorizes', async () => {

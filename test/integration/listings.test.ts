@@ -17,7 +17,9 @@ import { attachRequestCounter, type RequestCounter } from '../support/request-co
 import { apiEvent, invoke, type ServiceHarness, startServiceHarness, type TestUser } from '../support/service-harness';
 import { newTask, newUserId, T0 } from '../support/store-fixtures';
 
-jest.setTimeout(120_000);
+// A guard against hangs, not a speed check: seeding 240 accepts one after another can take minutes on
+// a machine busy with a second copy of the suite.
+jest.setTimeout(300_000);
 
 const TASKS = 240;
 const at = (i: number) => new Date(T0.getTime() + i * 1000);

@@ -9,6 +9,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { callbackSignature } from '../../functions/core/callback-signature';
 import type { TaskRecord } from '../../functions/core/task';
+import {
+  environmentOf,
+  PROVIDER_CALLBACK_BASE_URL,
+  PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
+  PROVIDER_CALLBACK_SECRET,
+  setting,
+} from '../../functions/environment/environment';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { handler as providerCallback } from '../../functions/provider-callback/handler';
 import { resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
@@ -60,22 +67,25 @@ describe('provider callbacks', () => {
     );
     await new Promise<void>((ready) => gateway.listen(0, '127.0.0.1', () => ready()));
     gatewayUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
-    Object.assign(process.env, {
-      PROVIDER_CALLBACK_BASE_URL: gatewayUrl,
-      PROVIDER_CALLBACK_SECRET: SECRET,
-      // One callback read per task for the whole test: a flood must not read more than once.
-      PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS: String(HOUR_SECONDS),
-    });
+    Object.assign(
+      process.env,
+      environmentOf(
+        setting(PROVIDER_CALLBACK_BASE_URL, gatewayUrl),
+        setting(PROVIDER_CALLBACK_SECRET, SECRET),
+        // One callback read per task for the whole test: a flood must not read more than once.
+        setting(PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, HOUR_SECONDS),
+      ),
+    );
     resetLifecycleFromEnv();
   });
 
   afterAll(async () => {
-    for (const name of [
-      'PROVIDER_CALLBACK_BASE_URL',
-      'PROVIDER_CALLBACK_SECRET',
-      'PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS',
+    for (const variable of [
+      PROVIDER_CALLBACK_BASE_URL,
+      PROVIDER_CALLBACK_SECRET,
+      PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS,
     ]) {
-      delete process.env[name];
+      delete process.env[variable.name];
     }
     await new Promise<void>((closed) => {
       gateway.close(() => closed());

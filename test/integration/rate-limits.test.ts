@@ -3,18 +3,29 @@
  * semantics API Gateway's usage plans apply deployed (a bucket per key, the account's plan, a daily
  * quota), with the documented 429 body and `Retry-After`.
  */
+
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { setAccountLimits } from '../../functions/auth/rate-limits';
+import { usageKeyName } from '../../functions/core/rate-plan';
+import { csrfTokenFor } from '../../functions/core/session';
 import { grantCredits } from '../../functions/store/accounts';
-import { putApiKey } from '../../functions/store/api-keys';
+import { listApiKeys, putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { getInvite, inviteAccount } from '../../functions/store/invites';
+import { DEFAULT_MAX_ACTIVE_KEYS } from '../../functions/store/key-count';
+import { createSession } from '../../functions/store/sessions';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { Browser, signIn } from '../e2e/support/browser';
 
 /** The default plan of this stack: a burst of 3, then one request a second. */
 const BURST = 3;
 /** Requests sent at once: far more than the burst plus what a second of refill could add on a slow machine. */
 const FLOOD = 20;
+
+/** Signs in through the local OpenID provider (invited by the test). */
+const SIGN_IN = { email: 'limits-sign-in@example.test', password: 'limits-sign-in-password' };
 
 let stack: SpawnedLocalStack;
 let store: StoreContext;
@@ -39,6 +50,8 @@ beforeAll(async () => {
       KEY_BURST_LIMIT: String(BURST),
       // Read an account's own plan on every request, so a plan set by the test applies at once.
       RATE_PLAN_CACHE_SECONDS: '0',
+      // An account of the local OpenID provider, to sign in as.
+      LOCAL_IDP_ACCOUNTS: `${SIGN_IN.email}:${SIGN_IN.password}`,
     },
   });
   store = {
@@ -123,5 +136,100 @@ describe('per-key rate limits through the local gateway', () => {
 
     // Assert
     expect(answers.map((answer) => answer.status)).toEqual(Array(FLOOD).fill(401));
+  });
+
+  test("key creations take from the account's session bucket: a flood of POST /api/keys gets 429s and no key for them", async () => {
+    // Prepare
+    const userId = 'limits-sessions';
+    const { sessionId } = await createSession(store, {
+      userId,
+      email: `${userId}@example.test`,
+      idleSeconds: 3600,
+      absoluteSeconds: 7200,
+    });
+    const headers = {
+      Cookie: `__Host-session=${sessionId}`,
+      Origin: new URL(stack.baseUrl).origin,
+      'X-CSRF-Token': csrfTokenFor(sessionId),
+      'Content-Type': 'application/json',
+    };
+
+    // Act
+    const answers = await Promise.all(
+      Array.from({ length: FLOOD }, (_, index) =>
+        fetch(`${stack.baseUrl}/api/keys`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ name: `loop ${index}` }),
+        }),
+      ),
+    );
+
+    // Assert
+    const statuses = answers.map((answer) => answer.status);
+    const created = statuses.filter((status) => status === 201).length;
+    expect(created).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((status) => status !== 201 && status !== 429)).toEqual([]);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0);
+    expect(await listApiKeys(store, userId)).toHaveLength(created);
+  });
+
+  test("sign-in enrolls the account's sessions once and records it; a later sign-in enrolls nothing", async () => {
+    // Prepare
+    const userId = 'limits-sign-in';
+    await inviteAccount(store, { email: SIGN_IN.email, userId });
+    const sessionsKey = {
+      PK: `LOCALAPIKEY#${usageKeyName(DEFAULT_TABLE_NAME, { credential: 'session', userId })}`,
+      SK: 'LOCALAPIKEY',
+    };
+
+    // Act
+    const first = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
+    const afterFirst = await getInvite(store, SIGN_IN.email);
+    const enrolled = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    await store.doc.send(new DeleteCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    const second = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
+    const afterSecond = await getInvite(store, SIGN_IN.email);
+    const enrolledAgain = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+
+    // Assert
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(afterFirst?.sessionUsageEnrolledAt).toEqual(expect.any(String));
+    expect(enrolled.Item).toBeDefined();
+    expect(afterSecond?.sessionUsageEnrolledAt).toBe(afterFirst?.sessionUsageEnrolledAt);
+    expect(enrolledAgain.Item).toBeUndefined();
+  });
+
+  test('POST /api/keys at the cap on active keys answers 409 naming the limit, and issues nothing', async () => {
+    // Prepare
+    const userId = 'limits-cap';
+    for (let index = 0; index < DEFAULT_MAX_ACTIVE_KEYS; index++) await putApiKey(store, { userId, name: `k${index}` });
+    const { sessionId } = await createSession(store, {
+      userId,
+      email: `${userId}@example.test`,
+      idleSeconds: 3600,
+      absoluteSeconds: 7200,
+    });
+
+    // Act
+    const answer = await fetch(`${stack.baseUrl}/api/keys`, {
+      method: 'POST',
+      headers: {
+        Cookie: `__Host-session=${sessionId}`,
+        Origin: new URL(stack.baseUrl).origin,
+        'X-CSRF-Token': csrfTokenFor(sessionId),
+        'Content-Type': 'application/json',
+      },
+      body: JSON.stringify({ name: 'one too many' }),
+    });
+
+    // Assert
+    expect(answer.status).toBe(409);
+    expect(await answer.json()).toEqual({
+      error: `This account already has ${DEFAULT_MAX_ACTIVE_KEYS} active API keys, the most it may hold; revoke one first`,
+      limit: DEFAULT_MAX_ACTIVE_KEYS,
+    });
+    expect(await listApiKeys(store, userId)).toHaveLength(DEFAULT_MAX_ACTIVE_KEYS);
   });
 });

@@ -50,10 +50,13 @@ describe('key ends and the balance', () => {
     await grantCredits(store, { userId, amount: 3200 });
     const revoked: string[] = [];
     for (let batch = 0; batch < 30; batch++) {
+      // Ten at a time, each retried while busy: they share the account's key count item.
       const created = await Promise.all(
-        Array.from({ length: 10 }, (_, index) => putApiKey(store, { userId, name: `k${batch}-${index}` })),
+        Array.from({ length: 10 }, (_, index) =>
+          retriedWhileBusy(() => putApiKey(store, { userId, name: `k${batch}-${index}` })),
+        ),
       );
-      await Promise.all(created.map((key) => revokeApiKey(store, { keyId: key.keyId })));
+      await Promise.all(created.map((key) => retriedWhileBusy(() => revokeApiKey(store, { keyId: key.keyId }))));
       revoked.push(...created.map((key) => key.keyId));
     }
     const live = await putApiKey(store, { userId, name: 'live' });
@@ -62,7 +65,9 @@ describe('key ends and the balance', () => {
     const balance = totalOf(await readShards(store, userId));
     const accepted = await Promise.all(
       Array.from({ length: 10 }, () =>
-        acceptTask(store, { task: newTask(userId, 10, { keyId: live.keyId, now: new Date() }) }),
+        retriedWhileBusy(() =>
+          acceptTask(store, { task: newTask(userId, 10, { keyId: live.keyId, now: new Date() }) }),
+        ),
       ),
     );
     const refused = await Promise.allSettled(
@@ -221,7 +226,9 @@ describe('a revocation and the accepts around it', () => {
 
     // Act
     const racers = Array.from({ length: 12 }, racer);
-    const revocation = revokeApiKey(store, { keyId: key.keyId });
+    // Retried while busy, as a caller retries a 503 with Retry-After: on a loaded machine the conflict layer can
+    // outlast even the guards' retry budget, and a retried revocation keeps the earlier end it recorded.
+    const revocation = retriedWhileBusy(() => revokeApiKey(store, { keyId: key.keyId }));
     // The racers stop however the revocation ends, and are awaited before anything is asserted.
     const [revoked] = await Promise.allSettled([revocation]).finally(() => {
       revoking = false;

@@ -10,7 +10,7 @@ import {
   recordProviderTask,
 } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
-import { newTask, newUserId, T0 } from '../support/store-fixtures';
+import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
 
 // DynamoDB Local runs every transaction through one JVM; racing hundreds of them takes seconds.
 jest.setTimeout(60_000);
@@ -237,17 +237,20 @@ describe('the task lifecycle writes on DynamoDB Local', () => {
       // Prepare
       const task = await acceptedTask(10, 4);
 
-      // Act
+      // Act: each racer retries a busy answer, as the sweeper and the next poll retry a refund that lost
+      // to contention (on a loaded machine 50 racers can outlast one call's retry budget).
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
-          failAndRefund(store, {
-            userId: task.userId,
-            taskId: task.taskId,
-            errorCode: 'PROVIDER_ERROR',
-            errorMessage: `racer ${i}`,
-            now: at(100 + i),
-            ...(withCopy ? { task } : {}),
-          }),
+          retriedWhileBusy(() =>
+            failAndRefund(store, {
+              userId: task.userId,
+              taskId: task.taskId,
+              errorCode: 'PROVIDER_ERROR',
+              errorMessage: `racer ${i}`,
+              now: at(100 + i),
+              ...(withCopy ? { task } : {}),
+            }),
+          ),
         ),
       );
 

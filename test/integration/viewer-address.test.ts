@@ -6,6 +6,17 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { createAuthorizerHandler } from '../../functions/authorizer/handler';
 import { csrfTokenFor } from '../../functions/core/session';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  LOG_LEVEL,
+  PUBLIC_ORIGIN,
+  setting,
+  TABLE_NAME,
+} from '../../functions/environment/environment';
 import { listAudit } from '../../functions/store/audit';
 import { resetStoreFromEnv } from '../../functions/store/from-env';
 import { createSession } from '../../functions/store/sessions';
@@ -21,15 +32,20 @@ const saved = { ...process.env };
 
 beforeAll(async () => {
   store = await createTestStore();
-  process.env.TABLE_NAME = store.tableName;
-  process.env.DYNAMODB_ENDPOINT = store.endpoint;
-  process.env.PUBLIC_ORIGIN = ORIGIN;
-  // DynamoDB Local takes any credentials; the handler's client must find some.
-  process.env.AWS_ACCESS_KEY_ID = 'local';
-  process.env.AWS_SECRET_ACCESS_KEY = 'local';
-  process.env.AWS_REGION = 'local';
-  // The authorizer's decision lines are for CloudWatch, not the test output.
-  process.env.LOG_LEVEL = 'warn';
+  Object.assign(
+    process.env,
+    environmentOf(
+      setting(TABLE_NAME, store.tableName),
+      setting(DYNAMODB_ENDPOINT, store.endpoint),
+      setting(PUBLIC_ORIGIN, ORIGIN),
+      // DynamoDB Local takes any credentials; the handler's client must find some.
+      setting(AWS_ACCESS_KEY_ID, 'local'),
+      setting(AWS_SECRET_ACCESS_KEY, 'local'),
+      setting(AWS_REGION, 'local'),
+      // The authorizer's decision lines are for CloudWatch, not the test output.
+      setting(LOG_LEVEL, 'warn'),
+    ),
+  );
   resetStoreFromEnv();
 });
 

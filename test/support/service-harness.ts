@@ -3,7 +3,8 @@
  * integration project's global setup, the mock provider over HTTP on an ephemeral port, and a temp
  * media directory served by a tiny HTTP server (standing in for the bucket's signed URLs).
  *
- * `startServiceHarness()` sets `process.env` exactly as the deployed stack would and resets the
+ * `startServiceHarness()` sets `process.env` by the environment contract the deployed stack sets by
+ * (functions/environment/environment.ts; local stand-ins for the AWS services) and resets the
  * handlers' cached wiring, so the real handlers (imported by the test file) use these parts. One
  * harness per test file (jest gives every file its own `process.env` and module registry); dispose it
  * in `afterAll`.
@@ -16,6 +17,30 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import {
+  AWS_ACCESS_KEY_ID,
+  AWS_ENDPOINT_URL,
+  AWS_REGION,
+  AWS_SECRET_ACCESS_KEY,
+  DYNAMODB_ENDPOINT,
+  environmentOf,
+  INLINE_AUTHORIZER,
+  LOG_LEVEL,
+  MAX_PENDING_SECONDS,
+  MEDIA_BASE_URL,
+  MEDIA_BUCKET,
+  MEDIA_COPY_TIMEOUT_MS,
+  MEDIA_DIR,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
+  METRICS,
+  PROVIDER_API_KEY,
+  PROVIDER_BASE_URL,
+  PROVIDER_MAX_SEND_ATTEMPTS,
+  PROVIDER_REFRESH_INTERVAL_SECONDS,
+  PROVIDER_SECRET_ARN,
+  setting,
+  TABLE_NAME,
+} from '../../functions/environment/environment';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { handler as mediaWorker } from '../../functions/media-worker/handler';
@@ -28,7 +53,7 @@ import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env'
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
-import { type MockProvider, startMockProvider } from '../../local/mock-provider';
+import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
 import { createTestStore, type TestStore, testEndpoint } from './dynamodb';
 
@@ -44,6 +69,8 @@ export interface ServiceHarnessOptions {
   mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
+  /** The mock provider's capacity limits (create rate, tasks in flight); default none. */
+  providerLimits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
 }
 
 /** A caller as the authorizer describes it. */
@@ -82,7 +109,7 @@ export interface ServiceHarness {
 }
 
 /** The authorizer is not run here: the tests supply its context, so no inline authorizer either. */
-const CLEARED_ENV = ['INLINE_AUTHORIZER', 'MEDIA_BUCKET', 'PROVIDER_SECRET_ARN', 'AWS_ENDPOINT_URL'] as const;
+const CLEARED_ENV = [INLINE_AUTHORIZER, MEDIA_BUCKET, PROVIDER_SECRET_ARN, AWS_ENDPOINT_URL].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
 function resetWiring(): void {
@@ -142,31 +169,32 @@ function mediaServer(dir: string): Server {
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
   const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
-  const provider = await startMockProvider({ apiKey: providerKey });
+  const provider = await startMockProvider({ apiKey: providerKey, ...options.providerLimits });
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
 
-  const env: Record<string, string> = {
-    TABLE_NAME: store.tableName,
-    DYNAMODB_ENDPOINT: store.endpoint,
-    AWS_REGION: 'local',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    PROVIDER_BASE_URL: provider.url,
-    PROVIDER_API_KEY: providerKey,
-    MEDIA_SOURCE_INSECURE_ORIGINS: provider.url,
-    MEDIA_DIR: mediaDir,
-    MEDIA_BASE_URL: mediaBaseUrl,
-    PROVIDER_REFRESH_INTERVAL_SECONDS: String(options.refreshIntervalSeconds ?? 1),
-    MAX_PENDING_SECONDS: String(options.maxPendingSeconds ?? 1800),
-    PROVIDER_MAX_SEND_ATTEMPTS: String(options.maxSendAttempts ?? 2),
+  // Built from the environment contract (functions/environment/environment.ts), as the local stack's.
+  const env = environmentOf(
+    setting(TABLE_NAME, store.tableName),
+    setting(DYNAMODB_ENDPOINT, store.endpoint),
+    setting(AWS_REGION, 'local'),
+    setting(AWS_ACCESS_KEY_ID, 'local'),
+    setting(AWS_SECRET_ACCESS_KEY, 'local'),
+    setting(PROVIDER_BASE_URL, provider.url),
+    setting(PROVIDER_API_KEY, providerKey),
+    setting(MEDIA_SOURCE_INSECURE_ORIGINS, provider.url),
+    setting(MEDIA_DIR, mediaDir),
+    setting(MEDIA_BASE_URL, mediaBaseUrl),
+    setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
+    setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
+    setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
-    MEDIA_COPY_TIMEOUT_MS: '10000',
-    METRICS: 'off',
-    LOG_LEVEL: 'error',
-  };
+    setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
+    setting(METRICS, 'off'),
+    setting(LOG_LEVEL, 'error'),
+  );
   const cleared = Object.fromEntries(CLEARED_ENV.map((name) => [name, undefined]));
   const previousEnv = applyEnv({ ...cleared, ...env });
   resetWiring();

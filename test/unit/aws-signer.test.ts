@@ -160,7 +160,7 @@ describe('signed URL lifetime (MEDIA_URL_TTL_SECONDS)', () => {
   it.each([
     [{ MEDIA_URL_TTL_SECONDS: '7200', AWS_SESSION_TOKEN: 't' }, /1 to 3600 \(URLs signed with temporary credentials/],
     [{ MEDIA_URL_TTL_SECONDS: '604801' }, /1 to 604800/],
-    [{ MEDIA_URL_TTL_SECONDS: 'soon' }, /must be an integer/],
+    [{ MEDIA_URL_TTL_SECONDS: 'soon' }, /MEDIA_URL_TTL_SECONDS must be a whole number/],
   ])('refuses %o at start', (env, message) => {
     // Act
     const act = () => mediaUrlTtlSecondsFromEnv(env);

@@ -10,7 +10,6 @@ import {
   isDelivered,
   newWebhookSecret,
   nextAttemptAt,
-  parseMaxOpenDeliveries,
   parseRetryDelays,
   refusedAtSubmission,
   WEBHOOK_RETRY_DELAYS_SECONDS,
@@ -18,6 +17,7 @@ import {
   webhookPayload,
 } from '../../functions/core/webhooks';
 import { STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
+import { maxOpenDeliveriesFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
 import { claimedDeliveryOf, endedTaskOf } from '../../functions/webhook-worker/handler';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { signedHeaders } from '../../functions/webhooks/send';
@@ -94,15 +94,17 @@ describe('which ended tasks send an event, and how many deliveries an account ma
 
   test('WEBHOOK_MAX_OPEN_DELIVERIES: 100 unless set, a whole number from 1, nonsense refused by name', () => {
     // Act
-    const unset = parseMaxOpenDeliveries(undefined);
-    const set = parseMaxOpenDeliveries(' 5 ');
+    const unset = maxOpenDeliveriesFromEnv({});
+    const set = maxOpenDeliveriesFromEnv({ WEBHOOK_MAX_OPEN_DELIVERIES: ' 5 ' });
 
     // Assert
     expect(unset).toBe(DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES);
     expect(unset).toBe(100);
     expect(set).toBe(5);
     for (const bad of ['0', '-1', '2.5', 'many', '100001']) {
-      expect(() => parseMaxOpenDeliveries(bad)).toThrow(/^WEBHOOK_MAX_OPEN_DELIVERIES must be a whole number/);
+      expect(() => maxOpenDeliveriesFromEnv({ WEBHOOK_MAX_OPEN_DELIVERIES: bad })).toThrow(
+        /^WEBHOOK_MAX_OPEN_DELIVERIES must be a whole number/,
+      );
     }
   });
 });

@@ -6,6 +6,7 @@
 import { ApiError, createKey, type IssuedKey, type KeyListing, listKeys, revokeKey, rotateKey } from '../api';
 import { dataTable, field, h, replace, statusLine, uid } from '../dom';
 import { dateTime } from '../format';
+import { keyFailureText } from '../key-messages';
 import type { PageContext } from './page';
 
 /** Grace periods offered on rotation (seconds; 0 ends the old key at once, right for a leaked key). */
@@ -85,7 +86,7 @@ function dialog(title: string, body: Node[], confirmLabel: string, onConfirm: ()
           onConfirm().then(
             () => element.close(),
             (failure: unknown) => {
-              error.textContent = (failure as Error).message;
+              error.textContent = keyFailureText(failure);
               error.hidden = false;
             },
           );
@@ -264,7 +265,7 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
       await refresh();
     } catch (error) {
       if (!(error instanceof ApiError) || error.status !== 400) {
-        formError.textContent = (error as Error).message;
+        formError.textContent = keyFailureText(error);
         formError.hidden = false;
         return;
       }

@@ -9,7 +9,7 @@
  * look profiles up (this file): validating again there would cost request-path bundle bytes.
  */
 
-import type { BilledQuantity } from '../billed-keys';
+import type { BilledQuantity } from '../billed-quantity';
 import { MODELS, type Model } from '../catalog';
 
 /** How a value travels: JSON number or its decimal text (some upstreams want `"5"`, not `5`). */

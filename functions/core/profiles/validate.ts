@@ -4,7 +4,7 @@
  * local stack starts (and on every JSON profile); not bundled into the functions.
  */
 
-import type { BilledQuantity } from '../billed-keys';
+import type { BilledQuantity } from '../billed-quantity';
 import { MODELS, type Model } from '../catalog';
 import { type InputShape, ProfileError, type ProviderProfile } from './profile';
 
