@@ -311,10 +311,7 @@ export const MEDIA_SOURCE_INSECURE_ORIGINS = /* @__PURE__ */ variable('MEDIA_SOU
 /** Days the media bucket keeps results (its lifecycle rule), so tasks can say until when. */
 export const RESULT_RETENTION_DAYS = /* @__PURE__ */ variable('RESULT_RETENTION_DAYS', 'stack', integer(1));
 
-/**
- * The bucket callers' uploads go to (the media bucket deployed, its `uploads/` prefix): the uploads
- * function signs presigned POSTs into it, the functions that submit or resend tasks read its files.
- */
+/** The bucket callers' uploads go to (the media bucket's `uploads/` prefix deployed; the local stand-in). */
 export const UPLOADS_BUCKET = /* @__PURE__ */ variable('UPLOADS_BUCKET', 'stack', text);
 
 /** Where the uploads bucket is when it is not AWS's S3: the local gateway's S3 stand-in; unset deployed. */
