@@ -1,11 +1,14 @@
 /**
  * Issue 27, the pure parts of uploads: references, keys, the magic-number check, the request rules,
- * and the SigV4 POST policy (checked against the signature S3's documentation gives for its example).
+ * the SigV4 POST policy (checked against the signature S3's documentation gives for its example), and
+ * the settings as the environment contract reads them.
  */
 
 import { postPolicySignature, presignPost } from '../../functions/aws/signer';
 import { ValidationError } from '../../functions/core/errors';
 import {
+  DEFAULT_UPLOAD_MAX_BYTES,
+  DEFAULT_UPLOAD_TTL_SECONDS,
   isUploadReference,
   sniffUploadType,
   uploadIdOf,
@@ -13,6 +16,19 @@ import {
   uploadReference,
   validateUploadRequest,
 } from '../../functions/core/uploads';
+import {
+  AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_S3,
+  AWS_REGION,
+  environmentOf,
+  setting,
+  UPLOAD_MAX_BYTES,
+  UPLOAD_TTL_SECONDS,
+  UPLOADS_BUCKET,
+  UPLOADS_S3_ENDPOINT,
+} from '../../functions/environment/environment';
+import { uploadsOptionsFromEnv } from '../../functions/media/uploads';
+import { uploadSettingsFromEnv } from '../../functions/runtime/uploads-from-env';
 
 const ID = '0f6c2a7e-1b2c-4d3e-8f90-123456789abc';
 
@@ -165,5 +181,52 @@ describe('the SigV4 POST policy', () => {
         ['content-length-range', 1, 100],
       ],
     });
+  });
+});
+
+describe('uploads settings, read through the environment contract', () => {
+  test('unset settings take their defaults; set ones are read by the contract names', () => {
+    // Prepare
+    const env = environmentOf(
+      setting(UPLOAD_MAX_BYTES, 1024),
+      setting(UPLOAD_TTL_SECONDS, 3600),
+      setting(UPLOADS_BUCKET, 'media-bucket'),
+      setting(AWS_REGION, 'eu-west-1'),
+    );
+
+    // Act
+    const defaults = uploadSettingsFromEnv({});
+    const set = uploadSettingsFromEnv(env);
+    const unset = uploadsOptionsFromEnv({});
+    const deployed = uploadsOptionsFromEnv(env);
+
+    // Assert
+    expect(defaults).toEqual({ maxBytes: DEFAULT_UPLOAD_MAX_BYTES, ttlSeconds: DEFAULT_UPLOAD_TTL_SECONDS });
+    expect(set).toEqual({ maxBytes: 1024, ttlSeconds: 3600 });
+    expect(unset).toBeUndefined();
+    expect(deployed).toEqual({ bucket: 'media-bucket', region: 'eu-west-1' });
+  });
+
+  test('the local stand-in wins over LocalStack S3 endpoints; a bad setting fails naming its variable', () => {
+    // Prepare
+    const local = environmentOf(
+      setting(UPLOADS_BUCKET, 'local-uploads'),
+      setting(UPLOADS_S3_ENDPOINT, 'http://127.0.0.1:3000'),
+      setting(AWS_ENDPOINT_URL_S3, 'http://localhost:4566'),
+    );
+    const localstack = environmentOf(
+      setting(UPLOADS_BUCKET, 'media-bucket'),
+      setting(AWS_ENDPOINT_URL, 'http://localhost:4566'),
+    );
+
+    // Act
+    const standIn = uploadsOptionsFromEnv(local)?.endpoint;
+    const localstackEndpoint = uploadsOptionsFromEnv(localstack)?.endpoint;
+    const bad = () => uploadSettingsFromEnv({ [UPLOAD_MAX_BYTES.name]: '20MB' });
+
+    // Assert
+    expect(standIn).toBe('http://127.0.0.1:3000');
+    expect(localstackEndpoint).toBe('http://localhost:4566');
+    expect(bad).toThrow(/^UPLOAD_MAX_BYTES must be a whole number/);
   });
 });
