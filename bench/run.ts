@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleSizes } from './bundles';
+import { dispatchFigures } from './dispatch';
 import { eventTimes } from './events';
 import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
@@ -27,6 +28,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   start: startTimes,
   events: eventTimes,
   'worker-memory': workerMemory,
+  dispatch: dispatchFigures,
 };
 
 async function main(): Promise<void> {

@@ -8,40 +8,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { createS3UploadMediaStore } from '../functions/media/s3-upload-media-store';
+import { mp4Source } from '../test/support/mp4-source';
 import { bytes, note, onCleanup, out, table } from './support';
 
 const GIB = 1024 * 1024 * 1024;
 /** A quarter and the whole: the same peak for both is what "flat" means. */
 const SIZES = [GIB / 4, GIB];
-const CHUNK = Buffer.alloc(1024 * 1024);
 
 function listen(server: Server): Promise<string> {
   return new Promise((ready) =>
     server.listen(0, '127.0.0.1', () => ready(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
   );
-}
-
-/** Streams `/<bytes>.mp4`: an "MP4" (an ftyp box, then zeros) of that size, honouring back-pressure. */
-function source(): Server {
-  return createServer((req, res) => {
-    const SIZE = Number(/^\/(\d+)\.mp4$/.exec(req.url ?? '')?.[1] ?? 0);
-    res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(SIZE) });
-    const head = Buffer.alloc(CHUNK.length);
-    head.write('\u0000\u0000\u0000\u0018ftypisom', 0, 'latin1');
-    let sent = 0;
-    const pump = () => {
-      while (sent < SIZE) {
-        const chunk = sent === 0 ? head : CHUNK;
-        sent += chunk.length;
-        if (!res.write(chunk)) {
-          res.once('drain', pump);
-          return;
-        }
-      }
-      res.end();
-    };
-    pump();
-  });
 }
 
 /** Just enough S3 for a multipart upload: every body is drained and dropped. */
@@ -71,7 +48,7 @@ function s3StandIn(): Server {
 export async function workerMemory(): Promise<void> {
   out('## 8. Media worker memory copying a 1 GiB video');
   out();
-  const from = source();
+  const from = mp4Source({ declareLength: true });
   const s3 = s3StandIn();
   const sourceUrl = await listen(from);
   const s3Url = await listen(s3);

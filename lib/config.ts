@@ -9,6 +9,10 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import { MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../functions/aws/signer';
 
+import {
+  DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT,
+  MAX_QUEUED_TASKS_PER_ACCOUNT_LIMIT,
+} from '../functions/core/queue-bound';
 import { DEFAULT_RATE_PLAN, MAX_BURST, MAX_DAILY_QUOTA, MAX_RATE_PER_SECOND } from '../functions/core/rate-plan';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from './provider-profile';
 
@@ -96,6 +100,12 @@ export interface ServiceConfig {
   /** `maxActiveKeys`: the most active API keys one account may hold (each has a rate bucket of its own). */
   maxActiveKeys: number;
   /**
+   * `maxQueuedTasksPerAccount`: the most tasks one account may have queued for the provider; past it a
+   * submit answers 429 `Queue full` (README "Dispatching to the provider"). 1 to 10000: each submit counts
+   * the account's queue entries up to this many.
+   */
+  maxQueuedTasksPerAccount: number;
+  /**
    * `wafRequestsPerIpPerMinute`: the web ACL in front of the stage blocks (429) an address sending more
    * than this many requests in a minute, before they count against the stage limit; 0 for no web ACL.
    */
@@ -149,6 +159,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   keyBurstLimit: DEFAULT_RATE_PLAN.burst,
   keyDailyQuota: 0,
   maxActiveKeys: 20,
+  maxQueuedTasksPerAccount: DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT,
   // Twice a key's full default rate from one address, so the web ACL never limits a paying caller first.
   wafRequestsPerIpPerMinute: 12_000,
   tracing: false,
@@ -321,6 +332,13 @@ export function readConfig(node: Node): ServiceConfig {
     keyBurstLimit: int(raw('keyBurstLimit'), 'keyBurstLimit', DEFAULT_CONFIG.keyBurstLimit, 1, MAX_BURST),
     keyDailyQuota: int(raw('keyDailyQuota'), 'keyDailyQuota', DEFAULT_CONFIG.keyDailyQuota, 0, MAX_DAILY_QUOTA),
     maxActiveKeys: int(raw('maxActiveKeys'), 'maxActiveKeys', DEFAULT_CONFIG.maxActiveKeys, 1, 1000),
+    maxQueuedTasksPerAccount: int(
+      raw('maxQueuedTasksPerAccount'),
+      'maxQueuedTasksPerAccount',
+      DEFAULT_CONFIG.maxQueuedTasksPerAccount,
+      1,
+      MAX_QUEUED_TASKS_PER_ACCOUNT_LIMIT,
+    ),
     wafRequestsPerIpPerMinute: int(
       raw('wafRequestsPerIpPerMinute'),
       'wafRequestsPerIpPerMinute',

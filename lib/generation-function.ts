@@ -14,6 +14,7 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import {
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BUCKET,
   MEDIA_URL_TTL_SECONDS,
   OIDC_CLIENT_ID,
@@ -111,7 +112,7 @@ export const TABLE_READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as cons
 
 /**
  * DynamoDB actions added for read/write access. `TransactWriteItems` is authorized per item as
- * `PutItem`, `UpdateItem` or `ConditionCheckItem`; nothing deletes items (TTL does, as the service).
+ * `PutItem`, `UpdateItem` or `ConditionCheckItem`. Deleting is granted apart (`TableNeeds.deletes`).
  */
 export const TABLE_WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
 
@@ -257,6 +258,17 @@ export class GenerationFunction extends NodejsFunction {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.keys] } },
       }),
     );
+    if (access === 'RW' && needs.deletes && needs.deletes.length > 0) {
+      // Deleting is granted apart, on the partitions that need it only (the dispatch queue's entries, the
+      // GATEWAYKEY items of settled keys).
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:DeleteItem'],
+          resources: [table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.deletes] } },
+        }),
+      );
+    }
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment(TABLE_NAME.name, table.tableName);
@@ -265,7 +277,8 @@ export class GenerationFunction extends NodejsFunction {
 
   /**
    * Grants access to the `uploads/` prefix only: `post` may store objects there (what a presigned POST
-   * is authorized as), `read` may read them (the submit's ranged GET and the provider's signed URLs).
+   * is authorized as), `read` may read them (the submit's ranged GET of their first bytes, and the
+   * dispatcher's signed GET URLs for the provider).
    * Sets `UPLOADS_BUCKET`.
    */
   bindUploads(bucket: IBucket, access: 'post' | 'read'): this {
@@ -276,6 +289,23 @@ export class GenerationFunction extends NodejsFunction {
       }),
     );
     this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
+    return this;
+  }
+
+  /**
+   * Grants what accepting into the dispatch queue takes (`FunctionNeeds.queuesTasks`): `PutItem` (the
+   * accept transaction's queue entry) and `Query` (counting the account's entries against the bound) on
+   * the table's `DISPATCH#QUEUE` items only, no index; sets `MAX_QUEUED_TASKS_PER_ACCOUNT`.
+   */
+  bindTaskQueue(table: ITable, maxQueuedTasksPerAccount: number): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:Query'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] } },
+      }),
+    );
+    this.addEnvironment(MAX_QUEUED_TASKS_PER_ACCOUNT.name, String(maxQueuedTasksPerAccount));
     return this;
   }
 

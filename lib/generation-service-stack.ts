@@ -13,7 +13,8 @@ import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
-import type { ServiceConfig } from './config';
+import { resolveProviderProfile, type ServiceConfig } from './config';
+import { dispatchCapacityFromContext, ServiceDispatch } from './constructs/dispatch';
 import { ServiceAccounts } from './constructs/service-accounts';
 import { ServiceApi } from './constructs/service-api';
 import { ServiceData } from './constructs/service-data';
@@ -43,6 +44,8 @@ export class GenerationServiceStack extends Stack {
   readonly api: RestApi;
   /** Every Lambda of the registry (lib/routes.ts `LAMBDAS`), by name. */
   readonly functions: ReadonlyMap<string, GenerationFunction>;
+  /** The paced dispatcher's wake-up queues and event sources (README "Dispatching to the provider"). */
+  readonly dispatch: ServiceDispatch;
   /** The default usage plan (absent in LocalStack mode). */
   readonly defaultUsagePlan?: UsagePlan;
   /** The web ACL in front of the stage (absent in LocalStack mode or with wafRequestsPerIpPerMinute 0). */
@@ -64,6 +67,12 @@ export class GenerationServiceStack extends Stack {
     // `Default`: the functions, their roles and log groups keep the logical ids they had at the top level.
     const functions = new ServiceFunctions(this, 'Default', { config, ...data });
     const workers = new ServiceWorkers(this, 'Workers', { table: data.table, functions });
+    // Sends queued tasks to the provider at the upstream's declared pace (context, else the profile's).
+    const dispatch = new ServiceDispatch(this, 'Dispatch', {
+      table: data.table,
+      functions,
+      capacity: dispatchCapacityFromContext(this.node, resolveProviderProfile(config.providerProfile).profile),
+    });
     const api = new ServiceApi(this, 'Api', { config, functions });
     // LocalStack's free edition has neither Cognito nor CloudFront; there only API keys work.
     const accounts = config.localstack
@@ -89,6 +98,7 @@ export class GenerationServiceStack extends Stack {
     this.providerSecret = data.providerSecret;
     this.webhookSecretsKey = data.webhookSecretsKey;
     this.functions = functions.functions;
+    this.dispatch = dispatch;
     this.api = api.api;
     this.defaultUsagePlan = api.defaultUsagePlan;
     this.webAcl = api.webAcl;

@@ -1,6 +1,7 @@
 /**
  * The shape of the Lambda registry (lib/routes.ts): what a function needs (table, provider, media,
- * secrets) and what invokes it (a route, the authorizer, a schedule, the table's stream).
+ * secrets) and what invokes it (a route, the authorizer, a schedule, the table's stream, or the stream
+ * and a queue of delayed wake-ups for a paced function).
  */
 /** Least-privilege access a function gets to the table: none, read only or read/write. */
 export type TableAccess = 'none' | 'RO' | 'RW';
@@ -11,7 +12,9 @@ export type TableAccess = 'none' | 'RO' | 'RW';
  * and audit entries; `APIKEY#*` API key items (by hash); `KEYID#*` key id lookups; `SESSION#*`
  * sessions (by hash); `INVITE#*` invitations; `PENDING#*` the pending-task index's partitions;
  * `WEBHOOKDUE#*` the partitions of the same index where webhook deliveries wait for their next attempt;
- * `GATEWAYKEYDUE` the index partition where API Gateway keys wait to be given back or enrolled again.
+ * `GATEWAYKEYDUE` the index partition where API Gateway keys wait to be given back or enrolled again;
+ * `DISPATCH#QUEUE` the dispatch queue's entries (tasks accepted, not yet sent to the provider);
+ * `DISPATCH#CAPACITY` the dispatcher's capacity item (the upstream's recent sends, backoff, wake-up).
  */
 export type TableKeyPattern =
   | 'USER#*'
@@ -21,12 +24,20 @@ export type TableKeyPattern =
   | 'KEYID#*'
   | 'INVITE#*'
   | 'WEBHOOKDUE#*'
-  | 'GATEWAYKEYDUE';
+  | 'GATEWAYKEYDUE'
+  | 'DISPATCH#QUEUE'
+  | 'DISPATCH#CAPACITY';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
   access: TableAccess;
   keys: readonly TableKeyPattern[];
+  /**
+   * Partitions whose items it deletes outright (`dynamodb:DeleteItem`, granted there only, a statement
+   * of its own: a partition here need not be among `keys`, e.g. the dispatch queue's entries, which a
+   * function ending a queued task only ever deletes); read/write access alone deletes nothing.
+   */
+  deletes?: readonly TableKeyPattern[];
 }
 
 /** An action on API Gateway API keys (see `FunctionNeeds.usagePlans`). */
@@ -51,8 +62,8 @@ export interface FunctionNeeds {
   media: 'write' | 'read' | 'none';
   /**
    * Callers' uploads under the media bucket's `uploads/` prefix: `post` signs the presigned POSTs that
-   * store them (the uploads function); `read` reads their first bytes and signs GET URLs for the
-   * provider (the functions that submit or resend tasks). Absent: no access to the prefix.
+   * store them (the uploads function); `read` reads their first bytes (the submit functions' check)
+   * and signs GET URLs for the provider (the dispatcher, which sends). Absent: no access to the prefix.
    */
   uploads?: 'post' | 'read';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
@@ -67,6 +78,12 @@ export interface FunctionNeeds {
   usagePlans?: readonly UsageKeyAction[];
   /** Issues API keys to callers (creation, rotation): held to the cap on an account's active keys. */
   issuesKeys?: boolean;
+  /**
+   * Accepts tasks into the dispatch queue (submission): puts queue entries and counts the account's
+   * (`dynamodb:PutItem` and `dynamodb:Query` on `DISPATCH#QUEUE`, nothing else there), held to the bound
+   * on an account's queued tasks (`MAX_QUEUED_TASKS_PER_ACCOUNT`).
+   */
+  queuesTasks?: boolean;
   /** Judges callers behind the dashboard's distribution by their own address (reads the origin-verify secret). */
   viewerAddress?: boolean;
 }
@@ -124,5 +141,27 @@ export interface StreamDefinition extends LambdaBase {
   retryAttempts: number;
 }
 
+/**
+ * A function that works through a queue kept in the table at an upstream's pace (the dispatcher, README
+ * "Dispatching to the provider"). Deployed (lib/constructs/dispatch.ts) it is woken by the table's stream
+ * (records matching `filters`: something was queued) and by delayed messages on its own SQS wake-up
+ * queue (capacity freed up); it never sleeps. Locally a loop calls it again after the wait it answers
+ * (local/dispatch-loop.ts).
+ */
+export interface PacedDefinition extends LambdaBase {
+  trigger: 'paced';
+  /** The stream records that wake it: a record matching any of the patterns passes. */
+  filters: readonly StreamFilter[];
+  /** Retries of a failing stream batch (the queue stays in the table: the next wake-up retries anyway). */
+  retryAttempts: number;
+  /** Wake-up messages handled at once (SQS event source maximum concurrency, 2 at least). */
+  wakeConcurrency: number;
+}
+
 /** Any Lambda of the registry; `trigger` says what invokes it. */
-export type LambdaDefinition = RouteDefinition | AuthorizerDefinition | ScheduleDefinition | StreamDefinition;
+export type LambdaDefinition =
+  | RouteDefinition
+  | AuthorizerDefinition
+  | ScheduleDefinition
+  | StreamDefinition
+  | PacedDefinition;

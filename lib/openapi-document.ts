@@ -74,6 +74,13 @@ function submitOperation(kind: 'image' | 'video'): Json {
         headers: RETRY_AFTER,
       },
       ...commonErrors(),
+      '429': {
+        ...json(
+          { anyOf: [ref('QueueFull'), ref('Error')] },
+          "The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600).",
+        ),
+        headers: { 'Retry-After': { ...RETRY_AFTER['Retry-After'], required: true } },
+      },
     },
   };
 }
@@ -148,6 +155,21 @@ function operations(): Record<string, Json> {
       responses: {
         '200': json(ref('Task'), 'The task.'),
         '404': json(ref('Error'), "No such task of the caller's."),
+        ...commonErrors(),
+      },
+    },
+    'POST /api/ai/tasks/{id}/cancel': {
+      summary: 'Cancel a queued task (only its creator can)',
+      description:
+        'A task still waiting here for the provider (`stage: queued`) fails with `errorCode: CANCELLED` and its credits are refunded, exactly once: a cancel and the send to the provider never both happen. No webhook is sent for it (this answer carries its state). With a session cookie, the CSRF rules of every session write apply (`Origin` and `X-CSRF-Token`).',
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': json(ref('Task'), 'Cancelled and refunded: the task, `status: 2`, `errorCode: CANCELLED`.'),
+        '404': json(ref('Error'), "No such task of the caller's."),
+        '409': json(
+          ref('Error'),
+          '`Task already started`: it is on its way to the provider or running there (nothing refunded); `Task already finished`: it has ended (a second cancel gets this).',
+        ),
         ...commonErrors(),
       },
     },

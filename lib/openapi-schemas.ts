@@ -68,6 +68,13 @@ function requestSchema(schema: GenericSchema, description: string): Json {
   return { ...converted, description };
 }
 
+/** Where a pending task stands (the Task resource and the listing). */
+const STAGE = {
+  enum: ['queued', 'running'],
+  description:
+    'Pending tasks: `queued` while the task waits here for the provider (it can still be cancelled: POST /api/ai/tasks/{id}/cancel), `running` once the provider has it. Absent once the task has ended.',
+} as const;
+
 const ERROR: Json = {
   type: 'object',
   required: ['error'],
@@ -111,13 +118,23 @@ export function schemas(): Json {
     },
     Task: {
       description:
-        'A task. status 0: pending (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded.',
+        'A task. status 0: pending, with `stage` (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded.',
       oneOf: [
         {
           title: 'Pending',
           type: 'object',
-          required: [...taskRequired, 'status'],
-          properties: { ...taskBase, status: { const: 0 } },
+          required: [...taskRequired, 'status', 'stage'],
+          properties: {
+            ...taskBase,
+            status: { const: 0 },
+            stage: STAGE,
+            queuedAhead: {
+              type: 'integer',
+              minimum: 0,
+              description:
+                "While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first). Absent in listings and webhooks.",
+            },
+          },
         },
         {
           title: 'Completed',
@@ -147,7 +164,7 @@ export function schemas(): Json {
             errorMessage: {
               type: 'string',
               description:
-                "A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters).",
+                "A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters). CANCELLED: its owner cancelled it while it was queued.",
             },
             providerErrorCode: {
               type: 'string',
@@ -170,6 +187,7 @@ export function schemas(): Json {
         creditsRefunded: { type: 'boolean' },
         createdAt: { type: 'string', format: 'date-time' },
         updatedAt: { type: 'string', format: 'date-time' },
+        stage: { ...STAGE, description: `${STAGE.description} Pending tasks only.` },
         errorCode: { enum: [...ERROR_CODES] },
       },
     },
@@ -235,6 +253,14 @@ export function schemas(): Json {
         error: { const: 'Insufficient credits' },
         required: { type: 'integer' },
         balance: { type: 'integer' },
+      },
+    },
+    QueueFull: {
+      type: 'object',
+      required: ['error', 'limit'],
+      properties: {
+        error: { const: 'Queue full' },
+        limit: { type: 'integer', description: 'The tasks an account may have queued at once.' },
       },
     },
     InternalError: {

@@ -1,6 +1,7 @@
 /**
  * The registry of every Lambda of the service (`LAMBDAS`): its handler, what it may touch, its timeout
- * and what invokes it (a route, the API's authorizer, a schedule or the table's stream). The CDK stack
+ * and what invokes it (a route, the API's authorizer, a schedule, the table's stream, or the stream and
+ * delayed wake-ups for the paced dispatcher). The CDK stack
  * (lib/constructs/), the local stack (local/stack.ts, local/gateway.ts) and the tests are all built from
  * it, so the deployed API and `npm start` run the same handlers on the same triggers. `ROUTES` is the
  * route table: the registry's route entries, in order.
@@ -10,6 +11,7 @@ import type {
   AuthorizerDefinition,
   FunctionNeeds,
   LambdaDefinition,
+  PacedDefinition,
   RouteDefinition,
   ScheduleDefinition,
   StreamDefinition,
@@ -19,7 +21,8 @@ import type {
 
 export type * from './lambda-definitions';
 
-// Submit and GET touch only the caller's own items (USER#<id>): balance shards, task, ledger, idempotency.
+// Submit and GET touch the caller's own items (USER#<id>): balance shards, task, ledger, idempotency;
+// beyond them only the dispatch queue (submit puts and counts entries, GET deletes one it ended).
 // No request copies media (the media worker does): GET and the callback only sign URLs to results.
 const lifecycleNeeds: FunctionNeeds = {
   table: { access: 'RW', keys: ['USER#*'] },
@@ -32,12 +35,36 @@ const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION#*', 'U
 const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
 /** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
 /**
- * Submission creates provider tasks and never reads their state; a task it answers has no result yet,
- * so it signs no media URL (its bundle holds no media store).
+ * Submission queues provider tasks (the dispatcher creates them) and never reads their state; a task it
+ * answers has no result yet, so it signs no media URL (its bundle holds no media store).
  */
-const SUBMIT_NEEDS: FunctionNeeds = { ...lifecycleNeeds, media: 'none', providerReads: false };
+const SUBMIT_NEEDS: FunctionNeeds = {
+  // No provider: the dispatcher sends, so the submit functions hold no provider key or callback secret.
+  provider: false,
+  // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
+  // the account's entries first: PutItem and Query there only (`queuesTasks`), not read/write.
+  table: { access: 'RW', keys: ['USER#*'] },
+  queuesTasks: true,
+  media: 'none',
+  providerReads: false,
+};
+/**
+ * A poll ends a task that waited too long, a queued one too (`TIMEOUT`), and removes that task's queue
+ * entry (finish-task.ts): DeleteItem on the dispatch queue. It also counts the tasks queued ahead of a
+ * queued one (`queuedAhead`): a Query there. (Read/write is one grant for all its partitions, so it may
+ * also write queue entries, which it never does.)
+ */
+const getTaskNeeds: FunctionNeeds = {
+  ...lifecycleNeeds,
+  table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'], deletes: ['DISPATCH#QUEUE'] },
+};
 const ownReadNeeds: FunctionNeeds = { table: { access: 'RO', keys: ['USER#*'] }, provider: false, media: 'none' };
 const writeNeeds: FunctionNeeds = { table: { access: 'RW', keys: ACCOUNT_KEYS }, provider: false, media: 'none' };
+/**
+ * Key management that settles a key's API Gateway key deletes its GATEWAYKEY item under the account
+ * (store/gateway-keys.ts `clearGatewayKey`): DeleteItem there, and nowhere else.
+ */
+const keyManagementTable: TableNeeds = { access: 'RW', keys: ACCOUNT_KEYS, deletes: ['USER#*'] };
 
 /**
  * The table needs of a request function that checks credentials itself (LocalStack mode, where no
@@ -74,14 +101,28 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none', uploads: 'post' },
   },
   {
-    // GET refreshes a pending task (claim, provider query, complete or refund), hence RW.
+    // GET refreshes a pending task (claim, provider query, complete or refund), hence RW; a queued task
+    // counts the account's queue entries before it (DISPATCH#QUEUE, read only by what this code does).
     name: 'get-task',
     trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks/{id}',
     entry: 'functions/get-task/handler.ts',
-    // A pending task never sent is resent here, with fresh signed URLs to its uploads.
-    needs: { ...lifecycleNeeds, uploads: 'read' },
+    needs: getTaskNeeds,
+  },
+  {
+    // Cancels a task still queued here: fails and refunds it (USER#<id>), then deletes its queue entry
+    // (DeleteItem on DISPATCH#QUEUE only). No provider: a queued task is not there yet.
+    name: 'cancel-task',
+    trigger: 'route',
+    method: 'POST',
+    path: '/api/ai/tasks/{id}/cancel',
+    entry: 'functions/cancel-task/handler.ts',
+    needs: {
+      table: { access: 'RW', keys: ['USER#*'], deletes: ['DISPATCH#QUEUE'] },
+      provider: false,
+      media: 'none',
+    },
   },
   {
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
@@ -91,17 +132,18 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/provider/callbacks/{taskId}',
     entry: 'functions/provider-callback/handler.ts',
-    needs: { ...lifecycleNeeds, uploads: 'read' },
+    needs: lifecycleNeeds,
     auth: 'none',
   },
   // Reading around tasks: the caller's tasks, credits and the catalog (a key or a session).
   {
+    // The task index, and the account's queue entries in the page's time range (a pending task's stage).
     name: 'list-tasks',
     trigger: 'route',
     method: 'GET',
     path: '/api/ai/tasks',
     entry: 'functions/list-tasks/handler.ts',
-    needs: ownReadNeeds,
+    needs: { ...ownReadNeeds, table: { access: 'RO', keys: ['USER#*', 'DISPATCH#QUEUE'] } },
   },
   {
     name: 'get-credits',
@@ -189,7 +231,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/keys',
     entry: 'functions/keys-create/handler.ts',
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll'] },
   },
   {
     name: 'keys-rotate',
@@ -198,7 +240,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/rotate',
     entry: 'functions/keys-rotate/handler.ts',
     // Enrolls the new key's API Gateway key; deletes the API Gateway key of the key it ends.
-    needs: { ...writeNeeds, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
     name: 'keys-revoke',
@@ -207,7 +249,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/keys/{keyId}/revoke',
     entry: 'functions/keys-revoke/handler.ts',
     // Deletes the revoked key's API Gateway key.
-    needs: { ...writeNeeds, usagePlans: ['delete'] },
+    needs: { ...writeNeeds, table: keyManagementTable, usagePlans: ['delete'] },
   },
   {
     name: 'audit-log',
@@ -244,12 +286,18 @@ export const SWEEPER: ScheduleDefinition = {
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
   // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
   // It copies results whose copy waited too long (media write), lists API Gateway keys due for a look
-  // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled.
+  // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled. A send
+  // lost to a crash goes back to the queue by its task's stage (USER#<id>); it never sends to the provider.
   needs: {
     ...lifecycleNeeds,
-    table: { access: 'RW', keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'] },
+    // Deletes the GATEWAYKEY items of keys it settled (USER#<id>), and the queue entries of queued tasks
+    // it ended (`TIMEOUT`, a send lost twice: DISPATCH#QUEUE, DeleteItem only).
+    table: {
+      access: 'RW',
+      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
+      deletes: ['USER#*', 'DISPATCH#QUEUE'],
+    },
     media: 'write',
-    uploads: 'read',
     usagePlans: ['enroll', 'delete'],
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
@@ -329,6 +377,40 @@ export const WEBHOOK_WORKER: StreamDefinition = {
   timeoutSeconds: 60,
 };
 
+/** The stream records that wake the dispatcher: a task's entry was put in the dispatch queue. */
+export const DISPATCHER_FILTER = {
+  eventName: ['INSERT'],
+  dynamodb: { Keys: { PK: { S: ['DISPATCH#QUEUE'] } } },
+} as const;
+
+/**
+ * Sends queued tasks to the provider at its pace (README "Dispatching to the provider"): reads the
+ * dispatch queue and the capacity item (DISPATCH#QUEUE, DISPATCH#CAPACITY), claims and records tasks and
+ * refunds refused ones (USER#*). Deployed (lib/constructs/dispatch.ts) it is fed by the table's stream
+ * (`DISPATCHER_FILTER`) and by its SQS wake-up queue; locally by local/dispatch-loop.ts. It never reads
+ * provider task states, and signs no result URL.
+ */
+export const DISPATCHER: PacedDefinition = {
+  name: 'dispatcher',
+  trigger: 'paced',
+  filters: [DISPATCHER_FILTER],
+  retryAttempts: 2,
+  // Every slot is decided by a conditional write anyway: two at once only keeps the contention low.
+  wakeConcurrency: 2,
+  entry: 'functions/dispatcher/handler.ts',
+  needs: {
+    // Deletes a queue entry once its task reached the provider (or ended): DeleteItem there only.
+    table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'], deletes: ['DISPATCH#QUEUE'] },
+    provider: true,
+    providerReads: false,
+    media: 'none',
+    // Each send signs a short-lived GET URL per upload of the task (send-to-provider.ts).
+    uploads: 'read',
+  },
+  // A run sends while capacity lasts and stops 10 s before its deadline (SAFETY_MARGIN_MS in the handler).
+  timeoutSeconds: 120,
+};
+
 /** The route table: every endpoint and the function behind it, in the order the API documents them. */
 export const ROUTES: readonly RouteDefinition[] = ROUTE_TABLE;
 
@@ -336,7 +418,14 @@ export const ROUTES: readonly RouteDefinition[] = ROUTE_TABLE;
  * Every Lambda of the service, once: what builds the stack's functions, the local stack's handlers and
  * the tests' lists. Names are unique (they name the functions' constructs and folders).
  */
-export const LAMBDAS: readonly LambdaDefinition[] = [AUTHORIZER, ...ROUTE_TABLE, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER];
+export const LAMBDAS: readonly LambdaDefinition[] = [
+  AUTHORIZER,
+  ...ROUTE_TABLE,
+  SWEEPER,
+  MEDIA_WORKER,
+  WEBHOOK_WORKER,
+  DISPATCHER,
+];
 
 /** The registry's entries with one trigger, typed by it. */
 export function lambdasTriggeredBy<T extends LambdaDefinition['trigger']>(

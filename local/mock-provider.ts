@@ -148,6 +148,8 @@ export interface MockProviderOptions {
 export interface MockLimits {
   createRateLimit?: CreateRateLimit | null;
   maxInFlight?: number | null;
+  /** Every createTask answer is held this long (ms): a slow upstream (the benchmarks). */
+  createLatencyMs?: number | null;
 }
 
 export interface MockProvider {
@@ -161,7 +163,11 @@ export interface MockProvider {
   /** Sets (merges) the capacity limits; `null` lifts one. The window and the tasks in flight are kept. */
   setLimits(limits: MockLimits): void;
   /** The capacity limits in force. */
-  readonly limits: Readonly<{ createRateLimit: CreateRateLimit | null; maxInFlight: number | null }>;
+  readonly limits: Readonly<{
+    createRateLimit: CreateRateLimit | null;
+    maxInFlight: number | null;
+    createLatencyMs: number | null;
+  }>;
   /** Stops listening and drops every open connection (including hung ones). */
   stop(): Promise<void>;
 }
@@ -226,10 +232,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const expectedAuth = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
 
   const clock = options.now ?? Date.now;
-  let limits: { createRateLimit: CreateRateLimit | null; maxInFlight: number | null } = {
-    createRateLimit: options.createRateLimit ?? null,
-    maxInFlight: options.maxInFlight ?? null,
-  };
+  let limits: { createRateLimit: CreateRateLimit | null; maxInFlight: number | null; createLatencyMs: number | null } =
+    {
+      createRateLimit: options.createRateLimit ?? null,
+      maxInFlight: options.maxInFlight ?? null,
+      createLatencyMs: null,
+    };
   /** When each createTask call counted by the rate limit arrived (epoch ms), oldest first. */
   let windowCalls: number[] = [];
   /** When each created task ends (epoch ms), ascending. */
@@ -238,6 +246,10 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let createTaskRefused = 0;
   let tasksCreated = 0;
   let peakInFlight = 0;
+  /** When the last task was created (epoch ms by the mock's clock), 0 before any. */
+  let lastCreatedAt = 0;
+  /** The latest createTask answers (at most CREATE_LOG_SIZE): when, created or refused, and the prompt's start. */
+  let createLog: CreateLogEntry[] = [];
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
   let referenceDownloads: { status: number; bytes: number }[] = [];
@@ -283,6 +295,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       createTaskCalls = 0;
       createTaskRefused = 0;
       tasksCreated = 0;
+      createLog = [];
       peakInFlight = inFlightNow(clock());
       fileDownloads = 0;
       callbacks = [];
@@ -290,6 +303,11 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       getCalls = new Map();
     },
   };
+
+  function logCreate(entry: CreateLogEntry): void {
+    createLog.push(entry);
+    if (createLog.length > CREATE_LOG_SIZE) createLog = createLog.slice(-CREATE_LOG_SIZE);
+  }
 
   function setFaults(next: MockFaults): void {
     faults = { ...faults, ...next };
@@ -387,6 +405,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         return;
       }
       if (applyFault(takeFault('create'), res, req)) return;
+      if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
       // The reference download (the only await) comes before the capacity check, so that the check and
       // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
       const unreadable = await unreadableReference(body);
@@ -397,6 +416,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       const refused = overCapacity(clock());
       if (refused) {
         createTaskRefused++;
+        logCreate({ at: clock(), created: false, prompt: promptStart(body) });
         sendJson(res, 429, { code: 429, msg: refused.message }, { 'retry-after': String(refused.retryAfterSeconds) });
         return;
       }
@@ -440,6 +460,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         createTaskCalls,
         createTaskRefused,
         tasksCreated,
+        lastCreatedAt,
+        createLog,
         peakInFlight,
         inFlight: inFlightNow(clock()),
         limits: limitsText(),
@@ -544,6 +566,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     };
     tasks.set(task.taskId, task);
     tasksCreated++;
+    lastCreatedAt = task.createdAt;
+    logCreate({ at: task.createdAt, created: true, prompt: promptStart(rawBody) });
     startInFlight(task);
     if (typeof body.callBackUrl === 'string') {
       const extraDelay = input.mockCallbackDelayMs;
@@ -874,7 +898,31 @@ function parseLimits(body: unknown): MockLimits | undefined {
   if (cap === null) next.maxInFlight = null;
   else if (typeof cap === 'number' && Number.isInteger(cap) && cap >= 1 && cap <= MAX_IN_FLIGHT) next.maxInFlight = cap;
   else if (cap !== undefined) return undefined;
+  const latency = body.createLatencyMs;
+  if (latency === null) next.createLatencyMs = null;
+  else if (typeof latency === 'number' && Number.isInteger(latency) && latency >= 0 && latency <= 60_000) {
+    next.createLatencyMs = latency;
+  } else if (latency !== undefined) return undefined;
   return next;
+}
+
+/** How many createTask answers `/__stats` lists (`createLog`). */
+const CREATE_LOG_SIZE = 1000;
+
+/** One createTask answer as `/__stats` lists it. */
+interface CreateLogEntry {
+  /** Epoch ms by the mock's clock. */
+  at: number;
+  created: boolean;
+  /** The first 40 characters of `input.prompt`, so a bench can tell its callers apart. */
+  prompt: string;
+}
+
+/** The first 40 characters of a createTask body's `input.prompt` ('' when there is none). */
+function promptStart(rawBody: string): string {
+  const body = parseJson(rawBody);
+  const prompt = isRecord(body) && isRecord(body.input) ? body.input.prompt : undefined;
+  return typeof prompt === 'string' ? prompt.slice(0, 40) : '';
 }
 
 /** Whole seconds to wait, at least 1 (a `Retry-After` of 0 would invite an immediate retry). */

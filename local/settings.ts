@@ -3,12 +3,18 @@
  * the same ones so that it talks to the stack `npm start` runs.
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
-import { type CreateRateLimit, parseCreateRateLimit, parseMaxInFlight } from '../functions/core/provider-capacity';
+import {
+  type CreateRateLimit,
+  formatCreateRateLimit,
+  parseCreateRateLimit,
+  parseMaxInFlight,
+} from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
 import { parseRetryDelays } from '../functions/core/webhooks';
 import {
   DYNAMODB_ENDPOINT,
   MAX_PENDING_SECONDS,
+  PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_PROFILE,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   readEnv,
@@ -20,6 +26,7 @@ import {
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
@@ -32,6 +39,11 @@ export interface LocalSettings {
   mockProviderCreateRateLimit?: CreateRateLimit;
   /** The mock provider's cap on tasks in flight (`MOCK_PROVIDER_MAX_IN_FLIGHT`); unset: none. */
   mockProviderMaxInFlight?: number;
+  /**
+   * The create rate the dispatcher keeps to (`PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`, checked now);
+   * unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).
+   */
+  providerCreateRateLimit?: string;
   /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
   /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
@@ -58,6 +70,11 @@ export interface LocalSettings {
   ratePlanCacheSeconds: number;
   /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
   maxActiveKeys: number;
+  /**
+   * The most tasks one account may have queued for the provider (`MAX_QUEUED_TASKS_PER_ACCOUNT`, the
+   * stack's `maxQueuedTasksPerAccount`; default 1000, 1 to 10000, checked now).
+   */
+  maxQueuedTasksPerAccount: number;
   /**
    * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
    * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
@@ -183,6 +200,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
           ),
         }
       : {}),
+    ...providerCreateRateLimitFrom(env),
     ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
       ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
       : {}),
@@ -201,10 +219,19 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     keyRatePlan: keyRatePlan(env),
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     maxActiveKeys: maxActiveKeysFromEnv(env),
+    maxQueuedTasksPerAccount: maxQueuedTasksFromEnv(env),
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
       checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
     ),
   };
+}
+
+/** `PROVIDER_CREATE_RATE_LIMIT` checked now (a malformed value stops the start naming it), in its text form. */
+function providerCreateRateLimitFrom(env: NodeJS.ProcessEnv): { providerCreateRateLimit?: string } {
+  const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
+  return text === undefined
+    ? {}
+    : { providerCreateRateLimit: formatCreateRateLimit(parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name)) };
 }

@@ -15,6 +15,7 @@ import {
   LOG_LEVEL,
   MAX_ACTIVE_KEYS,
   MAX_PENDING_SECONDS,
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BASE_URL,
   MEDIA_DIR,
   MEDIA_SOURCE_INSECURE_ORIGINS,
@@ -26,6 +27,7 @@ import {
   PROVIDER_BASE_URL,
   PROVIDER_CALLBACK_BASE_URL,
   PROVIDER_CALLBACK_SECRET,
+  PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_PROFILE,
   PROVIDER_PROFILE_JSON,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
@@ -51,6 +53,7 @@ import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
+import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
@@ -159,12 +162,13 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
 
 /**
  * Every handler module of the registry (lib/routes.ts `LAMBDAS`), by what invokes it: the gateway's
- * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers.
+ * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers, the
+ * loops of the paced functions (the dispatcher).
  */
 async function loadHandlers() {
   const [authorizerDefinition, ...others] = lambdasTriggeredBy('authorizer');
   if (!authorizerDefinition || others.length > 0) throw new Error('the registry must name exactly one authorizer');
-  const [routes, authorizer, scheduled, streamWorkers] = await Promise.all([
+  const [routes, authorizer, scheduled, streamWorkers, paced] = await Promise.all([
     Promise.all(
       lambdasTriggeredBy('route').map(
         async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) }),
@@ -183,8 +187,14 @@ async function loadHandlers() {
         handler: await loadHandler<StreamHandler>(definition),
       })),
     ),
+    Promise.all(
+      lambdasTriggeredBy('paced').map(async (definition) => ({
+        definition,
+        handler: await loadHandler<DispatchHandler>(definition),
+      })),
+    ),
   ]);
-  return { routes, authorizer, scheduled, streamWorkers, stop: () => undefined };
+  return { routes, authorizer, scheduled, streamWorkers, paced, stop: () => undefined };
 }
 
 type Started<T> = T & { stop(): Promise<void> | void };
@@ -380,12 +390,18 @@ export async function startLocalStack(
         setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
         setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
         setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(MAX_QUEUED_TASKS_PER_ACCOUNT, settings.maxQueuedTasksPerAccount),
         setting(PUBLIC_ORIGIN, url),
         // The mock provider calls back here when a task ends (the same route as deployed).
         setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
         setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
         setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
         setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
+        // The upstream's capacity the dispatcher keeps to: PROVIDER_CREATE_RATE_LIMIT, else the profile's.
+        setting(
+          PROVIDER_CREATE_RATE_LIMIT,
+          settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
+        ),
         setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
         setting(OIDC_ISSUER, oidc.issuer),
         setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),
@@ -400,7 +416,7 @@ export async function startLocalStack(
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
-    const { routes, authorizer, scheduled, streamWorkers } = handlers;
+    const { routes, authorizer, scheduled, streamWorkers, paced } = handlers;
     // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
     for (const { definition, handler } of streamWorkers) {
       const poller = await startStreamPoller({
@@ -414,6 +430,12 @@ export async function startLocalStack(
         log,
       });
       cleanups.push(() => poller.stop());
+    }
+    // The paced functions (the dispatcher), as their stream records and SQS wake-ups drive them deployed
+    // (local/dispatch-loop.ts).
+    for (const { handler } of paced) {
+      const loop = startDispatchLoop({ handler, log });
+      cleanups.push(() => loop.stop());
     }
 
     const server: Server = createServer(

@@ -75,6 +75,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/ai/tasks/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued task (only its creator can)
+         * @description A task still waiting here for the provider (`stage: queued`) fails with `errorCode: CANCELLED` and its credits are refunded, exactly once: a cancel and the send to the provider never both happen. No webhook is sent for it (this answer carries its state). With a session cookie, the CSRF rules of every session write apply (`Origin` and `X-CSRF-Token`).
+         */
+        post: operations["cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/provider/callbacks/{taskId}": {
         parameters: {
             query?: never;
@@ -467,7 +487,7 @@ export interface components {
             /** @description Credits debited for this task. */
             creditsUsed: number;
         };
-        /** @description A task. status 0: pending (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded. */
+        /** @description A task. status 0: pending, with `stage` (poll again; honour Retry-After and poll at most every 2 s); 1: completed, with `imageUrls` (image) or `videoUrl` (video); 2: failed, with `errorCode` and `errorMessage`, credits refunded. */
         Task: {
             taskId: string;
             /** @enum {unknown} */
@@ -482,6 +502,13 @@ export interface components {
             updatedAt: string;
             /** @constant */
             status: 0;
+            /**
+             * @description Pending tasks: `queued` while the task waits here for the provider (it can still be cancelled: POST /api/ai/tasks/{id}/cancel), `running` once the provider has it. Absent once the task has ended.
+             * @enum {unknown}
+             */
+            stage: "queued" | "running";
+            /** @description While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first). Absent in listings and webhooks. */
+            queuedAhead?: number;
         } | {
             taskId: string;
             /** @enum {unknown} */
@@ -523,8 +550,8 @@ export interface components {
             /** @constant */
             status: 2;
             /** @enum {unknown} */
-            errorCode: "PROVIDER_ERROR" | "PROVIDER_REJECTED" | "PROVIDER_UNAVAILABLE" | "TIMEOUT" | "STORAGE_ERROR";
-            /** @description A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters). */
+            errorCode: "PROVIDER_ERROR" | "PROVIDER_REJECTED" | "PROVIDER_UNAVAILABLE" | "TIMEOUT" | "STORAGE_ERROR" | "CANCELLED";
+            /** @description A stable message per errorCode, followed for provider failures by the provider's own message (at most 200 characters). CANCELLED: its owner cancelled it while it was queued. */
             errorMessage: string;
             /** @description The provider's own failure code, when it gave one (PROVIDER_ERROR, PROVIDER_REJECTED). */
             providerErrorCode?: string;
@@ -542,8 +569,13 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /**
+             * @description Pending tasks: `queued` while the task waits here for the provider (it can still be cancelled: POST /api/ai/tasks/{id}/cancel), `running` once the provider has it. Absent once the task has ended. Pending tasks only.
+             * @enum {unknown}
+             */
+            stage?: "queued" | "running";
             /** @enum {unknown} */
-            errorCode?: "PROVIDER_ERROR" | "PROVIDER_REJECTED" | "PROVIDER_UNAVAILABLE" | "TIMEOUT" | "STORAGE_ERROR";
+            errorCode?: "PROVIDER_ERROR" | "PROVIDER_REJECTED" | "PROVIDER_UNAVAILABLE" | "TIMEOUT" | "STORAGE_ERROR" | "CANCELLED";
         };
         TaskList: {
             tasks: components["schemas"]["TaskSummary"][];
@@ -589,6 +621,12 @@ export interface components {
             error: "Insufficient credits";
             required: number;
             balance: number;
+        };
+        QueueFull: {
+            /** @constant */
+            error: "Queue full";
+            /** @description The tasks an account may have queued at once. */
+            limit: number;
         };
         InternalError: {
             /** @constant */
@@ -696,7 +734,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            /** @description The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -704,7 +742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["QueueFull"] | components["schemas"]["Error"];
                 };
             };
             /** @description Unexpected; report the requestId. */
@@ -821,7 +859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            /** @description The account already has `limit` tasks queued for the provider (`Queue full`; nothing was debited, retry after Retry-After), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -829,7 +867,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["QueueFull"] | components["schemas"]["Error"];
                 };
             };
             /** @description Unexpected; report the requestId. */
@@ -991,6 +1029,84 @@ export interface operations {
             };
             /** @description No such task of the caller's. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled and refunded: the task, `status: 2`, `errorCode: CANCELLED`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task of the caller's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `Task already started`: it is on its way to the provider or running there (nothing refunded); `Task already finished`: it has ended (a second cancel gets this). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -171,6 +171,9 @@ function query(parameters: Record<string, string | undefined>): string {
 export const listTasks = (filter: { status?: string; type?: string; cursor?: string; limit?: string }) =>
   request<TaskList>('GET', `/api/ai/tasks${query(filter)}`);
 export const getTask = (taskId: string) => request<Task>('GET', `/api/ai/tasks/${encodeURIComponent(taskId)}`);
+/** Cancels a queued task: it comes back failed (`CANCELLED`) and refunded; 409 once it has started or ended. */
+export const cancelTask = (taskId: string) =>
+  request<Task>('POST', `/api/ai/tasks/${encodeURIComponent(taskId)}/cancel`);
 export const getCredits = (cursor?: string) =>
   request<Credits>('GET', `/api/ai/credits${query({ cursor, limit: '20' })}`);
 export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');

@@ -8,6 +8,16 @@ export function statusName(status: number): string {
   return STATUS_NAMES[status] ?? `Unknown (${status})`;
 }
 
+/**
+ * A task's state as a word: a pending task says where it stands (`Queued`, with the tasks ahead of it
+ * when known, or `Running`); an ended one its status.
+ */
+export function stateName(task: { status: number; stage?: string; queuedAhead?: number }): string {
+  if (task.status !== 0 || task.stage === undefined) return statusName(task.status);
+  if (task.stage === 'running') return 'Running';
+  return task.queuedAhead === undefined ? 'Queued' : `Queued (${task.queuedAhead} ahead)`;
+}
+
 /** A date and time in the reader's locale, or a dash. */
 export function dateTime(iso: string | null | undefined): string {
   if (!iso) return '—';

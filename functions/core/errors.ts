@@ -69,12 +69,34 @@ export class IdempotencyConflictError extends DomainError {
   }
 }
 
+/**
+ * 429: the account already has `limit` tasks queued for the provider (README "Dispatching to the
+ * provider"); nothing was debited. `Retry-After` says when to try again (`retryAfterSeconds`).
+ */
+export class QueueFullError extends DomainError {
+  override readonly name: string = 'QueueFullError';
+  constructor(
+    readonly limit: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('Queue full');
+  }
+}
+
 /** 404: the task does not exist or belongs to someone else (indistinguishable by design). */
 export class TaskNotFoundError extends DomainError {
   override readonly name: string = 'TaskNotFoundError';
   constructor() {
     super('Task not found');
   }
+}
+
+/**
+ * 409: the task cannot be cancelled any more: it has left the queue for the provider ("Task already
+ * started") or it has ended ("Task already finished").
+ */
+export class TaskStateError extends DomainError {
+  override readonly name: string = 'TaskStateError';
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   ERROR_MESSAGES,
   type ErrorCode,
   MAX_PROVIDER_MESSAGE_LENGTH,
+  publicStage,
   type TaskRecord,
   type TaskResource,
   TaskStatus,
@@ -19,8 +20,17 @@ export interface LifecycleConfig {
   refreshIntervalMs: number;
   /** Age at which a pending task fails with TIMEOUT and is refunded. */
   maxPendingMs: number;
-  /** Claims of a task that never reached the provider before it fails with PROVIDER_UNAVAILABLE. */
+  /**
+   * Sends of one task the provider failed (5xx, unreachable; never a 429, which only means "later")
+   * before the task fails with PROVIDER_UNAVAILABLE.
+   */
   maxSendAttempts: number;
+  /**
+   * After how long a send claimed by a dispatcher (`stage: sending`) counts as lost to a crash: it goes
+   * back to the queue once; lost again, the task fails with PROVIDER_UNAVAILABLE. Default
+   * `DEFAULT_SEND_LEASE_MS`.
+   */
+  sendLeaseMs?: number;
   /**
    * Days after which the result storage deletes results (the bucket's lifecycle rule); undefined when
    * results are kept (the local stack).
@@ -34,6 +44,9 @@ export interface LifecycleConfig {
   /** After how long a copy still waiting for the media worker is done by the sweeper (default 5 min). */
   copyStaleMs?: number;
 }
+
+/** A send still claimed after this long was lost (the provider call times out after 5 s). */
+export const DEFAULT_SEND_LEASE_MS = 60_000;
 
 /** A copy the media worker has not done after this long is done by the sweeper. */
 export const DEFAULT_COPY_STALE_MS = 300_000;
@@ -53,7 +66,10 @@ export const DEFAULT_LIFECYCLE_CONFIG: LifecycleConfig = {
  */
 export type RefreshStep =
   | { kind: 'fail'; errorCode: ErrorCode; errorMessage: string }
-  | { kind: 'send' }
+  /** The dispatcher sends it (queued, or being sent): nothing to do here. Polls never send. */
+  | { kind: 'wait' }
+  /** Its send was lost to a crash: back to the queue, once. */
+  | { kind: 'requeue' }
   | { kind: 'query'; providerTaskId: string; final: boolean };
 
 /**
@@ -75,10 +91,12 @@ export function nextRefreshStep(task: TaskRecord, now: Date, config: LifecycleCo
   const tooOld = ageMs >= config.maxPendingMs;
   if (task.providerTaskId) return { kind: 'query', providerTaskId: task.providerTaskId, final: tooOld };
   if (tooOld) return { kind: 'fail', errorCode: 'TIMEOUT', errorMessage: ERROR_MESSAGES.TIMEOUT };
-  if (task.attempts > config.maxSendAttempts) {
+  const claimedAt = task.stage === 'sending' ? task.sendClaimedAt : undefined;
+  if (claimedAt !== undefined && now.getTime() - claimedAt >= (config.sendLeaseMs ?? DEFAULT_SEND_LEASE_MS)) {
+    if (task.sendRequeues === undefined) return { kind: 'requeue' };
     return { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE', errorMessage: ERROR_MESSAGES.PROVIDER_UNAVAILABLE };
   }
-  return { kind: 'send' };
+  return { kind: 'wait' };
 }
 
 const DAY_MS = 86_400_000;
@@ -98,7 +116,8 @@ export function resultsExpireAt(task: TaskRecord, retentionDays: number | undefi
 }
 
 /**
- * The Task resource of the spec. Result URLs only when COMPLETED (with `resultsExpireAt` when storage
+ * The Task resource of the spec. `stage` only when PENDING (`queuedAhead` is added by whoever reads one
+ * queued task, lifecycle/present-task.ts). Result URLs only when COMPLETED (with `resultsExpireAt` when storage
  * expires them), error fields only when FAILED (with `providerErrorCode` when the provider gave one).
  * @param resultUrls URLs made from `task.resultKeys` (signed on S3); empty once the results expired
  * @param expiresAt from `resultsExpireAt`
@@ -115,6 +134,7 @@ export function toTaskResource(task: TaskRecord, resultUrls: string[] = [], expi
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
   };
+  if (task.status === TaskStatus.PENDING) resource.stage = publicStage(task);
   if (task.status === TaskStatus.COMPLETED) {
     if (task.type === 'image') resource.imageUrls = resultUrls;
     else if (resultUrls[0]) resource.videoUrl = resultUrls[0];

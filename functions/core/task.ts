@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'PROVIDER_UNAVAILABLE',
   'TIMEOUT',
   'STORAGE_ERROR',
+  'CANCELLED',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -38,6 +39,7 @@ export const ERROR_MESSAGES: Readonly<Record<ErrorCode, string>> = {
   PROVIDER_UNAVAILABLE: 'The generation provider could not be reached',
   TIMEOUT: 'The task did not finish in time',
   STORAGE_ERROR: 'The result could not be stored',
+  CANCELLED: 'The task was cancelled before it started',
 };
 
 /** Longest provider message kept, in code points (it is shown to clients and stored on the task). */
@@ -96,10 +98,27 @@ export interface TaskRecord {
   updatedAt: string;
   /** Set once the provider accepted the task. */
   providerTaskId?: string;
+  /**
+   * Where a pending task stands on the way to the provider: `queued` (accepted, waiting for the
+   * dispatcher), `sending` (a dispatcher claimed it and is calling createTask), `running` (the provider
+   * has it). Absent on tasks accepted before the dispatcher, which were sent at once.
+   */
+  stage?: TaskStage;
+  /** Epoch milliseconds at which a dispatcher claimed the send (stage `sending`). */
+  sendClaimedAt?: number;
+  /** How many times a send lost to a crash was put back in the queue (at most once, then it fails). */
+  sendRequeues?: number;
+  /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */
+  sendFailures?: number;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */
   lastCheckedAt?: number;
   /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */
   lastCallbackReadAt?: number;
+  /**
+   * A provider callback arrived while the send was in flight, before the provider's task id was
+   * recorded (epoch ms): the dispatcher reads the provider once it has recorded the id.
+   */
+  earlyCallbackAt?: number;
   /** How many times the lifecycle has claimed this task (send retries and queries). */
   attempts: number;
   /**
@@ -120,6 +139,27 @@ export interface TaskRecord {
   keyId?: string;
   /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
   webhookUrl?: string;
+}
+
+/** See `TaskRecord.stage`. */
+export type TaskStage = 'queued' | 'sending' | 'running';
+
+/**
+ * Where a pending task stands as its owner sees it: `queued` while it waits here (stored `queued`, or
+ * `sending`: a dispatcher is calling the provider), `running` once the provider has it. A task accepted
+ * before the dispatcher (no stored stage) was sent inside its submission: `running`.
+ */
+export type PublicStage = 'queued' | 'running';
+
+/** The public stage of a pending task (see `PublicStage`). */
+export function publicStage(task: Pick<TaskRecord, 'stage' | 'providerTaskId'>): PublicStage {
+  if (task.providerTaskId !== undefined) return 'running';
+  return task.stage === 'queued' || task.stage === 'sending' ? 'queued' : 'running';
+}
+
+/** Whether a pending task may still be cancelled: queued here, no dispatcher sending it, no provider id. */
+export function isCancellable(task: Pick<TaskRecord, 'status' | 'stage' | 'providerTaskId'>): boolean {
+  return task.status === TaskStatus.PENDING && task.stage === 'queued' && task.providerTaskId === undefined;
 }
 
 /**
@@ -148,6 +188,13 @@ export interface TaskResource {
   status: TaskStatus;
   model: string;
   prompt: string;
+  /** PENDING only: `queued` while it waits here, `running` once the provider has it. */
+  stage?: PublicStage;
+  /**
+   * PENDING and `queued`, on `GET /api/ai/tasks/{id}` only: the number of the same account's tasks
+   * queued before it.
+   */
+  queuedAhead?: number;
   imageUrls?: string[];
   videoUrl?: string;
   /**

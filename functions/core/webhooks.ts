@@ -60,20 +60,39 @@ export function webhookEventOf(status: TaskStatus): WebhookEventType | undefined
 }
 
 /**
- * Whether a task ended inside its own submission: the provider refused it at once, before it started
- * (no provider task, never claimed since the accept), and it was refunded. It cost nothing, and the
- * caller already read `status: 2` in the 202 answer, so it sends no webhook: otherwise every refused
- * submission would buy up to eight signed requests, carrying its prompt, to any https host for free.
+ * Whether the provider refused a task at its first send, before it started: failed `PROVIDER_REJECTED`
+ * with no provider task, on the first send that reached the upstream (no earlier send failed with a 5xx
+ * or was lost to a crash; a 429 is no send, the upstream only said "later"). Such a task never reached
+ * the upstream, cost nothing (refunded), and sends no webhook: otherwise every refused submission would
+ * buy up to eight signed requests, carrying its prompt, to any https host for free. Its caller learns
+ * the refusal by polling (`status: 2`, `errorCode: PROVIDER_REJECTED`). Since the dispatcher, that send
+ * comes after the 202 answer (README "Dispatching to the provider"); a task accepted before it (no
+ * `stage`) was sent inside its submission, and counts as refused at once when it was never claimed again.
  */
-export function refusedAtSubmission(
-  task: Pick<TaskRecord, 'status' | 'errorCode' | 'providerTaskId' | 'attempts'>,
+export function refusedAtFirstSend(
+  task: Pick<
+    TaskRecord,
+    'status' | 'errorCode' | 'providerTaskId' | 'attempts' | 'stage' | 'sendFailures' | 'sendRequeues'
+  >,
 ): boolean {
+  const firstSend =
+    task.stage === undefined ? task.attempts === 0 : (task.sendFailures ?? 0) === 0 && task.sendRequeues === undefined;
   return (
     task.status === TaskStatus.FAILED &&
     task.errorCode === 'PROVIDER_REJECTED' &&
     task.providerTaskId === undefined &&
-    task.attempts === 0
+    firstSend
   );
+}
+
+/**
+ * Whether the task was cancelled by its owner while queued (`CANCELLED`): like a task refused at its
+ * first send, it never reached the upstream and cost nothing (refunded), and its caller already knows (the
+ * cancel's 200 answer carried `status: 2`). It sends no webhook: otherwise a submit and a cancel would
+ * buy up to eight signed requests, carrying the prompt, to any https host for free.
+ */
+export function cancelledByOwner(task: Pick<TaskRecord, 'status' | 'errorCode'>): boolean {
+  return task.status === TaskStatus.FAILED && task.errorCode === 'CANCELLED';
 }
 
 /**

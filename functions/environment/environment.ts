@@ -225,6 +225,9 @@ export const AWS_ENDPOINT_URL_SECRETS_MANAGER = /* @__PURE__ */ variable(
   url,
 );
 
+/** Endpoint of SQS only (LocalStack); wins over AWS_ENDPOINT_URL. */
+export const AWS_ENDPOINT_URL_SQS = /* @__PURE__ */ variable('AWS_ENDPOINT_URL_SQS', 'lambda', url);
+
 /** The Lambda runtime API's host:port; result and webhook downloads may never go there. */
 export const AWS_LAMBDA_RUNTIME_API = /* @__PURE__ */ variable('AWS_LAMBDA_RUNTIME_API', 'lambda', text);
 
@@ -273,6 +276,23 @@ export const PROVIDER_CALLBACK_BASE_URL = /* @__PURE__ */ variable(
   'stack-when-configured',
   url,
 );
+
+/** The upstream's create rate the dispatcher keeps to, `<requests>/<seconds>` (core/provider-capacity.ts). */
+export const PROVIDER_CREATE_RATE_LIMIT = /* @__PURE__ */ variable(
+  'PROVIDER_CREATE_RATE_LIMIT',
+  'stack-when-configured',
+  text,
+);
+
+/** Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full. */
+export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
+  'MAX_QUEUED_TASKS_PER_ACCOUNT',
+  'stack',
+  integer(1, 10_000),
+);
+
+/** The dispatcher's SQS queue of delayed wake-ups (deployed); unset locally, where a loop waits instead. */
+export const DISPATCH_WAKE_QUEUE_URL = /* @__PURE__ */ variable('DISPATCH_WAKE_QUEUE_URL', 'stack', url);
 
 /** The Secrets Manager secret that signs provider callback URLs (deployed). */
 export const PROVIDER_CALLBACK_SECRET_ARN = /* @__PURE__ */ variable('PROVIDER_CALLBACK_SECRET_ARN', 'stack', text);

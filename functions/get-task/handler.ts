@@ -1,5 +1,5 @@
 /**
- * GET /api/ai/tasks/{id}
+ * GET /api/ai/tasks/{id}: the caller's task, refreshed; a queued one with `queuedAhead`.
  */
 import { TaskNotFoundError } from '../core/errors';
 import { apiHandler } from '../http/api-handler';
@@ -15,5 +15,5 @@ export const handler = apiHandler({ jsonBody: false }, async (req) => {
   const stored = taskId ? await getTask(lc.store, req.caller.userId, taskId) : undefined;
   if (!stored) throw new TaskNotFoundError();
   const task = await refreshTask(lc, stored, req.log);
-  return { statusCode: 200, body: await presentTask(lc, task) };
+  return { statusCode: 200, body: await presentTask(lc, task, { countAhead: true }) };
 });

@@ -14,9 +14,11 @@ import {
   KeyLimitError,
   KeyNotFoundError,
   KeyStateError,
+  QueueFullError,
   ServiceBusyError,
   SessionRequiredError,
   TaskNotFoundError,
+  TaskStateError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
   ValidationError,
@@ -43,7 +45,15 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof KeyStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof KeyLimitError) return jsonResponse(409, { error: error.message, limit: error.limit }, headers);
   if (error instanceof TaskNotFoundError) return jsonResponse(404, { error: error.message }, headers);
+  if (error instanceof TaskStateError) return jsonResponse(409, { error: error.message }, headers);
   if (error instanceof IdempotencyConflictError) return jsonResponse(409, { error: error.message }, headers);
+  if (error instanceof QueueFullError) {
+    return jsonResponse(
+      429,
+      { error: error.message, limit: error.limit },
+      { ...headers, 'Retry-After': String(error.retryAfterSeconds) },
+    );
+  }
   if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { error: error.message }, headers);
   if (error instanceof ServiceBusyError) {
     return jsonResponse(503, { error: error.message }, { ...headers, 'Retry-After': String(error.retryAfterSeconds) });

@@ -9,8 +9,10 @@ import type { TaskType } from '../core/task';
 import { submitTask } from '../lifecycle/submit-task';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
-import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
+import { uploadReaderFromEnv } from '../media/uploads';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
+import { maxQueuedTasksFromEnv } from '../store/dispatch';
+import { storeFromEnv } from '../store/from-env';
 import { webhookTargetPolicy, webhookUrlProblem } from '../webhooks/target-policy';
 import { apiHandler } from './api-handler';
 
@@ -48,18 +50,24 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const profile = providerProfileFromEnv();
     const request = rules.validate(req.body, profile);
     const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
-    const lc = providerLifecycleFromEnv();
     const idempotency = idempotencyKey
       ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
       : undefined;
+    const ctx = { store: storeFromEnv(), now: () => new Date() };
     // Before anything is debited: a refused upload is the caller's 400, naming its entry.
     const { inputImageUrls, providerInput } = request as {
       inputImageUrls?: string[];
       providerInput?: Record<string, unknown>;
     };
-    await checkUploadReferences(lc, req.caller.userId, inputImageUrls, idempotency, providerInput);
+    await checkUploadReferences(
+      { ...ctx, uploads: uploadReaderFromEnv() },
+      req.caller.userId,
+      inputImageUrls,
+      idempotency,
+      providerInput,
+    );
     const { response, replayed } = await submitTask(
-      lc,
+      ctx,
       {
         caller: req.caller,
         type: rules.type,
@@ -68,6 +76,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         providerRequest: rules.providerRequest(request, profile),
         webhookUrl,
         idempotency,
+        maxQueued: maxQueuedTasksFromEnv(),
       },
       req.log,
     );

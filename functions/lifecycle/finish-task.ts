@@ -11,6 +11,7 @@ import {
 } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
+import { deleteQueueEntry } from '../store/dispatch';
 import { completeTask, failAndRefund, getTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
 
@@ -26,46 +27,81 @@ export interface TaskFailure {
 }
 
 /**
- * Fails the task and refunds its credits in one transaction. The stored message and code are bounded
+ * Fails the task and refunds its credits in one transaction, or learns that it lost (another caller
+ * ended it first, or, `whileQueued`, it left the queue first). The stored message and code are bounded
  * (a few hundred bytes), so no provider answer can push the transaction past DynamoDB's item limit.
+ *
+ * A task that ends before it reached the provider (queued, or being sent: the sweeper's `TIMEOUT`, a
+ * send lost twice, the dispatcher's refusals) leaves the dispatch queue here, after the ending write:
+ * its entry would otherwise count against the account's queue bound until the dispatcher met it.
+ *
+ * Store errors are thrown (see `failTask` for callers that leave the task pending instead).
+ * @returns the task after the attempt and whether this call refunded it; undefined when it does not exist
+ */
+export async function failAndRefundTask(
+  lc: Pick<ProviderLifecycle, 'store' | 'now'>,
+  task: TaskRecord,
+  failure: TaskFailure,
+  log: Logger,
+  options: { whileQueued?: boolean } = {},
+): Promise<{ task: TaskRecord; refunded: boolean } | undefined> {
+  const { errorCode } = failure;
+  const providerErrorCode = boundProviderText(failure.providerCode, MAX_PROVIDER_CODE_LENGTH);
+  const result = await failAndRefund(lc.store, {
+    userId: task.userId,
+    taskId: task.taskId,
+    errorCode,
+    errorMessage: clientErrorMessage(errorCode, failure.providerMessage),
+    ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
+    task,
+    now: lc.now(),
+    ...(options.whileQueued ? { whileQueued: true } : {}),
+  });
+  if (result?.refunded && task.providerTaskId === undefined) await leaveQueue(lc, task, log);
+  if (result?.refunded) {
+    metrics.taskFailed(errorCode);
+    metrics.taskRefunded();
+    log.info('Task failed and refunded', {
+      taskId: task.taskId,
+      errorCode,
+      credits: task.creditsUsed,
+      ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
+      ...(failure.detail === undefined ? {} : { detail: failure.detail }),
+    });
+  }
+  return result;
+}
+
+/**
+ * Fails the task and refunds its credits in one transaction (`failAndRefundTask`).
  * @returns the task after the attempt: failed, or unchanged when the refund could not be written
  *   (it stays pending, so a later refresh or the sweeper refunds it: no credit is lost either way).
  */
 export async function failTask(
-  lc: ProviderLifecycle,
+  lc: Pick<ProviderLifecycle, 'store' | 'now'>,
   task: TaskRecord,
   failure: TaskFailure,
   log: Logger,
 ): Promise<TaskRecord> {
-  const { errorCode } = failure;
-  const providerErrorCode = boundProviderText(failure.providerCode, MAX_PROVIDER_CODE_LENGTH);
   try {
-    const result = await failAndRefund(lc.store, {
-      userId: task.userId,
-      taskId: task.taskId,
-      errorCode,
-      errorMessage: clientErrorMessage(errorCode, failure.providerMessage),
-      ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
-      task,
-      now: lc.now(),
-    });
-    if (!result) return task;
-    if (result.refunded) {
-      metrics.taskFailed(errorCode);
-      metrics.taskRefunded();
-      log.info('Task failed and refunded', {
-        taskId: task.taskId,
-        errorCode,
-        credits: task.creditsUsed,
-        ...(providerErrorCode === undefined ? {} : { providerErrorCode }),
-        ...(failure.detail === undefined ? {} : { detail: failure.detail }),
-      });
-    }
-    return result.task;
+    const result = await failAndRefundTask(lc, task, failure, log);
+    return result ? result.task : task;
   } catch (error) {
     metrics.refundFailed();
     log.error('Refund failed; the task stays pending and will be retried', { taskId: task.taskId, error });
     return task;
+  }
+}
+
+/**
+ * Removes an ended task's queue entry (idempotent). Its failure costs nothing but a stale entry, which
+ * the dispatcher drops when it meets it (dispatch.ts `dropIfDone`), so it is logged, not thrown.
+ */
+async function leaveQueue(lc: Pick<ProviderLifecycle, 'store'>, task: TaskRecord, log: Logger): Promise<void> {
+  try {
+    await deleteQueueEntry(lc.store, task);
+  } catch (error) {
+    log.warn('The queue entry of an ended task was left for the dispatcher to drop', { taskId: task.taskId, error });
   }
 }
 

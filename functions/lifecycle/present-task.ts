@@ -1,13 +1,29 @@
 /**
  * The Task resource as its owner reads it: fresh result URLs while the results exist, none after the
- * storage expired them.
+ * storage expired them; a queued task with the number of the account's tasks queued before it.
  */
 import { resultsExpireAt, toTaskResource } from '../core/lifecycle';
 import { type TaskRecord, type TaskResource, TaskStatus } from '../core/task';
+import { queuedAhead } from '../store/dispatch';
 import type { Lifecycle } from './lifecycle';
 
-/** Builds the resource; signed URLs never outlive the results they point at. */
-export async function presentTask(lc: Lifecycle, task: TaskRecord): Promise<TaskResource> {
+/**
+ * Builds the resource; signed URLs never outlive the results they point at.
+ * @param options.countAhead adds `queuedAhead` to a queued task (one counting Query on the account's
+ *   queue entries): `GET /api/ai/tasks/{id}` only, never a listing or a webhook
+ */
+export async function presentTask(
+  lc: Lifecycle,
+  task: TaskRecord,
+  options: { countAhead?: boolean } = {},
+): Promise<TaskResource> {
+  if (task.status === TaskStatus.PENDING) {
+    const resource = toTaskResource(task);
+    if (options.countAhead && resource.stage === 'queued') {
+      resource.queuedAhead = await queuedAhead(lc.store, task);
+    }
+    return resource;
+  }
   if (task.status !== TaskStatus.COMPLETED) return toTaskResource(task);
   const expiresAt = resultsExpireAt(task, lc.config.resultRetentionDays);
   const live = expiresAt === undefined || lc.now() < expiresAt;

@@ -2,14 +2,19 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
-import { DEFAULT_CALLBACK_READ_INTERVAL_MS, isRefreshDue, nextRefreshStep } from '../core/lifecycle';
+import {
+  DEFAULT_CALLBACK_READ_INTERVAL_MS,
+  DEFAULT_SEND_LEASE_MS,
+  isRefreshDue,
+  nextRefreshStep,
+} from '../core/lifecycle';
 import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
-import { claimCallbackRead, claimRefresh, getTask, recordResultsReady } from '../store/tasks';
+import { requeueLostSend } from '../store/dispatch';
+import { claimCallbackRead, claimRefresh, getTask, noteEarlyCallback, recordResultsReady } from '../store/tasks';
 import { failTask } from './finish-task';
-import { type Lifecycle, timedProviderCall } from './lifecycle';
-import { sendToProvider } from './send-to-provider';
+import { type Lifecycle, type ProviderLifecycle, timedProviderCall } from './lifecycle';
 
 /**
  * Refreshes a task. Only the caller that wins the conditional claim on `lastCheckedAt` talks to the
@@ -33,8 +38,17 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
   switch (step.kind) {
     case 'fail':
       return failTask(lc, claimed, { errorCode: step.errorCode }, taskLog);
-    case 'send':
-      return sendToProvider(lc, claimed, taskLog);
+    case 'wait':
+      return claimed;
+    case 'requeue': {
+      taskLog.warn('A send was lost (claimed and never recorded): the task goes back to the queue once');
+      const requeued = await requeueLostSend(lc.store, {
+        userId: claimed.userId,
+        taskId: claimed.taskId,
+        claimedBefore: now.getTime() - (lc.config.sendLeaseMs ?? DEFAULT_SEND_LEASE_MS),
+      });
+      return requeued ?? claimed;
+    }
     case 'query':
       return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
   }
@@ -54,7 +68,19 @@ export interface CallbackOutcome {
  * interval, however many callbacks arrive; a task the provider does not have yet is left to the send
  * path. Being early costs nothing: the task stays pending and a later callback or poll finishes it.
  */
-export async function refreshFromCallback(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<CallbackOutcome> {
+export async function refreshFromCallback(
+  lc: ProviderLifecycle,
+  stored: TaskRecord,
+  log: Logger,
+): Promise<CallbackOutcome> {
+  let task = stored;
+  if (task.status === TaskStatus.PENDING && task.providerTaskId === undefined) {
+    // Early: the send is still in flight. The note makes the dispatcher read the provider once it has
+    // recorded the id; when the id was recorded meanwhile (the note's condition fails), go on with it.
+    const noted = await noteEarlyCallback(lc.store, { userId: task.userId, taskId: task.taskId, now: lc.now() });
+    if (noted) return { providerRead: false, task: noted };
+    task = (await getTask(lc.store, task.userId, task.taskId)) ?? task;
+  }
   if (task.status !== TaskStatus.PENDING || task.providerTaskId === undefined || awaitsCopy(task)) {
     return { providerRead: false, task };
   }
@@ -75,7 +101,7 @@ export async function refreshFromCallback(lc: Lifecycle, task: TaskRecord, log: 
  * anything but success or failure, an unreachable provider included, ends the task with TIMEOUT.
  */
 async function queryProvider(
-  lc: Lifecycle,
+  lc: ProviderLifecycle,
   task: TaskRecord,
   providerTaskId: string,
   final: boolean,
@@ -116,7 +142,7 @@ async function queryProvider(
  * More URLs than that are ignored (and logged): a provider answer never delivers more than was paid.
  * The copy itself is the media worker's (copy-results.ts), off the request path.
  */
-async function recordReady(lc: Lifecycle, task: TaskRecord, urls: string[], log: Logger): Promise<TaskRecord> {
+async function recordReady(lc: ProviderLifecycle, task: TaskRecord, urls: string[], log: Logger): Promise<TaskRecord> {
   const paid = paidOutputs(task);
   if (urls.length > paid)
     log.warn('Provider returned more results than were paid for', { returned: urls.length, paid });

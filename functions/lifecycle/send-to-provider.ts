@@ -1,11 +1,9 @@
 /**
- * Sending a task to the provider, shared by submission and by the retry in refresh.
+ * Creating a task at the provider, as the dispatcher does it (lifecycle/dispatch.ts), from the request
+ * stored at acceptance.
  */
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
-import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
-import { recordProviderTask } from '../store/tasks';
-import { failTask } from './finish-task';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
 import { withSignedUploads } from './uploads';
 
@@ -32,40 +30,18 @@ function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
 }
 
 /**
- * Sends the task. A refusal fails and refunds it (PROVIDER_REJECTED); an unreachable provider leaves it
- * pending without a provider id, and the refresh step retries the send.
- * @returns the task after the attempt
+ * Creates the task at the provider, with the signed callback URL (made on each send, never stored: it
+ * carries the task's signature), and returns the provider's id. Errors are the provider port's.
  */
-export async function sendToProvider(lc: ProviderLifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
+export async function createAtProvider(
+  lc: ProviderLifecycle,
+  task: TaskRecord,
+  log: Logger,
+): Promise<{ providerTaskId: string }> {
   const request = storedProviderRequest(task);
-  try {
-    // The callback URL is made on each send, never stored: it carries the task's signature.
-    const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
-    // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
-    const signed = await withSignedUploads(lc, task.userId, request);
-    const create = callBackUrl === undefined ? signed : { ...signed, callBackUrl };
-    const { providerTaskId } = await timedProviderCall('createTask', () => lc.provider.createTask(create), log);
-    const recorded = await recordProviderTask(lc.store, {
-      userId: task.userId,
-      taskId: task.taskId,
-      providerTaskId,
-      now: lc.now(),
-    });
-    return recorded ?? task;
-  } catch (error) {
-    if (error instanceof ProviderRejectedError) {
-      return failTask(
-        lc,
-        task,
-        {
-          errorCode: 'PROVIDER_REJECTED',
-          providerMessage: error.message,
-          ...(error.providerCode === undefined ? {} : { providerCode: error.providerCode }),
-        },
-        log,
-      );
-    }
-    if (error instanceof ProviderUnavailableError) return task;
-    throw error;
-  }
+  const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
+  // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
+  const signed = await withSignedUploads(lc, task.userId, request);
+  const create = callBackUrl === undefined ? signed : { ...signed, callBackUrl };
+  return timedProviderCall('createTask', () => lc.provider.createTask(create), log);
 }

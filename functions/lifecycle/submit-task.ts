@@ -1,13 +1,17 @@
 /**
- * Submission: price, debit and record the task atomically, then hand it to the provider.
+ * Submission: price, debit and record the task atomically, queued for the dispatcher. Nothing here
+ * talks to the provider: a slow or failing upstream never slows a submit (README "Dispatching to the
+ * provider").
  */
 import { randomUUID } from 'node:crypto';
-import type { Caller, SubmissionResponse, TaskType } from '../core/task';
+import { QueueFullError } from '../core/errors';
+import type { Caller, SubmissionResponse, TaskRecord, TaskType } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
-import { acceptTask } from '../store/tasks';
-import type { ProviderLifecycle } from './lifecycle';
-import { type StoredProviderRequest, sendToProvider, withoutTaskPrompt } from './send-to-provider';
+import type { StoreContext } from '../store/client';
+import { countQueued } from '../store/dispatch';
+import { acceptTask, findIdempotentReplay } from '../store/tasks';
+import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
 
 export interface SubmitInput {
   caller: Caller;
@@ -20,6 +24,8 @@ export interface SubmitInput {
   /** Where to POST the signed event when the task ends (checked by the caller). */
   webhookUrl?: string;
   idempotency?: { key: string; requestHash: string };
+  /** The most tasks the account may have queued (`MAX_QUEUED_TASKS_PER_ACCOUNT`); past it, `QueueFullError`. */
+  maxQueued: number;
 }
 
 export interface SubmitResult {
@@ -36,11 +42,52 @@ function paidOutputCount(input: SubmitInput): number {
 }
 
 /**
- * Accepts the task (debit, task, ledger entry, idempotency record: one transaction) and sends it to
- * the provider. The response carries the task's status after the send: 0 normally, 2 when the provider
- * refused the input at once (the credits are already refunded).
+ * `Retry-After` of a full queue. The submit function does not know the upstream's pace nor how many
+ * accounts share it, so no exact estimate is at hand; the account's queue shrinks by one each time its
+ * turn comes (accounts take turns one send each, Kie's 20 per 10 s is a send every 0.5 s), which with a
+ * few busy accounts is a matter of seconds. 10 s lets some room open up without inviting a retry loop.
  */
-export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * What a submit needs: the table and the clock. Not the provider: the dispatcher sends (so the submit
+ * functions hold no provider key, callback secret or HTTP client).
+ */
+export interface SubmitContext {
+  store: StoreContext;
+  now: () => Date;
+}
+
+function answer(task: TaskRecord, replayed: boolean): SubmitResult {
+  // The task's stored status, not a fixed 0: a replay of a task that has since ended says so.
+  return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed };
+}
+
+/**
+ * Accepts the task (debit, task, ledger entry, queue entry, idempotency record: one transaction). The
+ * task is queued (`status: 0`, `stage: queued`); the dispatcher sends it at the provider's pace.
+ */
+export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Logger): Promise<SubmitResult> {
+  // The queue bound, before anything is written: a count of the account's queue entries, outside the
+  // accept transaction, so a burst of accepts never conflicts on a per-account item. A soft bound: submits
+  // counting at the same moment can together pass it by their number (store/dispatch.ts `countQueued`).
+  const queued = await countQueued(lc.store, { userId: input.caller.userId, limit: input.maxQueued });
+  if (queued >= input.maxQueued) {
+    // A replay of a task accepted earlier still answers that task: it asks for nothing new.
+    const original = input.idempotency
+      ? await findIdempotentReplay(lc.store, {
+          userId: input.caller.userId,
+          idempotency: input.idempotency,
+          now: lc.now(),
+        })
+      : undefined;
+    if (original) {
+      log.info('Idempotent replay', { taskId: original.taskId });
+      return answer(original, true);
+    }
+    log.info('Queue full', { queued, limit: input.maxQueued });
+    throw new QueueFullError(input.maxQueued, QUEUE_FULL_RETRY_AFTER_SECONDS);
+  }
   const accepted = await acceptTask(lc.store, {
     task: {
       userId: input.caller.userId,
@@ -50,7 +97,7 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
       prompt: input.request.prompt,
       // Only what a resend needs, and the prompt once: it is on the task already, so the stored provider
       // request leaves it out when it is the same text (a 20,000-character prompt stored twice doubled
-      // the write units of every accept). sendToProvider puts it back. `outputs`: the number of results
+      // the write units of every accept). createAtProvider puts it back. `outputs`: the number of results
       // paid for, so no provider answer stores more.
       request: {
         providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt),
@@ -66,17 +113,9 @@ export async function submitTask(lc: ProviderLifecycle, input: SubmitInput, log:
   const task = accepted.task;
   if (accepted.replayed) {
     log.info('Idempotent replay', { taskId: task.taskId });
-    // The task's stored status, not a fixed 0: a submission the provider refused was answered with
-    // status 2, and its replay must not claim the task is pending.
-    return { response: { taskId: task.taskId, status: task.status, creditsUsed: task.creditsUsed }, replayed: true };
+    return answer(task, true);
   }
   metrics.taskAccepted();
   log.info('Task accepted', { taskId: task.taskId, model: task.model, credits: task.creditsUsed });
-  const sent = await sendToProvider(lc, task, log).catch((error: unknown) => {
-    // The credits are debited and the task exists: answering 500 now would invite a paid retry.
-    // The task stays pending and the refresh step retries the send.
-    log.error('Sending to the provider failed after acceptance', { taskId: task.taskId, error });
-    return task;
-  });
-  return { response: { taskId: sent.taskId, status: sent.status, creditsUsed: sent.creditsUsed }, replayed: false };
+  return answer(task, false);
 }

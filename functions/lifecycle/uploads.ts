@@ -13,14 +13,25 @@ import {
   uploadIdOf,
   uploadKey,
 } from '../core/uploads';
+import type { UploadReader } from '../media/uploads';
+import type { StoreContext } from '../store/client';
 import { getUpload, isRecordedRequest } from '../store/uploads';
-import type { ProviderLifecycle } from './lifecycle';
+
+/**
+ * What the check at submission needs: the table, the clock and the uploads' first bytes (the submit
+ * functions hold no provider client; signing for the provider happens in the dispatcher).
+ */
+export interface UploadCheckContext {
+  store: StoreContext;
+  now: () => Date;
+  uploads?: Pick<UploadReader, 'head'>;
+}
 
 /** One message for a missing, expired and foreign upload: the three cannot be told apart. */
 export const UNKNOWN_UPLOAD_MESSAGE = 'Unknown upload: no upload of yours has this id (it may have expired)';
 
 /** The problem with one upload reference, or undefined when a task may use it. */
-async function uploadProblem(lc: ProviderLifecycle, userId: string, reference: string): Promise<string | undefined> {
+async function uploadProblem(lc: UploadCheckContext, userId: string, reference: string): Promise<string | undefined> {
   const uploadId = uploadIdOf(reference);
   if (!uploadId) return 'Must be upload://<uploadId> as returned by POST /api/ai/uploads';
   if (!lc.uploads) return 'Uploads are not available on this deployment';
@@ -43,7 +54,7 @@ async function uploadProblem(lc: ProviderLifecycle, userId: string, reference: s
  * @throws ValidationError naming each refused entry (`inputImageUrls.<index>`)
  */
 export async function checkUploadReferences(
-  lc: ProviderLifecycle,
+  lc: UploadCheckContext,
   userId: string,
   urls: readonly string[] | undefined,
   idempotency?: { key: string; requestHash: string },
@@ -78,7 +89,7 @@ export async function checkUploadReferences(
  * never stored. The key is built from the task's owner, so a reference can only ever sign the owner's file.
  */
 export async function withSignedUploads<T extends { input: Record<string, unknown> }>(
-  lc: ProviderLifecycle,
+  lc: { uploads?: Pick<UploadReader, 'signedUrl'> },
   userId: string,
   request: T,
 ): Promise<T> {

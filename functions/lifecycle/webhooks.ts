@@ -16,11 +16,12 @@
 import { randomUUID } from 'node:crypto';
 import { TaskStatus } from '../core/task';
 import {
+  cancelledByOwner,
   DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
   droppedDeliveryReason,
   isDelivered,
   nextAttemptAt,
-  refusedAtSubmission,
+  refusedAtFirstSend,
   WEBHOOK_CLAIM_SECONDS,
   webhookEventOf,
   webhookPayload,
@@ -87,15 +88,19 @@ export async function openDelivery(
   lc: Pick<Lifecycle, 'store' | 'now'> & { webhooks?: Pick<WebhookSettingsWiring, 'maxOpenDeliveries'> },
   ref: EndedTaskRef,
   log: Logger,
-): Promise<'opened' | 'exists' | 'dropped' | 'refused-at-submission' | 'no-endpoint' | 'no-secret' | 'not-ended'> {
+): Promise<
+  'opened' | 'exists' | 'dropped' | 'refused-at-first-send' | 'cancelled' | 'no-endpoint' | 'no-secret' | 'not-ended'
+> {
   const [task, settings] = await Promise.all([
     getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
   ]);
   const eventType = task ? webhookEventOf(task.status) : undefined;
   if (!task || !eventType) return 'not-ended';
-  // Its 202 answer said status 2 already, and it cost nothing: no free signed traffic for it.
-  if (refusedAtSubmission(task)) return 'refused-at-submission';
+  // It never reached the upstream and cost nothing: no free signed traffic for it (its caller polls).
+  if (refusedAtFirstSend(task)) return 'refused-at-first-send';
+  // Cancelled by its owner while queued: the same, and the owner has the answer already.
+  if (cancelledByOwner(task)) return 'cancelled';
   const url = task.webhookUrl ?? settings?.url;
   if (!url) return 'no-endpoint';
   if (!settings?.sealedSecret) {

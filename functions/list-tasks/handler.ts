@@ -1,10 +1,14 @@
 /**
  * GET /api/ai/tasks?limit=&cursor=&status=&type=: the caller's own tasks, newest first, one Query per
  * page. A listing shows each task as stored (a summary); GET /api/ai/tasks/{id} reads and refreshes one.
+ * A pending task's `stage` comes from the queue: one more Query, over the account's queue entries in the
+ * time range of the page's pending tasks (the index does not hold the stage); a task with an entry waits
+ * here (`queued`), one without is at the provider (`running`).
  */
 import { TaskStatus, type TaskType } from '../core/task';
 import { apiHandler } from '../http/api-handler';
 import { parsePageQuery } from '../http/page-query';
+import { queuedTaskIds } from '../store/dispatch';
 import { storeFromEnv } from '../store/from-env';
 import { decodeTaskCursor, listTasks } from '../store/task-list';
 
@@ -28,5 +32,15 @@ export const handler = apiHandler({ jsonBody: false }, async (req) => {
     ...(status === undefined ? {} : { status }),
     ...(type === undefined ? {} : { type }),
   });
+  const pending = items.filter((task) => task.status === TaskStatus.PENDING);
+  if (pending.length > 0) {
+    const times = pending.map((task) => task.createdAt).sort();
+    const queued = await queuedTaskIds(storeFromEnv(), {
+      userId: req.caller.userId,
+      from: times[0] ?? '',
+      to: times[times.length - 1] ?? '',
+    });
+    for (const task of pending) task.stage = queued.has(task.taskId) ? 'queued' : 'running';
+  }
   return { statusCode: 200, body: { tasks: items, next: next ?? null } };
 });

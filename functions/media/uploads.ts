@@ -148,3 +148,9 @@ export function uploadsOptionsFromEnv(env?: Env): S3UploadsOptions | undefined {
     readEnv(UPLOADS_S3_ENDPOINT, env) ?? readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
   return { bucket, region: readEnv(AWS_REGION, env) ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
 }
+
+/** The upload reader of this environment (UPLOADS_BUCKET), or undefined when uploads are not set up. */
+export function uploadReaderFromEnv(env?: Env): UploadReader | undefined {
+  const options = uploadsOptionsFromEnv(env);
+  return options ? createS3UploadReader(options) : undefined;
+}

@@ -103,7 +103,8 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
     try {
       const response = await doFetch(url, { ...init, signal, redirect: 'error' });
       const text = await readBounded(response, MAX_PROVIDER_ANSWER_BYTES);
-      return { status: response.status, text };
+      const retryAfter = retryAfterSeconds(response.headers.get('retry-after'));
+      return { status: response.status, text, ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }) };
     } catch (error) {
       const timedOut = signal.aborted;
       throw new TransportError(
@@ -144,7 +145,12 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
         throw rejected(envelope, result.status);
       }
       if (result.status < 200 || result.status > 299) {
-        throw new ProviderUnavailableError(`createTask: provider answered HTTP ${result.status}`);
+        const error = new ProviderUnavailableError(`createTask: provider answered HTTP ${result.status}`);
+        if (result.status === 429 || result.status === 503) {
+          error.throttled =
+            result.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: result.retryAfterSeconds };
+        }
+        throw error;
       }
       if (!envelope) throw new ProviderUnavailableError('createTask: response is not a JSON object');
       if (typeof envelope.code === 'number' && REJECT_CODES.has(envelope.code)) {
@@ -217,6 +223,17 @@ function requestIdHeader(): Record<string, string> {
 interface Exchange {
   status: number;
   text: string;
+  /** The `Retry-After` header in seconds (delta-seconds or an HTTP date), when present and sane. */
+  retryAfterSeconds?: number;
+}
+
+/** Reads `Retry-After` (seconds, or an HTTP date); undefined when absent or unreadable; at most a day. */
+function retryAfterSeconds(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const trimmed = header.trim();
+  const seconds = /^\d{1,9}$/.test(trimmed) ? Number(trimmed) : (Date.parse(trimmed) - Date.now()) / 1000;
+  if (!Number.isFinite(seconds)) return undefined;
+  return Math.min(Math.max(Math.ceil(seconds), 0), 86_400);
 }
 
 class TransportError extends Error {

@@ -52,4 +52,9 @@ export class ProviderRejectedError extends Error {
 /** The provider could not be reached or answered with a transient or malformed response. */
 export class ProviderUnavailableError extends Error {
   override readonly name = 'ProviderUnavailableError';
+  /**
+   * Whether the provider said it is over capacity (HTTP 429), and the seconds it asked us to wait
+   * (`Retry-After`, when it sent one): the dispatcher backs off that long.
+   */
+  throttled?: { retryAfterSeconds?: number };
 }

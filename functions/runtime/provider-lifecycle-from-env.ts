@@ -23,7 +23,6 @@ import {
   readEnv,
 } from '../environment/environment';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
-import { createS3UploadReader, uploadsOptionsFromEnv } from '../media/uploads';
 import { providerApiKeyFromEnv } from '../provider/api-key-source';
 import { providerCallbacksFromEnv } from '../provider/callback-secret';
 import { createHttpProvider } from '../provider/http-provider';
@@ -66,10 +65,8 @@ export function providerLifecycleFromEnv(env?: Env): ProviderLifecycle {
   const baseUrl = readEnv(PROVIDER_BASE_URL, env);
   if (!baseUrl) throw new Error('PROVIDER_BASE_URL is not set');
   const callbacks = providerCallbacksFromEnv(env);
-  const uploads = uploadsOptionsFromEnv(env);
   cached = {
     ...(callbacks ? { callbacks } : {}),
-    ...(uploads ? { uploads: createS3UploadReader(uploads) } : {}),
     store: storeFromEnv(env),
     provider: createHttpProvider({
       baseUrl,

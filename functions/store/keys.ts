@@ -12,6 +12,8 @@ export interface ItemKey {
 const USER = 'USER#';
 const BALANCE_PREFIX = 'ACCOUNT';
 const WEBHOOK = 'WEBHOOK#';
+/** The partition of the dispatch queue's entries (`keys.queueEntry`). */
+export const DISPATCH_QUEUE = 'DISPATCH#QUEUE';
 /** The due-index partition of API Gateway keys to reconcile (few: one per key event, so one partition). */
 export const GATEWAY_KEY_DUE = 'GATEWAYKEYDUE';
 
@@ -52,6 +54,14 @@ export const keys = {
   taskListing: (userId: string, taskId: string, createdAtIso: string): { GSI2PK: string; GSI2SK: string } => ({
     GSI2PK: `${USER}${userId}`,
     GSI2SK: `${createdAtIso}#${taskId}`,
+  }),
+  /**
+   * A queued task's entry in the dispatch queue: one partition for every account, sorted by account,
+   * then by age, so one Query finds the next account after a cursor and its oldest task.
+   */
+  queueEntry: (userId: string, createdAtIso: string, taskId: string): ItemKey => ({
+    PK: DISPATCH_QUEUE,
+    SK: `${queueAccount(userId)}#${createdAtIso}#${taskId}`,
   }),
   /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
   pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
@@ -167,6 +177,15 @@ export function shardOf(taskId: string): number {
 /** The shard number of a balance item's sort key (`ACCOUNT` or `ACCOUNT#<n>`, as Queries on the prefix return). */
 export function balanceShardOf(sk: string): number {
   return Number(sk.slice(BALANCE_PREFIX.length + 1)) || 0;
+}
+
+/**
+ * A user id as the queue's sort keys hold it: without `#` (and `%`), so each account's entries form one
+ * range `<id>#...` that no other account's range overlaps, and a cursor `<id>#\uffff` passes exactly
+ * that account.
+ */
+export function queueAccount(userId: string): string {
+  return userId.replaceAll('%', '%25').replaceAll('#', '%23');
 }
 
 /** Recovers the user id from a `USER#<id>` partition key (user ids are opaque; only the prefix is ours). */

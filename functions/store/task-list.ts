@@ -2,6 +2,7 @@
  * A user's tasks, newest first, one Query per page on the task-listing index (`GSI2`). The index holds
  * a summary of each task (see `TABLE.taskIndex.projected`); the whole task is read by id.
  */
+import type { PublicStage } from '../core/task';
 import { TaskStatus, type TaskType } from '../core/task';
 import type { RetryingStoreContext } from './errors';
 import { keys } from './keys';
@@ -18,6 +19,8 @@ export interface TaskSummary {
   creditsRefunded: boolean;
   createdAt: string;
   updatedAt: string;
+  /** PENDING only: `queued` while it waits here, `running` once the provider has it (set by the listing's reader). */
+  stage?: PublicStage;
   errorCode?: string;
 }
 

@@ -6,7 +6,7 @@
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { InsufficientCreditsError, UsageError } from '../core/errors';
+import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import {
   type DebitPlan,
@@ -22,7 +22,16 @@ import {
   type TransactItem,
   totalOf,
 } from './balance';
-import { and, attr, conditionParams, conditions, refreshConditions, update, updateParams } from './conditions';
+import {
+  and,
+  attr,
+  conditionParams,
+  conditions,
+  type Expr,
+  refreshConditions,
+  update,
+  updateParams,
+} from './conditions';
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
@@ -108,8 +117,10 @@ export async function acceptTask(
     createdAt,
     updatedAt: createdAt,
     attempts: 0,
-    // The submission itself is the first contact with the provider: claims wait one interval from now,
-    // so a poll cannot re-send the task while the submit handler is still sending it.
+    // Sent later, by the dispatcher, at the upstream's pace (lifecycle/dispatch.ts).
+    stage: 'queued',
+    // Polls claim a provider read one interval from now at the earliest: a task just accepted has nothing
+    // to ask the provider yet (the dispatcher sends it; polls never send).
     lastCheckedAt: task.now.getTime(),
     ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
     // Undefined values are left out of the item (the document client's removeUndefinedValues).
@@ -155,6 +166,14 @@ export async function acceptTask(
       },
     });
   }
+  // The task's place in the dispatch queue: a new item, so accepts never contend on it. Last, so the
+  // indexes of the items above (read by acceptFailure) stay as they are.
+  items.push({
+    Put: {
+      TableName: ctx.tableName,
+      Item: { ...keys.queueEntry(task.userId, createdAt, task.taskId), userId: task.userId, taskId: task.taskId },
+    },
+  });
   // An accept with an API key checks the key's end on its guard for the first debited shard (see
   // keyEndCheck). Callers without a key skip the check.
   const keyGuard: KeyGuard | undefined =
@@ -211,6 +230,35 @@ export async function acceptTask(
       if (balances || outcome.kind === 'short') balances = await readShards(ctx, task.userId);
     }
   }
+}
+
+/**
+ * The task an Idempotency-Key already stands for, read without writing anything (one GetItem, then the
+ * task): undefined when the key is unused or its record has expired (as `idempotencyKeyFree` judges it).
+ * For a submission refused before its accept (a full queue): a replay must still answer its original task.
+ * @throws IdempotencyConflictError when the key was used with another body (as the accept would)
+ */
+export async function findIdempotentReplay(
+  ctx: RetryingStoreContext,
+  input: { userId: string; idempotency: IdempotencyInput; now: Date },
+): Promise<TaskRecord | undefined> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new GetCommand({
+          TableName: ctx.tableName,
+          Key: keys.idempotency(input.userId, input.idempotency.key),
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  const record = out.Item;
+  if (!record || typeof record.taskId !== 'string') return undefined;
+  const expiresAt = record[TABLE.ttlAttribute];
+  if (typeof expiresAt === 'number' && expiresAt < Math.floor(input.now.getTime() / 1000)) return undefined;
+  if (record.requestHash !== input.idempotency.requestHash) throw new IdempotencyConflictError();
+  return getTask(ctx, input.userId, record.taskId);
 }
 
 /** Longer than any task id the service issues (UUIDs), well under DynamoDB's 1 KB sort key limit. */
@@ -310,6 +358,26 @@ export async function claimCallbackRead(
 }
 
 /**
+ * Notes a provider callback that came before the provider's task id was recorded (the dispatcher's send
+ * is still in flight), for the dispatcher to act on once it records the id (`recordProviderTask` returns
+ * the note). Undefined when the id is recorded by now, or the task ended: read the task again.
+ */
+export async function noteEarlyCallback(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: Date },
+): Promise<TaskRecord | undefined> {
+  return conditionalUpdate(
+    ctx,
+    input.userId,
+    input.taskId,
+    updateParams(
+      update({ set: { earlyCallbackAt: input.now.getTime() } }),
+      and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
+    ),
+  );
+}
+
+/**
  * Records that the provider finished a pending task and where its results are: the media worker copies
  * them (it is triggered by this very write, through the table's stream). Once per task; undefined when
  * the task is not pending or already has its results recorded.
@@ -339,7 +407,10 @@ export async function recordProviderTask(
     input.userId,
     input.taskId,
     updateParams(
-      update({ set: { providerTaskId: input.providerTaskId, updatedAt: input.now.toISOString() } }),
+      update({
+        set: { providerTaskId: input.providerTaskId, stage: 'running', updatedAt: input.now.toISOString() },
+        remove: ['sendClaimedAt'],
+      }),
       and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
     ),
   );
@@ -385,7 +456,20 @@ export interface FailAndRefundInput {
    * read (`lastCheckedAt`, `attempts`) may lag; the public fields are exact.
    */
   task?: TaskRecord;
+  /**
+   * Only while the task is still queued here (`stage = queued`, no provider id): a cancel. A dispatcher's
+   * `claimSend` needs `stage = queued` too, so exactly one of them wins. When the task has left the queue
+   * meanwhile, nothing is written and the current task comes back with `refunded: false`.
+   */
+  whileQueued?: boolean;
 }
+
+/** The conditions of a cancel: the task is still queued here and nobody has sent it. */
+const stillQueued = (): Expr => ({
+  expression: `${attr('stage')} = :cancelQueuedStage AND attribute_not_exists(${attr('providerTaskId')})`,
+  names: { [attr('stage')]: 'stage', [attr('providerTaskId')]: 'providerTaskId' },
+  values: { ':cancelQueuedStage': 'queued' },
+});
 
 /**
  * Fails a pending task and gives its credits back, exactly once however many callers race: ONE
@@ -431,7 +515,12 @@ export async function failAndRefund(
             },
             remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
           }),
-          and(conditions.taskIsPending(), conditions.notYetRefunded(), conditions.chargedAs(credits, base.createdAt)),
+          and(
+            conditions.taskIsPending(),
+            conditions.notYetRefunded(),
+            conditions.chargedAs(credits, base.createdAt),
+            ...(input.whileQueued ? [stillQueued()] : []),
+          ),
         ),
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
@@ -462,7 +551,8 @@ export async function failAndRefund(
     if (refundFailure(error, { task: 0, ledger: 2 }) === 'task-missing') return undefined;
     const current = await getTask(ctx, input.userId, input.taskId);
     if (!current) return undefined;
-    if (current.status === TaskStatus.PENDING && !current.creditsRefunded) {
+    const leftQueue = current.stage !== 'queued' || current.providerTaskId !== undefined;
+    if (current.status === TaskStatus.PENDING && !current.creditsRefunded && !(input.whileQueued && leftQueue)) {
       // Still refundable, so the condition that failed was chargedAs: the caller's copy is not this task.
       throw new Error('failAndRefund: the given task does not match the stored one', { cause: error });
     }

@@ -98,6 +98,7 @@ export class ServiceFunctions extends Construct {
       define: needs.provider ? { ...profileDefine(config), ...providerReadsDefine(needs) } : undefined,
     });
     fn.bindTable(props.table, inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
+    if (needs.queuesTasks) fn.bindTaskQueue(props.table, config.maxQueuedTasksPerAccount);
     if (needs.provider) {
       fn.bindProvider(props.providerSecret, config.providerBaseUrl);
       fn.addEnvironment(PROVIDER_PROFILE.name, resolveProviderProfile(config.providerProfile).profile.name);

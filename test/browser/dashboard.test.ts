@@ -2,12 +2,15 @@
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core) on the local stack:
  * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
  * client, follow tasks to their end in the list and on their page, run a video task from the form,
- * rotate and revoke keys and see the API refuse them, read the ledger's debit and refund, sign out and
- * be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * cancel a queued task from the list, rotate and revoke keys and see the API refuse them, read the
+ * ledger's debit and refund, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createDocumentClient } from '../../functions/store/client';
+import { backOff } from '../../functions/store/dispatch';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { loadBrowserContext } from './support/context';
 
 const context = loadBrowserContext();
@@ -407,6 +410,94 @@ test(
     expect(all).toBe(3);
     expect(failedStates).toEqual(['2']);
     expect(videoModels).toEqual(['video-b-2-text-to-video']);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+/**
+ * Holds every dispatcher back while `fn` runs: the backoff all of them honour (the capacity item's
+ * `backoffUntil`, README "Dispatching to the provider"), kept 15 s ahead every second, so a task
+ * submitted meanwhile stays queued however slow the machine is; afterwards sends resume within 15 s.
+ */
+async function withDispatcherHeld<T>(fn: () => Promise<T>): Promise<T> {
+  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: context.dynamodbEndpoint });
+  const store = { doc, tableName: context.tableName };
+  const hold = () => backOff(store, { until: Date.now() + 15_000, backoffMs: 15_000 });
+  await hold();
+  const renew = setInterval(() => void hold().catch(() => undefined), 1000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    doc.destroy();
+  }
+}
+
+test(
+  'queued tasks say so with the tasks ahead of them; Cancel in the list and on the task page cancels and refunds each',
+  async () => {
+    await withDispatcherHeld(async () => {
+      // Prepare: two tasks submitted with the key while no dispatcher may send
+      const submit = async (prompt: string) => {
+        const answer = await withKey(apiKey, '/api/ai/image/generate', {
+          method: 'POST',
+          json: { model: 'image-model-1', prompt },
+        });
+        return { status: answer.status, taskId: ((await answer.json()) as { taskId: string }).taskId };
+      };
+      const first = await submit('a task to cancel from the list');
+      const second = await submit('a task to cancel from its page');
+      const debited = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
+      await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+      await page.waitForFunction(
+        ([a, b]) =>
+          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${a}"] td.state`)?.textContent ===
+            'Queued (0 ahead)' &&
+          document.querySelector(`[data-list-for="#/tasks"] tr[data-task-id="${b}"] td.state`)?.textContent ===
+            'Queued (1 ahead)',
+        [first.taskId, second.taskId],
+      );
+      await screenshot('task-queued');
+      const row = page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${first.taskId}"]`);
+
+      // Act: the first from the list, the second from its own page
+      await row.getByRole('button', { name: /^Cancel the task of / }).click();
+      await page.locator(`tr[data-task-id="${first.taskId}"][data-status="2"]`).waitFor();
+      await screenshot('task-cancelled');
+      const listNotice = await page.getByRole('status').filter({ hasText: 'was cancelled' }).count();
+      const firstState = await row.locator('td.state').textContent();
+      const firstCost = await row.locator('td[data-label="Cost"]').textContent();
+      const firstButtons = await row.getByRole('button', { name: /^Cancel/ }).count();
+      await page.goto(`${base}/#/tasks/${second.taskId}`);
+      // The first left the queue: nothing is ahead of the second any more.
+      await page.locator('.state[data-stage="queued"]', { hasText: 'Queued (0 ahead)' }).waitFor();
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await page.locator('.state[data-status="2"]').waitFor();
+      await page.getByText('The task was cancelled; its credits were refunded.').waitFor();
+      await page.waitForFunction(
+        (text) => document.querySelector('#balance')?.textContent === text,
+        `Balance: ${context.account.credits - 13} credits`,
+      );
+      const secondError = await page.locator('.error-text').textContent();
+      const stored = await Promise.all(
+        [first.taskId, second.taskId].map(async (id) => (await withKey(apiKey, `/api/ai/tasks/${id}`)).json()),
+      );
+      const refunded = (await (await withKey(apiKey, '/api/ai/credits')).json()) as { balance: number };
+
+      // Assert
+      expect([first.status, second.status]).toEqual([202, 202]);
+      expect(debited.balance).toBe(context.account.credits - 19);
+      expect(firstState).toBe('Failed (CANCELLED)');
+      expect(firstCost).toBe('3 credits (refunded)');
+      expect(firstButtons).toBe(0);
+      expect(listNotice).toBe(1);
+      expect(secondError).toBe('CANCELLED: The task was cancelled before it started');
+      expect(await page.getByRole('button', { name: 'Cancel', exact: true }).count()).toBe(0);
+      for (const [index, id] of [first.taskId, second.taskId].entries()) {
+        expect(stored[index]).toMatchObject({ taskId: id, status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
+      }
+      expect(refunded.balance).toBe(context.account.credits - 13);
+    });
   },
   STEP_TIMEOUT_MS,
 );

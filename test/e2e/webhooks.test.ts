@@ -278,7 +278,7 @@ if (target.runs('webhooks')) {
     );
 
     test(
-      'a task the provider refused at submission sends no webhook; the next task of the account does',
+      'a task the provider refused at its first send sends no webhook; the next task of the account does',
       async () => {
         // Prepare
         await admin(['webhooks', 'secret', '--user', USER]);
@@ -289,6 +289,8 @@ if (target.runs('webhooks')) {
           providerInput: { mockOutcome: 'reject' },
         });
         const later = await submit(USER, { webhookUrl: `${origin}/refused`, providerInput: { mockDelayMs: 200 } });
+        // The dispatcher sends after the 202: the refusal is learnt by polling.
+        const refusedTask = await pollUntilEnded(USER, String(refused.body.taskId));
         const [event] = await receivedOn('/refused', 1);
         const refusedDelivery = await admin([
           'webhooks',
@@ -300,7 +302,8 @@ if (target.runs('webhooks')) {
         ]);
 
         // Assert
-        expect(refused).toMatchObject({ status: 202, body: { status: 2 } });
+        expect(refused).toMatchObject({ status: 202, body: { status: 0 } });
+        expect(refusedTask.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED' });
         expect(later.status).toBe(202);
         expect(JSON.parse(event?.body ?? '{}')).toMatchObject({ data: { taskId: later.body.taskId } });
         expect(received.filter((entry) => entry.path === '/refused')).toHaveLength(1);

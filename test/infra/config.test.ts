@@ -116,6 +116,16 @@ test('maxActiveKeys caps the active keys per account: 20 unless the context says
   expect(set.maxActiveKeys).toBe(5);
 });
 
+test('maxQueuedTasksPerAccount bounds the tasks an account may have queued: 1000 unless the context says otherwise', () => {
+  // Act
+  const fallback = configFrom({});
+  const set = configFrom({ maxQueuedTasksPerAccount: '3' });
+
+  // Assert
+  expect(fallback.maxQueuedTasksPerAccount).toBe(1000);
+  expect(set.maxQueuedTasksPerAccount).toBe(3);
+});
+
 test('LocalStack mode never retains data', () => {
   // Act
   const config = configFrom({ localstack: 'true', retainData: true });
@@ -146,6 +156,10 @@ test.each([
   [{ keyDailyQuota: -1 }],
   [{ maxActiveKeys: 0 }],
   [{ maxActiveKeys: 1001 }],
+  [{ maxQueuedTasksPerAccount: 0 }],
+  [{ maxQueuedTasksPerAccount: 10001 }],
+  [{ maxQueuedTasksPerAccount: '12.5' }],
+  [{ maxQueuedTasksPerAccount: 'many' }],
   [{ wafRequestsPerIpPerMinute: 5 }],
 ])('rejects %j', (context) => {
   // Act

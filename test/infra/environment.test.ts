@@ -50,10 +50,6 @@ const READ_BUT_UNSET: Readonly<Record<string, Exception>> = {
     functions: /\/(MediaWorker|WebhookWorker)$/,
     why: 'read only on the provider branch, taken only with PROVIDER_BASE_URL',
   },
-  UPLOADS_BUCKET: {
-    functions: /\/(MediaWorker|WebhookWorker)$/,
-    why: 'read only on the provider branch (the provider lifecycle signs uploads at send), taken only with PROVIDER_BASE_URL',
-  },
   PROVIDER_REFRESH_INTERVAL_SECONDS: {
     functions: /\/(MediaWorker|WebhookWorker)$/,
     why: 'lifecycleConfigFromEnv reads it for every lifecycle; only provider refreshes use it, which workers never make',

@@ -4,7 +4,13 @@
  * a line here. Issue 24: API Gateway key and plan grants scoped to this API's plans and to what each
  * function does; no media writes on request paths (and no media at all for submission, which signs no
  * result URL); the model catalog touches no table; the session, key listing and audit log read only
- * the partitions they use; the Cognito client allows no SDK sign-in flow.
+ * the partitions they use; the Cognito client allows no SDK sign-in flow. Issue 26: submission only
+ * queues and counts the account's queued tasks (PutItem and Query on DISPATCH#QUEUE, nothing else
+ * there); the dispatcher alone sends; it, GET, the cancel and the sweeper delete queue entries
+ * (DeleteItem only: the entry of a task that ended while queued); reading a task and the listing read
+ * the queue (a queued task's place and stage). Issue 27: only the uploads function may store uploads
+ * (PutObject, what its presigned POSTs are authorized as); only submission (the byte check) and the
+ * dispatcher (signing at send) may read them.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -34,13 +40,23 @@ const DELETE_KEYS = `Allow apigateway:DELETE on ${API_GATEWAY}/apikeys/*`;
 /** Finding a key by its name, for a function that deletes keys but enrolls none. */
 const FIND_KEYS = `Allow apigateway:GET on ${API_GATEWAY}/apikeys`;
 const ACCOUNT_KEYS = 'USER#*,SESSION#*,APIKEY#*,KEYID#*,INVITE#*';
+/** Deleting the GATEWAYKEY item of a key whose API Gateway key is settled (store/gateway-keys.ts). */
+const DELETE_GATEWAY_KEY_ITEMS =
+  'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*';
+/** Deleting the queue entry of a task that ended before it reached the provider (finish-task.ts). */
+const DELETE_QUEUE_ENTRIES =
+  'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE';
+/** Accepting into the dispatch queue: the accept's queue entry, and counting the account's against the bound. */
+const QUEUE_TASKS =
+  'Allow dynamodb:PutItem dynamodb:Query on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#QUEUE';
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
 const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
-/** Issue 27: reading callers' uploads (checking their bytes, signing the provider's GET URLs). */
+/**
+ * Issue 27: reading callers' uploads: the submit functions' check of their first bytes, the dispatcher's
+ * signed GET URLs for the provider at send. No other function (GET, the callback, the sweeper never send).
+ */
 const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
-/** Signing results and reading uploads: one statement, as IAM merges the same action. */
-const READ_RESULTS_AND_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/* <MediaBucket.Arn>/uploads/*';
 /** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
 const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
 
@@ -51,12 +67,27 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Authorizer'),
     `Allow secretsmanager:DescribeSecret secretsmanager:GetSecretValue on <OriginVerifySecret>`,
   ],
-  'submit-image': [readWrite('USER#*'), ownLogs('SubmitImage'), READ_UPLOADS, LIFECYCLE_SECRETS],
-  'submit-video': [readWrite('USER#*'), ownLogs('SubmitVideo'), READ_UPLOADS, LIFECYCLE_SECRETS],
-  'get-task': [readWrite('USER#*'), ownLogs('GetTask'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
-  'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS_AND_UPLOADS, LIFECYCLE_SECRETS],
+  // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
+  // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there. No provider.
+  // The upload check reads each upload's first bytes (a ranged GET): uploads/ only, no results.
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), READ_UPLOADS],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), READ_UPLOADS],
+  // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
+  // account's queue entries before it.
+  'get-task': [
+    readWrite('USER#*,DISPATCH#QUEUE'),
+    DELETE_QUEUE_ENTRIES,
+    ownLogs('GetTask'),
+    READ_RESULTS,
+    LIFECYCLE_SECRETS,
+  ],
+  // Fails and refunds a queued task (USER#*), then deletes its queue entry: no provider, no media.
+  'cancel-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('CancelTask')],
+  'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // Issue 27: signs presigned POSTs into uploads/, nothing else there.
   uploads: [readWrite('USER#*'), ownLogs('Uploads'), POST_UPLOADS],
-  'list-tasks': [readOnly('USER#*'), ownLogs('ListTasks')],
+  // A pending task's stage: the account's queue entries in the page's time range.
+  'list-tasks': [readOnly('USER#*,DISPATCH#QUEUE'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
   'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],
@@ -74,17 +105,18 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'auth-sign-out-everywhere': [readWrite(ACCOUNT_KEYS), ownLogs('AuthSignOutEverywhere')],
   session: [readOnly('USER#*,SESSION#*'), ownLogs('Session')],
   'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
-  'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysCreate')],
-  'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), ownLogs('KeysRotate')],
-  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), ownLogs('KeysRevoke')],
+  'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysCreate')],
+  'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRotate')],
+  'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,
     readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
+    // GATEWAYKEY items of settled keys, and the queue entries of queued tasks it ended (TIMEOUT).
+    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
     ownLogs('Sweeper'),
     WRITE_RESULTS,
-    READ_UPLOADS,
     LIFECYCLE_SECRETS,
   ],
   'media-worker': [
@@ -103,6 +135,19 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     READ_RESULTS,
     `Allow secretsmanager:GetSecretValue on <WebhookSecretsKey>`,
     `Allow sqs:GetQueueAttributes sqs:GetQueueUrl sqs:SendMessage on <WebhookWorkerDlq.Arn>`,
+  ],
+  // Sends queued tasks at the upstream's pace: the queue and the capacity item, the tasks it claims and
+  // refunds; deletes only queue entries; reads its stream trigger; consumes and sends its own wake-ups.
+  dispatcher: [
+    readWrite('USER#*,DISPATCH#QUEUE,DISPATCH#CAPACITY'),
+    DELETE_QUEUE_ENTRIES,
+    `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
+    `Allow dynamodb:ListStreams on *`,
+    ownLogs('Dispatcher'),
+    LIFECYCLE_SECRETS,
+    // Issue 27: signs each upload's short-lived GET URL for the provider at send.
+    READ_UPLOADS,
+    `Allow sqs:ChangeMessageVisibility sqs:DeleteMessage sqs:GetQueueAttributes sqs:GetQueueUrl sqs:ReceiveMessage sqs:SendMessage on <DispatchDispatcherWakeQueue.Arn>`,
   ],
 };
 

@@ -58,7 +58,10 @@ test('routes have no authorizer and their functions authorize inline', () => {
       'ForAllValues:StringLike'
     ]?.['dynamodb:LeadingKeys'];
     expect(keys).toEqual(expect.arrayContaining(['USER#*', 'APIKEY#*', 'SESSION#*']));
-    expect(keys?.every((pattern) => /^(USER|APIKEY|SESSION|KEYID|INVITE)#\*$/.test(pattern))).toBe(true);
+    // DISPATCH#QUEUE: the submit functions put the task's entry in the dispatch queue.
+    expect(keys?.every((pattern) => /^(?:(?:USER|APIKEY|SESSION|KEYID|INVITE)#\*|DISPATCH#QUEUE)$/.test(pattern))).toBe(
+      true,
+    );
   }
 });
 
@@ -70,7 +73,7 @@ test("functions run on the host's architecture, so LocalStack needs no emulation
     .map((fn) => fn.Properties.Architectures ?? ['x86_64']);
 
   // Assert
-  expect(architectures).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
+  expect(architectures).toHaveLength(ROUTES.length + 5); // and the authorizer, the sweeper, the two workers, the dispatcher
   for (const architecture of architectures) {
     expect(architecture).toEqual([process.arch === 'arm64' ? 'arm64' : 'x86_64']);
   }

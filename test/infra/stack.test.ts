@@ -9,6 +9,8 @@ import { TABLE } from '../../functions/store/table';
 import {
   AUTHORIZER,
   AUTHORIZER_IDENTITY_SOURCES,
+  DISPATCHER,
+  LAMBDAS,
   MEDIA_WORKER,
   MEDIA_WORKER_FILTER,
   ROUTES,
@@ -41,8 +43,11 @@ afterAll(() => {
 const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** The task routes (they run the lifecycle); the rest are the account routes. */
 const LIFECYCLE_ROUTES = ROUTES.filter((route) => route.needs.provider);
-// The uploads route (issue 27) is neither: its own test below.
-const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider && route.name !== 'uploads');
+// Functions that never meet the provider, but for submission, which queues provider tasks (pinned apart),
+// and the uploads route (issue 27, its own test below).
+const ACCOUNT_ROUTES = ROUTES.filter(
+  (route) => !route.needs.provider && !route.needs.queuesTasks && route.name !== 'uploads',
+);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
@@ -164,7 +169,7 @@ describe('functions', () => {
       .map((key) => path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`));
 
     // Assert
-    expect(assetDirs).toHaveLength(ROUTES.length + 4); // and the authorizer, the sweeper, the two workers
+    expect(assetDirs).toHaveLength(ROUTES.length + 5); // and the authorizer, the sweeper, the two workers, the dispatcher
     let withTable = 0;
     for (const dir of assetDirs) {
       expect(fs.readdirSync(dir)).toEqual(['index.js']);
@@ -182,7 +187,7 @@ describe('functions', () => {
     expect(withTable).toBe(assetDirs.length - 2);
   });
 
-  test("the submit bundles leave the provider's state reading out; the functions that read keep it", () => {
+  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', () => {
     // Prepare
     const assembly = service.app.synth();
     const template = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
@@ -194,8 +199,9 @@ describe('functions', () => {
       const key = String(fn?.Properties.Code?.S3Key ?? '');
       return fs.readFileSync(path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`, 'index.js'), 'utf8');
     };
-    // A message only the state parser has.
+    // A message only the state parser has, and one only the create call has.
     const parser = 'success without usable resultUrls';
+    const creator = 'createTask: response has no taskId';
 
     // Act
     const [submitImage, submitVideo, getTask] = ['submit-image', 'submit-video', 'get-task'].map(codeOf);
@@ -203,7 +209,8 @@ describe('functions', () => {
     // Assert
     expect(submitImage?.includes(parser)).toBe(false);
     expect(submitVideo?.includes(parser)).toBe(false);
-    expect(submitImage).toContain('this function only creates provider tasks');
+    expect(submitImage?.includes(creator)).toBe(false);
+    expect(submitVideo?.includes(creator)).toBe(false);
     expect(getTask).toContain(parser);
   });
 });
@@ -246,6 +253,8 @@ describe('least privilege', () => {
       // Assert
       const table =
         route.needs.table.access === 'none' ? [] : route.needs.table.access === 'RW' ? [...READ, ...WRITE] : READ;
+      // Settling a key's API Gateway key deletes its GATEWAYKEY item: DeleteItem, where declared only.
+      const deletes = route.needs.table.deletes ? ['dynamodb:DeleteItem'] : [];
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
       // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
       // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
@@ -256,7 +265,7 @@ describe('least privilege', () => {
         ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
       ];
       expect(actionsOf(statements)).toEqual(
-        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...secret, ...usagePlans].sort(),
+        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...deletes, ...secret, ...usagePlans].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
       // Only those: sign-in and the sweeper enroll keys but issue none.
@@ -310,8 +319,22 @@ describe('least privilege', () => {
       // request path writes media.
       const sweeperOnly =
         name === SWEEPER.name
-          ? ['s3:PutObject', 'apigateway:DELETE', 'apigateway:GET', 'apigateway:POST', 'apigateway:POST']
+          ? [
+              's3:PutObject',
+              'apigateway:DELETE',
+              'apigateway:GET',
+              'apigateway:POST',
+              'apigateway:POST',
+              // The GATEWAYKEY items of keys it settled, and the queue entries of queued tasks it ended.
+              'dynamodb:DeleteItem',
+            ]
           : [];
+      // Submission puts queue entries and counts the account's (the queue bound); a poll that ends a
+      // queued task deletes its entry.
+      const queue = [
+        ...(needs.queuesTasks ? ['dynamodb:PutItem', 'dynamodb:Query'] : []),
+        ...(name !== SWEEPER.name && needs.table.deletes ? ['dynamodb:DeleteItem'] : []),
+      ];
       expect(actionsOf(statements)).toEqual(
         [
           'logs:CreateLogStream',
@@ -319,18 +342,16 @@ describe('least privilege', () => {
           ...READ,
           ...WRITE,
           'secretsmanager:GetSecretValue',
-          // Uploads, since issue 27 (checking their bytes, signing the provider's GET URLs): every lifecycle
-          // function, the submit functions too, though submission signs no result URL (no results grant).
-          's3:GetObject',
-          // The sweeper's read of uploads is a statement of its own (its results grant also writes).
-          ...(name === SWEEPER.name ? ['s3:GetObject'] : []),
+          // Submission signs no result URL: no media grant.
+          ...(needs.media === 'none' ? [] : ['s3:GetObject']),
           ...sweeperOnly,
+          ...queue,
         ].sort(),
       );
-      const s3 = JSON.stringify(statements.filter((statement) => actionsOf([statement]).includes('s3:GetObject')));
-      if (needs.media === 'none') expect(s3).not.toContain('"/results/*"');
-      else expect(s3).toContain('"/results/*"');
-      expect(s3).toContain('"/uploads/*"');
+      const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
+      if (needs.media !== 'none') expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      // Polls, callbacks and the sweeper never send (the dispatcher does): no uploads.
+      expect(JSON.stringify(statements)).not.toContain('"/uploads/*"');
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -351,9 +372,12 @@ describe('least privilege', () => {
       [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
+      [DISPATCHER.name]: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'],
+      // Submit's queue entries are a statement of their own (PutItem and Query, tested below).
       'submit-image': ['USER#*'],
       'submit-video': ['USER#*'],
-      'get-task': ['USER#*'],
+      // A queued task counts the queue entries before it.
+      'get-task': ['USER#*', 'DISPATCH#QUEUE'],
       'provider-callback': ['USER#*'],
       uploads: ['USER#*'],
       ...Object.fromEntries(
@@ -363,12 +387,14 @@ describe('least privilege', () => {
       session: ['USER#*', 'SESSION#*'],
       'keys-list': ['USER#*'],
       'audit-log': ['USER#*'],
-      'list-tasks': ['USER#*'],
+      'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
+      // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.
+      'cancel-task': ['USER#*'],
       'get-credits': ['USER#*'],
     };
 
     // Sign-in, the OpenAPI document and the model catalog touch no table.
-    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 4 - 3);
+    expect(Object.keys(expected)).toHaveLength(ROUTES.length + 5 - 3);
     for (const [name, patterns] of Object.entries(expected)) {
       // Act
       // (the stream actions of the media worker are on the stream, which has no items: not counted)
@@ -378,13 +404,102 @@ describe('least privilege', () => {
         'dynamodb:GetRecords',
         'dynamodb:GetShardIterator',
       ];
-      const table = statementsOf(name).filter((statement) =>
+      const dynamodb = statementsOf(name).filter((statement) =>
         actionsOf([statement]).some((action) => action.startsWith('dynamodb:') && !streamActions.includes(action)),
       );
+      // DeleteItem is a statement of its own (TableNeeds.deletes, pinned in least-privilege.test.ts), and
+      // so is submission's queue access (FunctionNeeds.queuesTasks).
+      const isDelete = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).every((action) => action === 'dynamodb:DeleteItem');
+      const isQueue = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).join() === 'dynamodb:PutItem,dynamodb:Query' &&
+        JSON.stringify(statement.Resource).indexOf('/index/') === -1;
+      const table = dynamodb.filter((statement) => !isDelete(statement) && !isQueue(statement));
+      const deletes = dynamodb.filter(isDelete);
+      const definition = LAMBDAS.find((lambda) => lambda.name === name);
 
       // Assert
       expect(table).toHaveLength(1);
       expect(table[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
+      expect(deletes).toHaveLength(definition?.needs.table.deletes ? 1 : 0);
+      for (const statement of deletes) {
+        expect(statement.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': definition?.needs.table.deletes },
+        });
+      }
+    }
+  });
+
+  test('the dispatcher deletes only queue entries, in a statement of its own', () => {
+    // Act
+    const deleting = statementsOf(DISPATCHER.name).filter((statement) =>
+      actionsOf([statement]).includes('dynamodb:DeleteItem'),
+    );
+
+    // Assert
+    expect(deleting).toHaveLength(1);
+    expect(actionsOf(deleting)).toEqual(['dynamodb:DeleteItem']);
+    expect(deleting[0]?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] },
+    });
+  });
+
+  test('submission may only put and count queue entries there, and is told the queue bound', () => {
+    for (const route of ROUTES) {
+      // Act
+      const queue = statementsOf(route.name).filter((statement) =>
+        JSON.stringify(statement.Condition ?? {}).includes('DISPATCH#QUEUE'),
+      );
+      const env = environmentOf(route.name);
+
+      // Assert
+      if (route.needs.queuesTasks) {
+        expect(queue).toHaveLength(1);
+        expect(actionsOf(queue)).toEqual(['dynamodb:PutItem', 'dynamodb:Query']);
+        // The table itself, no index: the queue is in the base table.
+        expect(queue[0]?.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'Arn'] });
+        expect(queue[0]?.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#QUEUE'] },
+        });
+        expect(env.MAX_QUEUED_TASKS_PER_ACCOUNT).toBe('1000');
+      } else {
+        // Others may delete entries (the dispatcher, GET, the cancel, the sweeper), read them (GET and the
+        // listing: a queued task's place and stage), and the dispatcher writes them; none is told the bound.
+        const reads = ['dynamodb:GetItem', 'dynamodb:Query'];
+        const readers = ['get-task', 'list-tasks'];
+        expect(
+          actionsOf(queue).filter(
+            (action) => action !== 'dynamodb:DeleteItem' && !(readers.includes(route.name) && reads.includes(action)),
+          ),
+        ).toEqual(
+          route.name === 'get-task' ? ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] : [],
+        );
+        expect(env).not.toHaveProperty('MAX_QUEUED_TASKS_PER_ACCOUNT');
+      }
+    }
+  });
+
+  test('only submission (its byte check) and the dispatcher (signing at send) read uploads; only the uploads function stores them', () => {
+    for (const { name } of LAMBDAS) {
+      // Act
+      const uploads = statementsOf(name).filter((statement) =>
+        JSON.stringify(statement.Resource).includes('"/uploads/*"'),
+      );
+      const env = environmentOf(name);
+
+      // Assert
+      const expected =
+        name === 'uploads'
+          ? ['s3:PutObject']
+          : ['submit-image', 'submit-video', DISPATCHER.name].includes(name)
+            ? ['s3:GetObject']
+            : [];
+      expect(actionsOf(uploads)).toEqual(expected);
+      // One statement, on the uploads/ prefix alone.
+      if (expected.length > 0) expect(JSON.stringify(uploads[0]?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
+      // The bucket's name goes with the grant, and nowhere else.
+      if (expected.length > 0) expect(env.UPLOADS_BUCKET).toEqual({ Ref: expect.stringMatching(/^MediaBucket/) });
+      else expect(env).not.toHaveProperty('UPLOADS_BUCKET');
     }
   });
 
@@ -913,7 +1028,7 @@ describe('the media worker', () => {
     );
 
     // Assert
-    expect(Object.keys(mappings)).toHaveLength(2); // and the webhook worker's
+    expect(Object.keys(mappings)).toHaveLength(4); // and the webhook worker's, and the dispatcher's two
     expect(mapping?.Properties).toMatchObject({
       FunctionName: { Ref: functionId(MEDIA_WORKER.name) },
       EventSourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^Table/), 'StreamArn'] },

@@ -19,6 +19,8 @@ import {
   pollUntilTerminal,
   type ServiceHarness,
   startServiceHarness,
+  storedWhenEnded,
+  storedWhenSent,
   submitEvent,
   TASK_BASE_FIELDS,
   TASK_INTERNALS,
@@ -70,7 +72,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       expect(answer.headers['Idempotent-Replayed']).toBeUndefined();
       const stored = await getTask(h.store, user.userId, taskId);
       expect(stored).toMatchObject({ status: 0, type: 'image', creditsUsed: IMAGE_COST, keyId: user.keyId });
-      expect(stored?.providerTaskId).toEqual(expect.any(String));
+      // Queued by the submit; the dispatcher sends it.
+      expect((await storedWhenSent(h, user.userId, taskId))?.providerTaskId).toEqual(expect.any(String));
       await expectLedger(user, 20 - IMAGE_COST);
     });
 
@@ -92,18 +95,20 @@ describe('the API handlers answer every case of the HTTP table', () => {
   });
 
   describe('200 task read', () => {
-    it('shows a pending task with the base fields only, never internals', async () => {
-      // Prepare
+    it('shows a pending task with the base fields and its stage only, never internals', async () => {
+      // Prepare: once the dispatcher has sent it (a queued one also says how many are ahead of it)
       const user = await h.createUser(10);
       const submitted = await invoke(submitImage, submitEvent('image', user, imageRequest(LONG_DELAY)));
       const taskId = String(submitted.body.taskId);
+      await storedWhenSent(h, user.userId, taskId);
 
       // Act
       const answer = await invoke(getTaskHandler, getTaskEvent(user, taskId));
 
       // Assert
       expect(answer.statusCode).toBe(200);
-      expect(Object.keys(answer.body).sort()).toEqual([...TASK_BASE_FIELDS].sort());
+      expect(Object.keys(answer.body).sort()).toEqual([...TASK_BASE_FIELDS, 'stage'].sort());
+      expect(answer.body.stage).toBe('running');
       expect(answer.body).toMatchObject({
         taskId,
         type: 'image',
@@ -384,15 +389,18 @@ describe('the API handlers answer every case of the HTTP table', () => {
     it('answers { error, required, balance } and debits nothing', async () => {
       // Prepare
       const user = await h.createUser(2);
-      const createCalls = h.provider.stats.createTaskCalls;
 
-      // Act
-      const answer = await invoke(submitImage, submitEvent('image', user, imageRequest()));
+      // Act: with the dispatcher paused, so earlier tests' queued tasks are not sent meanwhile
+      const { answer, createCalls, createCallsAfter } = await h.withoutDispatcher(async () => {
+        const calls = h.provider.stats.createTaskCalls;
+        const submitted = await invoke(submitImage, submitEvent('image', user, imageRequest()));
+        return { answer: submitted, createCalls: calls, createCallsAfter: h.provider.stats.createTaskCalls };
+      });
 
       // Assert
       expect(answer.statusCode).toBe(402);
       expect(answer.body).toEqual({ error: 'Insufficient credits', required: IMAGE_COST, balance: 2 });
-      expect(h.provider.stats.createTaskCalls).toBe(createCalls);
+      expect(createCallsAfter).toBe(createCalls);
       expect(await listLedger(h.store, user.userId)).toHaveLength(1);
       await expectLedger(user, 2);
     });
@@ -427,6 +435,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       const again = await invoke(submitImage, submitEvent('image', user, body, withKey('order-42')));
       const reorderedAgain = await invoke(submitImage, submitEvent('image', user, reordered, withKey('order-42')));
 
+      await storedWhenSent(h, user.userId, String(first.body.taskId));
+
       // Assert
       expect(first.statusCode).toBe(202);
       expect(first.headers['Idempotent-Replayed']).toBeUndefined();
@@ -458,19 +468,20 @@ describe('the API handlers answer every case of the HTTP table', () => {
       await expectLedger(user, 10 - IMAGE_COST);
     });
 
-    it('replays a submission the provider refused with its original answer (status 2)', async () => {
+    it("replays a submission the provider refused with the task's current status (2), debiting nothing", async () => {
       // Prepare
       const user = await h.createUser(10);
       const body = imageRequest({ mockOutcome: 'reject' });
       const first = await invoke(submitImage, submitEvent('image', user, body, withKey('refused-1')));
+      await storedWhenEnded(h, user.userId, String(first.body.taskId));
 
       // Act
       const replay = await invoke(submitImage, submitEvent('image', user, body, withKey('refused-1')));
 
       // Assert
-      expect(first.body).toMatchObject({ status: 2 });
+      expect(first.body).toMatchObject({ status: 0 });
       expect(replay.statusCode).toBe(202);
-      expect(replay.body).toEqual(first.body);
+      expect(replay.body).toEqual({ ...first.body, status: 2 });
       expect(replay.headers['Idempotent-Replayed']).toBe('true');
       await expectLedger(user, 10);
     });
@@ -550,7 +561,8 @@ describe('the API handlers answer every case of the HTTP table', () => {
       const stranger = await h.createUser(10);
       const submitted = await invoke(submitImage, submitEvent('image', owner, imageRequest(LONG_DELAY)));
       const taskId = String(submitted.body.taskId);
-      const before = await getTask(h.store, owner.userId, taskId);
+      // Once the dispatcher has sent it: from then on only a read of its owner could change it.
+      const before = await storedWhenSent(h, owner.userId, taskId);
 
       // Act
       const answer = await invoke(getTaskHandler, getTaskEvent(stranger, taskId));

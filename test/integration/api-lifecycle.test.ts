@@ -23,6 +23,7 @@ import {
   sleep,
   startServiceHarness,
   storedWhenEnded,
+  storedWhenSent,
   submitEvent,
   type TestUser,
   VIDEO_COST,
@@ -48,6 +49,8 @@ describe('the task lifecycle through the API handlers', () => {
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxSendAttempts: MAX_SEND_ATTEMPTS,
       maxPendingSeconds: MAX_PENDING_SECONDS,
+      // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
+      providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
   });
 
@@ -157,16 +160,17 @@ describe('the task lifecycle through the API handlers', () => {
   });
 
   describe('every errorCode, with the credits refunded', () => {
-    it('PROVIDER_REJECTED: the submit answer already says status 2 and the balance is restored', async () => {
+    it("PROVIDER_REJECTED: the submit answers queued, the dispatcher's send is refused, the balance is restored", async () => {
       // Prepare
       const user = await h.createUser(10);
 
       // Act
       const { answer, taskId } = await submit('image', user, imageRequest({ mockOutcome: 'reject' }));
+      await storedWhenEnded(h, user.userId, taskId);
       const read = await invoke(getTaskHandler, getTaskEvent(user, taskId));
 
       // Assert
-      expect(answer.body).toEqual({ taskId, status: 2, creditsUsed: IMAGE_COST });
+      expect(answer.body).toEqual({ taskId, status: 0, creditsUsed: IMAGE_COST });
       expect(answer.headers.Location).toBe(`/prod/api/ai/tasks/${taskId}`);
       expect(read.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_REJECTED', creditsRefunded: true });
       expect(read.body.errorMessage).toEqual(expect.stringContaining('refused'));
@@ -215,7 +219,7 @@ describe('the task lifecycle through the API handlers', () => {
       // Prepare: the provider would take ten minutes; the clock is moved to the maximum age.
       const user = await h.createUser(10);
       const { taskId } = await submit('image', user, imageRequest({ mockDelayMs: 600_000 }));
-      const stored = await getTask(h.store, user.userId, taskId);
+      const stored = await storedWhenSent(h, user.userId, taskId);
       if (!stored) throw new Error('the accepted task is not in the store');
       const tooOld = new Date(Date.parse(stored.createdAt) + MAX_PENDING_SECONDS * 1000);
 
@@ -240,7 +244,7 @@ describe('the task lifecycle through the API handlers', () => {
       // Prepare: the provider finished; nobody asked before the maximum age.
       const user = await h.createUser(10);
       const { taskId } = await submit('image', user, imageRequest({ mockDelayMs: 0 }));
-      const stored = await getTask(h.store, user.userId, taskId);
+      const stored = await storedWhenSent(h, user.userId, taskId);
       if (!stored) throw new Error('the accepted task is not in the store');
       const tooOld = new Date(Date.parse(stored.createdAt) + MAX_PENDING_SECONDS * 1000 + 60_000);
 
@@ -261,7 +265,7 @@ describe('the task lifecycle through the API handlers', () => {
       // Prepare
       const user = await h.createUser(10);
       const { taskId } = await submit('image', user, imageRequest({ mockDelayMs: 600_000 }));
-      const stored = await getTask(h.store, user.userId, taskId);
+      const stored = await storedWhenSent(h, user.userId, taskId);
       if (!stored) throw new Error('the accepted task is not in the store');
       const almost = new Date(Date.parse(stored.createdAt) + MAX_PENDING_SECONDS * 1000 - 1);
 
@@ -292,8 +296,8 @@ describe('the task lifecycle through the API handlers', () => {
       expect(answer.body).toMatchObject({ status: 0, creditsUsed: IMAGE_COST });
       expect(pending?.providerTaskId).toBeUndefined();
       expect(final.body).toMatchObject({ status: 2, errorCode: 'PROVIDER_UNAVAILABLE', creditsRefunded: true });
-      // The submit's send, then one retry per claim up to the bound.
-      expect(h.provider.stats.createTaskCalls - createCalls).toBe(1 + MAX_SEND_ATTEMPTS);
+      // The dispatcher's sends, up to the bound (the submit sends nothing).
+      expect(h.provider.stats.createTaskCalls - createCalls).toBe(MAX_SEND_ATTEMPTS);
       expect(await ledgerKinds(user)).toEqual(['grant', 'debit', 'refund']);
       await expectLedger(user, 10);
     });
@@ -438,7 +442,7 @@ describe('the task lifecycle through the API handlers', () => {
       // Prepare
       const user = await h.createUser(10);
       const { taskId } = await submit('image', user, imageRequest());
-      const providerTaskId = (await getTask(h.store, user.userId, taskId))?.providerTaskId ?? '';
+      const providerTaskId = (await storedWhenSent(h, user.userId, taskId))?.providerTaskId ?? '';
       h.provider.setFaults({ getFault: 'http_500' });
       // The submission was the first contact: the first query is due one interval after it.
       await sleep(NEXT_INTERVAL_MS);

@@ -25,7 +25,8 @@ describe('one account through the submit handler, conflicts modelled (10 ms hold
   let h: ServiceHarness;
 
   beforeAll(async () => {
-    h = await startServiceHarness({ conflicts: { holdMs: 10 } });
+    // Accepts are the subject: the dispatcher, which sends the tasks afterwards, is left out.
+    h = await startServiceHarness({ conflicts: { holdMs: 10 }, dispatcher: false });
   });
 
   afterAll(async () => {
@@ -72,7 +73,7 @@ describe('contention that retrying cannot win', () => {
 
   beforeAll(async () => {
     // A hold far longer than the store's whole retry budget (about 3 s of backoff in the worst case).
-    h = await startServiceHarness({ conflicts: { holdMs: 9_000 } });
+    h = await startServiceHarness({ conflicts: { holdMs: 9_000 }, dispatcher: false });
   });
 
   afterAll(async () => {

@@ -19,6 +19,7 @@ import {
   type ServiceHarness,
   sleep,
   startServiceHarness,
+  storedWhenEnded,
   submitEvent,
   TASK_END_BUDGET_MS,
   type TestUser,
@@ -41,6 +42,8 @@ describe('the sweeper handler', () => {
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxPendingSeconds: MAX_PENDING_SECONDS,
       maxSendAttempts: 2,
+      // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
+      providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
   });
 
@@ -110,7 +113,7 @@ describe('the sweeper handler', () => {
     const runs = await sweepUntilIdle();
 
     // Assert
-    expect(pendingBefore).toBe(expected.size - 1);
+    expect(pendingBefore).toBeGreaterThan(0);
     expect(runs).toBeGreaterThan(0);
     expect(await pendingCount()).toBe(0);
     let spent = 0;
@@ -132,7 +135,8 @@ describe('the sweeper handler', () => {
   it('a run with nothing pending changes nothing', async () => {
     // Prepare
     const user = await h.createUser(10);
-    await submit('image', user, imageRequest({ mockOutcome: 'reject' }));
+    const rejected = await submit('image', user, imageRequest({ mockOutcome: 'reject' }));
+    await storedWhenEnded(h, user.userId, rejected);
     const createCalls = h.provider.stats.createTaskCalls;
     const queries = h.provider.stats.totalGetTaskCalls;
 
@@ -176,19 +180,20 @@ describe('the sweeper handler', () => {
     expect(await auditUser(h.store, bob.userId)).toMatchObject({ ok: true, balance: 30 });
   });
 
-  it('fails and refunds a task the provider never accepted, after the bounded send retries', async () => {
+  it("a task the provider never accepts fails after the dispatcher's bounded sends; the sweeper sends nothing", async () => {
     // Prepare
     const user = await h.createUser(10);
+    const createCalls = h.provider.stats.createTaskCalls;
     h.provider.setFaults({ createFault: 'connection_reset' });
-    const taskId = await submit('image', user, imageRequest());
-    // The submission was the first send: the first retry is due one interval after it.
-    await sleep(INTERVAL_MS + 100);
 
     // Act
-    const runs = await sweepUntilIdle();
+    const taskId = await submit('image', user, imageRequest());
+    const report = await sweeper({}, lambdaContext('sweeper'));
+    await storedWhenEnded(h, user.userId, taskId);
 
-    // Assert
-    expect(runs).toBe(3);
+    // Assert: two sends (PROVIDER_MAX_SEND_ATTEMPTS), both the dispatcher's
+    expect(report).toMatchObject({ errors: 0 });
+    expect(h.provider.stats.createTaskCalls - createCalls).toBe(2);
     expect(await getTask(h.store, user.userId, taskId)).toMatchObject({
       status: 2,
       errorCode: 'PROVIDER_UNAVAILABLE',

@@ -125,7 +125,8 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     expect(audit).toMatchObject({ ok: true, balance: INITIAL_CREDITS - charged });
   }
 
-  describe.each(FAULTS)('createTask answering %s', (fault) => {
+  // A 429 only says "later": it backs the dispatcher off and never fails a task (below).
+  describe.each(FAULTS.filter((fault) => fault !== 'http_429'))('createTask answering %s', (fault) => {
     it('while it lasts, the tasks stay pending, then fail PROVIDER_UNAVAILABLE and are refunded', async () => {
       // Prepare
       const user = await h.createUser(INITIAL_CREDITS);
@@ -144,19 +145,46 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     });
 
     it('once it clears, the same tasks are sent again and complete, charged once', async () => {
-      // Prepare: the fault hits exactly the submissions' own sends, then clears.
+      // Prepare: the fault hits the dispatcher's first send, then clears.
       const user = await h.createUser(INITIAL_CREDITS);
-      h.provider.setFaults({ createFault: fault, createFaultTimes: TASKS_AT_ONCE });
+      const createCalls = h.provider.stats.createTaskCalls;
+      h.provider.setFaults({ createFault: fault, createFaultTimes: 1 });
 
       // Act
       const taskIds = await submitMany(user, TASKS_AT_ONCE);
       const afterSubmit = await Promise.all(taskIds.map((id) => getTask(h.store, user.userId, id)));
       const tasks = await pollAll(user, taskIds);
 
-      // Assert
+      // Assert: the failed send was made again (a dispatcher that claimed a task before the pause began
+      // may still send it), each task completed once and is charged once
       for (const task of afterSubmit) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
-      for (const task of afterSubmit) expect(task?.providerTaskId).toBeUndefined();
       for (const task of tasks) expect(task).toMatchObject({ status: 1, creditsRefunded: false });
+      expect(h.provider.stats.createTaskCalls - createCalls).toBeGreaterThanOrEqual(TASKS_AT_ONCE + 1);
+      expect(h.provider.stats.createTaskCalls - createCalls).toBeLessThanOrEqual(2 * TASKS_AT_ONCE);
+      await expectNoLostCredit(user, taskIds);
+    });
+  });
+
+  describe('createTask answering 429 (over capacity)', () => {
+    it('the tasks stay queued and charged, the dispatcher backs off instead of retrying at once, then they complete', async () => {
+      // Prepare
+      const user = await h.createUser(INITIAL_CREDITS);
+      const createCalls = h.provider.stats.createTaskCalls;
+      h.provider.setFaults({ createFault: 'http_429' });
+
+      // Act: three rounds of polls (each waits one refresh interval) while the upstream refuses
+      const taskIds = await submitMany(user, TASKS_AT_ONCE);
+      const during = await pollAll(user, taskIds, 3);
+      const refusedCalls = h.provider.stats.createTaskCalls - createCalls;
+      await expectNoLostCredit(user, taskIds);
+      h.provider.clearFaults();
+      const after = await pollAll(user, taskIds);
+
+      // Assert: a backoff of 1 s, then 2 s, ...: a handful of refused calls, not one per poll or per task
+      for (const task of during) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
+      expect(refusedCalls).toBeGreaterThan(0);
+      expect(refusedCalls).toBeLessThanOrEqual(6);
+      for (const task of after) expect(task).toMatchObject({ status: 1, creditsRefunded: false });
       await expectNoLostCredit(user, taskIds);
     });
   });

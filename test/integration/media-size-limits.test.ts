@@ -19,39 +19,17 @@ import { createS3UploadMediaStore } from '../../functions/media/s3-upload-media-
 import { DEFAULT_MAX_BYTES } from '../../functions/media/source';
 import { resetWorkerLifecycleFromEnv, workerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
 
+import { mp4Source } from '../support/mp4-source';
+
 jest.setTimeout(60_000);
 
 const MIB = 1024 * 1024;
 const UNDECLARED_BYTES = 20 * MIB;
-const CHUNK = Buffer.alloc(MIB);
 
 function listen(server: Server): Promise<string> {
   return new Promise((ready) =>
     server.listen(0, '127.0.0.1', () => ready(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
   );
-}
-
-/** `/<bytes>.mp4`: an MP4 (an ftyp box, then zeros) of that size, sent chunked: no Content-Length. */
-function undeclaredSource(): Server {
-  return createServer((req, res) => {
-    const size = Number(/^\/(\d+)\.mp4$/.exec(req.url ?? '')?.[1] ?? 0);
-    res.writeHead(200, { 'content-type': 'video/mp4' });
-    const head = Buffer.alloc(CHUNK.length);
-    head.write('\u0000\u0000\u0000\u0018ftypisom', 0, 'latin1');
-    let sent = 0;
-    const pump = () => {
-      while (sent < size) {
-        const chunk = sent === 0 ? head : CHUNK;
-        sent += chunk.length;
-        if (!res.write(chunk)) {
-          res.once('drain', pump);
-          return;
-        }
-      }
-      res.end();
-    };
-    pump();
-  });
 }
 
 interface S3Calls {
@@ -96,7 +74,7 @@ describe('result size limits', () => {
   const savedEnv = { ...process.env };
 
   beforeAll(async () => {
-    source = undeclaredSource();
+    source = mp4Source({ declareLength: false });
     s3 = s3StandIn(calls);
     sourceUrl = await listen(source);
     s3Url = await listen(s3);

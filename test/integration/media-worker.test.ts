@@ -35,6 +35,7 @@ import {
   invoke,
   type ServiceHarness,
   startServiceHarness,
+  storedWhenSent,
   submitEvent,
   type TestUser,
   videoRequest,
@@ -64,6 +65,7 @@ describe('the media worker', () => {
     const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(providerInput)));
     expect(answer.statusCode).toBe(202);
     const taskId = String(answer.body.taskId);
+    await storedWhenSent(h, user.userId, taskId);
     const later = () => new Date(Date.now() + INTERVAL_MS + 100);
     const polled = await h.withClock(later, () => invoke(getTaskHandler, getTaskEvent(user, taskId)));
     return { taskId, polled };
@@ -242,6 +244,7 @@ describe('the media worker', () => {
     const size = 6 * 1024 * 1024;
     const answer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockResultBytes: size })));
     const taskId = String(answer.body.taskId);
+    await storedWhenSent(h, user.userId, taskId);
     const later = () => new Date(Date.now() + INTERVAL_MS + 100);
     await h.withClock(later, () => invoke(getTaskHandler, getTaskEvent(user, taskId)));
 

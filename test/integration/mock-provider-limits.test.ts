@@ -147,7 +147,7 @@ describe('switching limits', () => {
       limits: { createRateLimit: '1/60', maxInFlight: 5 },
     });
     expect(lifted.status).toBe(200);
-    expect(provider.limits).toEqual({ createRateLimit: null, maxInFlight: null });
+    expect(provider.limits).toMatchObject({ createRateLimit: null, maxInFlight: null });
     expect(bad.status).toBe(400);
   });
 });

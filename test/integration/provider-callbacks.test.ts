@@ -34,6 +34,7 @@ import {
   sleep,
   startServiceHarness,
   storedWhenEnded,
+  storedWhenSent,
   submitEvent,
   TASK_END_BUDGET_MS,
   type TestUser,
@@ -97,7 +98,7 @@ describe('provider callbacks', () => {
   async function submit(user: TestUser, providerInput: Record<string, unknown>): Promise<TaskRecord> {
     const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(providerInput)));
     expect(answer.statusCode).toBe(202);
-    const stored = await getTask(h.store, user.userId, String(answer.body.taskId));
+    const stored = await storedWhenSent(h, user.userId, String(answer.body.taskId));
     if (!stored?.providerTaskId) throw new Error('the task did not reach the provider');
     return stored;
   }

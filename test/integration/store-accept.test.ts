@@ -111,7 +111,9 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
       createdAt: T0.toISOString(),
       updatedAt: T0.toISOString(),
       attempts: 0,
-      // The submission is the first contact with the provider: claims wait one interval from acceptance.
+      // Queued for the dispatcher (the accept also put its queue entry).
+      stage: 'queued',
+      // Claims wait one interval from acceptance.
       lastCheckedAt: T0.getTime(),
       keyId: 'key-1',
     });

@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
+import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import {
   describeDeliveries,
   rotateWebhookSecret,
@@ -24,6 +25,7 @@ import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
+import { claimSend, releaseSend } from '../../functions/store/dispatch';
 import { acceptTask, claimRefresh, completeTask, failAndRefund } from '../../functions/store/tasks';
 import {
   countOpenDeliveries,
@@ -320,16 +322,21 @@ describe('webhook deliveries', () => {
     ).resolves.toMatchObject({ url: 'https://hooks.example.com/in', hasSecret: false });
   });
 
-  test('a task the provider refused at submission sends nothing; a task refused on a later send still does', async () => {
+  test('a task the provider refused at its first send sends nothing; a task refused on a later send still does', async () => {
     // Prepare: both accounts have a secret and an endpoint
     const lc = lifecycle();
     for (const userId of ['wh-refused', 'wh-resent']) {
       await pendingTask(userId, `task-${userId}`, `${origin}/${userId}`);
       await rotateWebhookSecret(store, box, { userId, now: clock });
     }
+    // The first was polled while queued (a claim, never a send), then refused at its first send
+    await claimRefresh(store, { userId: 'wh-refused', taskId: 'task-wh-refused', now: clock, intervalMs: 0 });
+    await claimSend(store, { userId: 'wh-refused', taskId: 'task-wh-refused', now: clock.getTime() });
     await rejectTask('wh-refused', 'task-wh-refused');
-    // The other was sent again by the lifecycle (a claim) before the provider refused it
-    await claimRefresh(store, { userId: 'wh-resent', taskId: 'task-wh-resent', now: clock, intervalMs: 0 });
+    // The other's first send failed (a 5xx), so the provider refused it on a later send
+    await claimSend(store, { userId: 'wh-resent', taskId: 'task-wh-resent', now: clock.getTime() });
+    await releaseSend(store, { userId: 'wh-resent', taskId: 'task-wh-resent', failed: true });
+    await claimSend(store, { userId: 'wh-resent', taskId: 'task-wh-resent', now: clock.getTime() });
     await rejectTask('wh-resent', 'task-wh-resent');
 
     // Act
@@ -337,11 +344,30 @@ describe('webhook deliveries', () => {
     const resent = await openDelivery(lc, { userId: 'wh-resent', taskId: 'task-wh-resent' }, logger);
 
     // Assert
-    expect(refused).toBe('refused-at-submission');
+    expect(refused).toBe('refused-at-first-send');
     expect(await getDelivery(store, 'wh-refused', 'task-wh-refused')).toBeUndefined();
     expect(await countOpenDeliveries(store, 'wh-refused')).toBe(0);
     expect(resent).toBe('opened');
     expect(await getDelivery(store, 'wh-resent', 'task-wh-resent')).toMatchObject({ eventType: 'task.failed' });
+  });
+
+  test('a task its owner cancelled while queued sends nothing: the cancel answered with its state', async () => {
+    // Prepare: the account has a secret and the task an endpoint
+    const lc = lifecycle();
+    const userId = 'wh-cancelled';
+    await pendingTask(userId, 'task-wh-cancelled', `${origin}/${userId}`);
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    const before = calls.length;
+    await cancelTask(lc, { userId, taskId: 'task-wh-cancelled' }, logger);
+
+    // Act
+    const outcome = await openDelivery(lc, { userId, taskId: 'task-wh-cancelled' }, logger);
+
+    // Assert
+    expect(outcome).toBe('cancelled');
+    expect(await getDelivery(store, userId, 'task-wh-cancelled')).toBeUndefined();
+    expect(await countOpenDeliveries(store, userId)).toBe(0);
+    expect(calls.length).toBe(before);
   });
 
   test('an account has at most N open deliveries: the excess is recorded failed with its reason, never sent', async () => {

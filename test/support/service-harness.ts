@@ -17,16 +17,21 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
+import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../../functions/core/queue-bound';
+import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import {
   AWS_ACCESS_KEY_ID,
   AWS_ENDPOINT_URL,
   AWS_REGION,
   AWS_SECRET_ACCESS_KEY,
+  DISPATCH_WAKE_QUEUE_URL,
   DYNAMODB_ENDPOINT,
   environmentOf,
   INLINE_AUTHORIZER,
   LOG_LEVEL,
   MAX_PENDING_SECONDS,
+  MAX_QUEUED_TASKS_PER_ACCOUNT,
   MEDIA_BASE_URL,
   MEDIA_BUCKET,
   MEDIA_COPY_TIMEOUT_MS,
@@ -35,6 +40,7 @@ import {
   METRICS,
   PROVIDER_API_KEY,
   PROVIDER_BASE_URL,
+  PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   PROVIDER_SECRET_ARN,
@@ -52,6 +58,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
+import { startDispatchLoop } from '../../local/dispatch-loop';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
@@ -65,12 +72,21 @@ export interface ServiceHarnessOptions {
   maxPendingSeconds?: number;
   /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
   maxSendAttempts?: number;
+  /** MAX_QUEUED_TASKS_PER_ACCOUNT; default the deployed default (1000). */
+  maxQueuedTasksPerAccount?: number;
   /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
   mediaWorker?: boolean;
   /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
   conflicts?: { holdMs: number };
-  /** The mock provider's capacity limits (create rate, tasks in flight); default none. */
+  /**
+   * The mock provider's capacity limits (create rate, tasks in flight); default none. The dispatcher is
+   * told the same create rate (PROVIDER_CREATE_RATE_LIMIT), as a deployment's profile tells it Kie's.
+   */
   providerLimits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
+  /** The mock provider's clock (epoch ms) for its limits and task ages; default the real one. */
+  providerClock?: () => number;
+  /** Runs the dispatcher loop (local/dispatch-loop.ts, default true); false leaves queued tasks queued. */
+  dispatcher?: boolean;
 }
 
 /** A caller as the authorizer describes it. */
@@ -104,12 +120,22 @@ export interface ServiceHarness {
   withClock<T>(now: () => Date, fn: () => Promise<T>): Promise<T>;
   /** Runs `fn` with some variables changed (undefined deletes), then restores them. */
   withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` with the dispatcher loop stopped (no DynamoDB requests of its own), then starts it again. */
+  withoutDispatcher<T>(fn: () => Promise<T>): Promise<T>;
   /** Stops the servers, deletes the table and the media directory, restores the environment. */
   dispose(): Promise<void>;
 }
 
 /** The authorizer is not run here: the tests supply its context, so no inline authorizer either. */
-const CLEARED_ENV = [INLINE_AUTHORIZER, MEDIA_BUCKET, PROVIDER_SECRET_ARN, AWS_ENDPOINT_URL].map((v) => v.name);
+const CLEARED_ENV = [
+  INLINE_AUTHORIZER,
+  MEDIA_BUCKET,
+  PROVIDER_SECRET_ARN,
+  AWS_ENDPOINT_URL,
+  // The harness runs the dispatcher as a loop, never through a wake-up queue.
+  DISPATCH_WAKE_QUEUE_URL,
+  PROVIDER_CREATE_RATE_LIMIT,
+].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
 function resetWiring(): void {
@@ -169,7 +195,11 @@ function mediaServer(dir: string): Server {
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
   const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
-  const provider = await startMockProvider({ apiKey: providerKey, ...options.providerLimits });
+  const provider = await startMockProvider({
+    apiKey: providerKey,
+    ...options.providerLimits,
+    ...(options.providerClock ? { now: options.providerClock } : {}),
+  });
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
@@ -189,9 +219,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
     setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
+    setting(MAX_QUEUED_TASKS_PER_ACCOUNT, options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
+    // The dispatcher keeps to the mock's create rate, as a deployment's profile tells it Kie's.
+    setting(
+      PROVIDER_CREATE_RATE_LIMIT,
+      options.providerLimits?.createRateLimit
+        ? formatCreateRateLimit(options.providerLimits.createRateLimit)
+        : undefined,
+    ),
     setting(METRICS, 'off'),
     setting(LOG_LEVEL, 'error'),
   );
@@ -212,6 +250,10 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           handler: mediaWorker,
           filter: MEDIA_WORKER_FILTER,
         });
+
+  // The dispatcher, as deployed its event sources drive it: queued tasks reach the provider at its pace.
+  const startDispatcher = () => (options.dispatcher === false ? undefined : startDispatchLoop({ handler: dispatcher }));
+  let dispatchLoop = startDispatcher();
 
   return {
     store,
@@ -257,7 +299,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       }
     },
 
+    async withoutDispatcher(fn) {
+      await dispatchLoop?.stop();
+      try {
+        return await fn();
+      } finally {
+        dispatchLoop = startDispatcher();
+      }
+    },
+
     async dispose() {
+      await dispatchLoop?.stop();
       await poller?.stop();
       resetWiring();
       setLogSink(previousSink);
@@ -493,6 +545,19 @@ export async function storedWhenEnded(
   return stored;
 }
 
+/**
+ * The stored task once the dispatcher has sent it to the provider (it has a provider id) or it has
+ * ended, read every 100 ms: submits only queue tasks (README "Dispatching to the provider").
+ */
+export async function storedWhenSent(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
+  let stored = await getStoredTask(h.store, userId, taskId);
+  for (let read = 1; read < maxReads && stored?.status === 0 && stored.providerTaskId === undefined; read++) {
+    await sleep(100);
+    stored = await getStoredTask(h.store, userId, taskId);
+  }
+  return stored;
+}
+
 /** The internals a Task resource must never show. */
 export const TASK_INTERNALS = [
   'userId',
@@ -505,6 +570,9 @@ export const TASK_INTERNALS = [
   'resultsReadyAt',
   'attempts',
   'resultKeys',
+  'sendClaimedAt',
+  'sendRequeues',
+  'sendFailures',
   'PK',
   'SK',
   'GSI1PK',

@@ -5,7 +5,7 @@ import {
   resultsExpireAt,
   toTaskResource,
 } from '../../functions/core/lifecycle';
-import { paidOutputs, type TaskRecord } from '../../functions/core/task';
+import { isCancellable, paidOutputs, type TaskRecord } from '../../functions/core/task';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
@@ -77,12 +77,28 @@ describe('nextRefreshStep', () => {
     expect(step).toEqual({ kind: 'query', providerTaskId: 'p-1', final: false });
   });
 
-  test.each([
-    [config.maxSendAttempts, { kind: 'send' }],
-    [config.maxSendAttempts + 1, { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' }],
-  ])('a task never sent, claimed %i times: %o', (attempts, expected) => {
+  test('a queued task is left to the dispatcher: polls never send', () => {
     // Act
-    const step = nextRefreshStep(pending({ attempts }), at(60_000), config);
+    const step = nextRefreshStep(pending({ stage: 'queued', attempts: 50 }), at(60_000), config);
+
+    // Assert
+    expect(step).toEqual({ kind: 'wait' });
+  });
+
+  test.each([
+    [{ sendClaimedAt: 1_000 }, { kind: 'wait' }],
+    [{ sendClaimedAt: -1_000 }, { kind: 'requeue' }],
+    [
+      { sendClaimedAt: -1_000, sendRequeues: 1 },
+      { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' },
+    ],
+  ])('a send claimed at %o (lease 60 s, now 60 s): %o', (fields, expected) => {
+    // Prepare
+    const created = Date.parse(pending().createdAt);
+    const task = pending({ stage: 'sending', ...fields, sendClaimedAt: created + fields.sendClaimedAt });
+
+    // Act
+    const step = nextRefreshStep(task, at(60_000), config);
 
     // Assert
     expect(step).toMatchObject(expected);
@@ -164,6 +180,48 @@ describe('toTaskResource', () => {
     });
     expect(cleaned.errorMessage).toBe('The result could not be stored');
     expect(cleaned).not.toHaveProperty('providerErrorCode');
+  });
+});
+
+describe('stage, as callers see it', () => {
+  test('a pending task is queued while it waits here (also while being sent), running at the provider; an ended one has no stage', () => {
+    // Act
+    const stages = [
+      toTaskResource(pending({ stage: 'queued' })).stage,
+      toTaskResource(pending({ stage: 'sending', sendClaimedAt: T0.getTime() })).stage,
+      toTaskResource(pending({ stage: 'running', providerTaskId: 'p-1' })).stage,
+      // Accepted before the dispatcher: sent inside its submission.
+      toTaskResource(pending()).stage,
+      toTaskResource(pending({ status: 1, stage: 'running', resultKeys: [] })).stage,
+      toTaskResource(pending({ status: 2, stage: 'queued', errorCode: 'CANCELLED' })).stage,
+    ];
+
+    // Assert
+    expect(stages).toEqual(['queued', 'queued', 'running', 'running', undefined, undefined]);
+    expect(toTaskResource(pending({ stage: 'queued' }))).not.toHaveProperty('queuedAhead');
+  });
+
+  test('only a pending task still queued, with no provider id, may be cancelled', () => {
+    // Act
+    const verdicts = [
+      isCancellable(pending({ stage: 'queued' })),
+      isCancellable(pending({ stage: 'sending' })),
+      isCancellable(pending({ stage: 'running', providerTaskId: 'p-1' })),
+      isCancellable(pending({ stage: 'queued', providerTaskId: 'p-1' })),
+      isCancellable(pending()),
+      isCancellable(pending({ status: 2, stage: 'queued' })),
+    ];
+
+    // Assert
+    expect(verdicts).toEqual([true, false, false, false, false, false]);
+  });
+
+  test('a cancelled task reads the stable cancel message', () => {
+    // Act
+    const shown = toTaskResource(pending({ status: 2, errorCode: 'CANCELLED', errorMessage: 'anything stored' }));
+
+    // Assert
+    expect(shown).toMatchObject({ errorCode: 'CANCELLED', errorMessage: 'The task was cancelled before it started' });
   });
 });
 

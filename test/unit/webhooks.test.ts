@@ -6,12 +6,13 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { TaskStatus } from '../../functions/core/task';
 import {
+  cancelledByOwner,
   DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
   isDelivered,
   newWebhookSecret,
   nextAttemptAt,
   parseRetryDelays,
-  refusedAtSubmission,
+  refusedAtFirstSend,
   WEBHOOK_RETRY_DELAYS_SECONDS,
   webhookEventOf,
   webhookPayload,
@@ -75,21 +76,45 @@ describe('the retry schedule', () => {
 });
 
 describe('which ended tasks send an event, and how many deliveries an account may keep open', () => {
-  test('a task the provider refused inside its own submission sends none; every other ended task does', () => {
-    // Prepare
-    const refused = { status: TaskStatus.FAILED, errorCode: 'PROVIDER_REJECTED' as const, attempts: 0 };
-
+  test('a task its owner cancelled sends none; a task that failed otherwise still does', () => {
     // Act
     const verdicts = [
-      refusedAtSubmission(refused),
-      refusedAtSubmission({ ...refused, attempts: 1 }),
-      refusedAtSubmission({ ...refused, providerTaskId: 'p-1' }),
-      refusedAtSubmission({ ...refused, errorCode: 'PROVIDER_ERROR' }),
-      refusedAtSubmission({ status: TaskStatus.COMPLETED, attempts: 0 }),
+      cancelledByOwner({ status: TaskStatus.FAILED, errorCode: 'CANCELLED' }),
+      cancelledByOwner({ status: TaskStatus.FAILED, errorCode: 'TIMEOUT' }),
+      cancelledByOwner({ status: TaskStatus.COMPLETED }),
+      cancelledByOwner({ status: TaskStatus.PENDING }),
     ];
 
     // Assert
-    expect(verdicts).toEqual([true, false, false, false, false]);
+    expect(verdicts).toEqual([true, false, false, false]);
+  });
+
+  test('a task the provider refused at its first send sends none; every other ended task does', () => {
+    // Prepare: a task the dispatcher sent once (a 429 before does not count), and one from before it
+    const refused = {
+      status: TaskStatus.FAILED,
+      errorCode: 'PROVIDER_REJECTED' as const,
+      attempts: 0,
+      stage: 'sending' as const,
+    };
+    const refusedBeforeDispatcher = { status: TaskStatus.FAILED, errorCode: 'PROVIDER_REJECTED' as const, attempts: 0 };
+
+    // Act
+    const verdicts = [
+      refusedAtFirstSend(refused),
+      // Polls while it was queued claim reads (attempts), never sends.
+      refusedAtFirstSend({ ...refused, attempts: 3 }),
+      refusedAtFirstSend(refusedBeforeDispatcher),
+      refusedAtFirstSend({ ...refused, sendFailures: 1 }),
+      refusedAtFirstSend({ ...refused, sendRequeues: 1 }),
+      refusedAtFirstSend({ ...refusedBeforeDispatcher, attempts: 1 }),
+      refusedAtFirstSend({ ...refused, providerTaskId: 'p-1' }),
+      refusedAtFirstSend({ ...refused, errorCode: 'PROVIDER_ERROR' }),
+      refusedAtFirstSend({ status: TaskStatus.COMPLETED, attempts: 0 }),
+    ];
+
+    // Assert
+    expect(verdicts).toEqual([true, true, true, false, false, false, false, false, false]);
   });
 
   test('WEBHOOK_MAX_OPEN_DELIVERIES: 100 unless set, a whole number from 1, nonsense refused by name', () => {

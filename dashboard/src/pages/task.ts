@@ -1,11 +1,12 @@
 /**
- * One task: prompt, model, cost, state, the error text of a failure, and the results (image previews,
- * a playable video) with download links. A pending task is read again every few seconds until it ends;
- * then the balance is refreshed (a failure refunds).
+ * One task: prompt, model, cost, state (a queued task with the tasks ahead of it, and a Cancel button),
+ * the error text of a failure, and the results (image previews, a playable video) with download links. A
+ * pending task is read again every few seconds until it ends; then the balance is refreshed (a failure
+ * refunds).
  */
-import { getTask, type Task } from '../api';
+import { ApiError, cancelTask, getTask, type Task } from '../api';
 import { h, replace, statusLine } from '../dom';
-import { credits, dateTime, statusName } from '../format';
+import { credits, dateTime, stateName } from '../format';
 import { type PageContext, POLL_INTERVAL_MS, pause } from './page';
 
 function row(term: string, ...value: (Node | string)[]): HTMLElement[] {
@@ -39,15 +40,23 @@ function results(task: Task): HTMLElement | undefined {
   );
 }
 
-function details(task: Task): HTMLElement {
-  const state = h('span', { class: `state state-${task.status}`, 'data-status': task.status }, statusName(task.status));
+function details(task: Task, cancel?: HTMLButtonElement): HTMLElement {
+  const state = h(
+    'span',
+    {
+      class: `state state-${task.status}`,
+      'data-status': task.status,
+      'data-stage': task.status === 0 ? task.stage : undefined,
+    },
+    stateName(task),
+  );
   return h(
     'div',
     {},
     h(
       'dl',
       { class: 'details' },
-      ...row('State', state),
+      ...row('State', state, ...(cancel ? [' ', cancel] : [])),
       ...row('Type', task.type === 'image' ? 'Image' : 'Video'),
       ...row('Model', task.model),
       ...row('Cost', credits(task.creditsUsed), task.creditsRefunded ? ' (refunded)' : ''),
@@ -82,18 +91,47 @@ export async function renderTask(main: HTMLElement, taskId: string, context: Pag
     progress,
     body,
   );
+  const ended = async (task: Task) => {
+    progress.textContent =
+      task.status === 1
+        ? 'The task has completed.'
+        : 'errorCode' in task && task.errorCode === 'CANCELLED'
+          ? 'The task was cancelled; its credits were refunded.'
+          : 'The task failed; its credits were refunded.';
+    await context.refreshBalance();
+  };
+  /** Set once a cancel answered: the page shows that answer and stops reading the task. */
+  let cancelled: Task | undefined;
+  const cancelButton = () => {
+    const button = h('button', { type: 'button', class: 'danger' }, 'Cancel');
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      try {
+        cancelled = await cancelTask(taskId);
+        replace(body, details(cancelled));
+        await ended(cancelled);
+      } catch (error) {
+        button.disabled = false;
+        progress.textContent = `Not cancelled: ${error instanceof ApiError ? error.message : 'no answer'}`;
+        if (error instanceof ApiError && error.status === 409) button.remove();
+      }
+    });
+    return button;
+  };
   for (;;) {
     const task = await getTask(taskId);
-    if (!context.alive()) return;
-    replace(body, details(task));
+    if (!context.alive() || cancelled) return;
+    const queued = task.status === 0 && task.stage === 'queued';
+    replace(body, details(task, queued ? cancelButton() : undefined));
     if (task.status !== 0) {
-      progress.textContent =
-        task.status === 1 ? 'The task has completed.' : 'The task failed; its credits were refunded.';
-      await context.refreshBalance();
+      await ended(task);
       return;
     }
-    progress.textContent = 'Running: this page updates every few seconds.';
+    progress.textContent =
+      task.stage === 'queued'
+        ? 'Queued: it goes to the provider after the tasks ahead of it; this page updates every few seconds.'
+        : 'Running: this page updates every few seconds.';
     await pause(POLL_INTERVAL_MS);
-    if (!context.alive()) return;
+    if (!context.alive() || cancelled) return;
   }
 }

@@ -75,6 +75,8 @@ const SEEDANCE_15: ModelMapping = {
 /** Kie.ai's profile. */
 export const KIE_PROFILE: ProviderProfile = {
   name: 'kie',
+  // "20 new generation requests per 10 seconds" per API key; the excess is answered 429, not queued.
+  capacity: { createRateLimit: '20/10' },
   models: {
     // docs.kie.ai/market/google/nano-banana, .../google/nano-banana-edit
     'image-model-1': {

@@ -93,6 +93,12 @@ export interface ProviderProfile {
   readonly description?: string;
   /** Every model id of the catalog, and nothing else. */
   readonly models: Readonly<Record<string, ModelMapping>>;
+  /**
+   * The upstream's declared capacity (README "Dispatching to the provider"): `createRateLimit` as
+   * `<requests>/<seconds>` (Kie.ai: `20/10`), `maxInFlight` where it caps tasks running at once.
+   * Absent: none declared. A deployment overrides it (`providerCreateRateLimit`, `providerMaxInFlight`).
+   */
+  readonly capacity?: { readonly createRateLimit?: string; readonly maxInFlight?: number };
 }
 
 /** A profile that failed validation; the message lists every problem as `model: field: problem`. */

@@ -6,6 +6,7 @@
 
 import type { BilledQuantity } from '../billed-quantity';
 import { MODELS, type Model } from '../catalog';
+import { parseCreateRateLimit, parseMaxInFlight } from '../provider-capacity';
 import { type InputShape, ProfileError, type ProviderProfile } from './profile';
 
 const SHAPE_FIELDS: readonly (keyof InputShape)[] = [
@@ -189,6 +190,31 @@ function billedDeclarationProblems(model: Model, input: InputShape, at: (field: 
   }
 }
 
+/** Problems of a profile's `capacity` (absent is fine). */
+function capacityProblems(raw: unknown): string[] {
+  if (raw === undefined) return [];
+  if (!isRecord(raw)) return ['(profile): capacity: must be { createRateLimit?, maxInFlight? }'];
+  const problems: string[] = [];
+  for (const field of Object.keys(raw)) {
+    if (field !== 'createRateLimit' && field !== 'maxInFlight')
+      problems.push(`(profile): capacity.${field}: unknown field`);
+  }
+  const check = (parse: () => unknown) => {
+    try {
+      parse();
+    } catch (error) {
+      problems.push(`(profile): ${(error as Error).message}`);
+    }
+  };
+  if (raw.createRateLimit !== undefined) {
+    check(() => parseCreateRateLimit(String(raw.createRateLimit), 'capacity.createRateLimit'));
+  }
+  if (raw.maxInFlight !== undefined) {
+    check(() => parseMaxInFlight(String(raw.maxInFlight), 'capacity.maxInFlight'));
+  }
+  return problems;
+}
+
 /**
  * Every problem of `raw` as a profile: every catalog model mapped, nothing unknown, every billed key
  * declared, every token translated. Empty when it is a valid profile.
@@ -197,8 +223,11 @@ export function profileProblems(raw: unknown): string[] {
   if (!isRecord(raw)) return ['(profile): must be an object with name, description and models'];
   const problems: string[] = [];
   for (const field of Object.keys(raw)) {
-    if (!['name', 'description', 'models'].includes(field)) problems.push(`(profile): ${field}: unknown field`);
+    if (!['name', 'description', 'models', 'capacity'].includes(field)) {
+      problems.push(`(profile): ${field}: unknown field`);
+    }
   }
+  problems.push(...capacityProblems(raw.capacity));
   if (typeof raw.name !== 'string' || !/^[a-z0-9][a-z0-9-]{0,39}$/.test(raw.name)) {
     problems.push('(profile): name: must be 1-40 lower-case letters, digits and dashes');
   }

@@ -9,6 +9,9 @@ export interface BrowserTestContext {
   account: { email: string; password: string; userId: string; credits: number };
   /** Where screenshots go (gitignored). */
   screenshotDir: string;
+  /** The stack's DynamoDB Local and table: a test holds the dispatcher back through its capacity item. */
+  dynamodbEndpoint: string;
+  tableName: string;
 }
 
 /** The context, in a test file. */

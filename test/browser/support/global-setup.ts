@@ -64,6 +64,13 @@ export default async function setup(): Promise<void> {
 
   const screenshotDir = resolve(__dirname, '../../../test-results/dashboard');
   mkdirSync(screenshotDir, { recursive: true });
-  const context: BrowserTestContext = { baseUrl: stack.baseUrl, chromium, account: ACCOUNT, screenshotDir };
+  const context: BrowserTestContext = {
+    baseUrl: stack.baseUrl,
+    chromium,
+    account: ACCOUNT,
+    screenshotDir,
+    dynamodbEndpoint: stack.dynamodbEndpoint,
+    tableName: TABLE_NAME,
+  };
   process.env[BROWSER_CONTEXT_ENV] = JSON.stringify(context);
 }

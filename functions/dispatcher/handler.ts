@@ -1,0 +1,70 @@
+/**
+ * The dispatcher (README "Dispatching to the provider"): sends queued tasks to the provider within its
+ * declared capacity, accounts taking turns. Deployed it is woken by the table's stream (a task was
+ * queued: the event source mapping passes only inserts of queue entries) and by delayed messages on
+ * its SQS wake-up queue (capacity freed up); it never sleeps. When it must wait, one conditional write
+ * decides which invocation schedules the single wake-up. Locally `local/dispatch-loop.ts` calls the same
+ * handler in a loop and waits with a timer for the `waitMs` it answers.
+ */
+import type { Context } from 'aws-lambda';
+import { sendDelayedMessage } from '../aws/sqs';
+import { parseCreateRateLimit } from '../core/provider-capacity';
+import { DISPATCH_WAKE_QUEUE_URL, type Env, PROVIDER_CREATE_RATE_LIMIT, readEnv } from '../environment/environment';
+import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
+import type { ProviderLifecycle } from '../lifecycle/lifecycle';
+import { uploadReaderFromEnv } from '../media/uploads';
+import { logger, withInvocation } from '../observability/logger';
+import { providerLifecycleFromEnv } from '../runtime/provider-lifecycle-from-env';
+import { claimWake } from '../store/dispatch';
+
+/** Leaves this much of the Lambda's time unused so sends in flight can finish. */
+const SAFETY_MARGIN_MS = 10_000;
+
+/** The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` (checked at synth and at start). */
+export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
+  const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
+  return text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) };
+}
+
+/**
+ * The provider lifecycle plus the uploads (UPLOADS_BUCKET, read per run: the local stack changes it
+ * between runs): the dispatcher is the one function that sends, so the one that signs each upload's
+ * short-lived GET URL for the provider.
+ */
+function dispatcherLifecycle(): ProviderLifecycle {
+  const uploads = uploadReaderFromEnv();
+  const lc = providerLifecycleFromEnv();
+  return uploads ? { ...lc, uploads } : lc;
+}
+
+type DispatcherContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
+
+/** What the dispatcher answers: no failed items (every task stays in the table's queue), and its run. */
+export interface DispatcherResult extends DispatchRun {
+  batchItemFailures: [];
+}
+
+async function dispatch(_event: unknown, context?: DispatcherContext): Promise<DispatcherResult> {
+  const log = logger.child({ function: 'dispatcher' });
+  const lc = dispatcherLifecycle();
+  const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {
+    hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
+  });
+  const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
+  if (run.waitMs !== undefined && queueUrl) {
+    const now = lc.now().getTime();
+    const at = now + run.waitMs;
+    // One wake-up per moment: only the invocation that wins this write sends the message.
+    if (await claimWake(lc.store, { at, now })) {
+      await sendDelayedMessage({ queueUrl, body: JSON.stringify({ wakeAt: at }), delaySeconds: run.waitMs / 1000 });
+    }
+  }
+  log.info('Dispatch finished', { ...run });
+  return { batchItemFailures: [], ...run };
+}
+
+/** The Lambda entry (stream records and SQS wake-ups alike: both only say "look at the queue"). */
+export const handler: (event: unknown, context?: DispatcherContext) => Promise<DispatcherResult> = withInvocation(
+  dispatch,
+  (_event, context) => context?.awsRequestId,
+);

@@ -1,0 +1,309 @@
+/**
+ * The dispatcher: sends queued tasks to the provider within its declared capacity, accounts taking
+ * turns (README "Dispatching to the provider"). The same code runs deployed (functions/dispatcher,
+ * woken by the table's stream and by delayed SQS messages) and locally (local/dispatch-loop.ts).
+ *
+ * A step never waits: when the upstream's window is full or it asked us to back off, the step says how
+ * long to wait, and whoever drives it (SQS's delivery delay deployed, a timer locally) comes back then.
+ */
+import type { CreateRateLimit } from '../core/provider-capacity';
+import type { TaskRecord } from '../core/task';
+import type { Logger } from '../observability/logger';
+import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
+import {
+  backOff,
+  type CapacityState,
+  claimSend,
+  deleteQueueEntry,
+  nextQueued,
+  type QueuedRef,
+  readCapacity,
+  recordAnswered,
+  releaseSend,
+  takeSlot,
+} from '../store/dispatch';
+import { getTask, recordProviderTask } from '../store/tasks';
+import { failTask } from './finish-task';
+import type { ProviderLifecycle } from './lifecycle';
+import { refreshFromCallback } from './refresh-task';
+import { createAtProvider } from './send-to-provider';
+
+export interface DispatchSettings {
+  /** The upstream's create rate; undefined: no limit (sends as fast as the queue empties). */
+  createRateLimit?: CreateRateLimit;
+  /**
+   * Added to the upstream's window (ms), so a send recorded here just after the window opened still
+   * arrives upstream after it did. Default 500.
+   */
+  marginMs?: number;
+  /** Queue entries looked at per step: more than the sends in flight at once. Default 8. */
+  candidates?: number;
+}
+
+export type DispatchStep =
+  /** One task reached the provider (`stage: running`). */
+  | { kind: 'sent'; taskId: string }
+  /** The task failed and was refunded: the provider refused its input (`PROVIDER_REJECTED`) or kept failing (`PROVIDER_UNAVAILABLE`). */
+  | { kind: 'failed'; taskId: string }
+  /** Nothing is queued. */
+  | { kind: 'idle' }
+  /** The upstream's capacity is spent, or it asked us to back off: come back in `waitMs`. */
+  | { kind: 'wait'; waitMs: number }
+  /** Another dispatcher took the slot or the task first: try again at once. */
+  | { kind: 'contended' };
+
+/** The shortest and longest backoff after the upstream refused a create without saying how long to wait. */
+const MIN_BACKOFF_MS = 1_000;
+const MAX_BACKOFF_MS = 60_000;
+/** A refusal this soon after the previous backoff ended counts as a repeat: the backoff doubles. */
+const REPEAT_WITHIN_MS = 10_000;
+
+/**
+ * The token bucket that spreads sends: refilled at the upstream's rate, holding three quarters of a
+ * window's worth, so a burst takes that at once and the rest at an even pace. A newcomer then finds the
+ * window not yet full and waits one pace step for its turn, not a whole window (the ring below still
+ * caps any window at the rate); a larger bucket would fill the window at once, a smaller one would
+ * stretch every window's tail.
+ * @returns the tokens at `now`, or undefined without a rate
+ */
+function tokensAt(state: CapacityState, now: number, rate: CreateRateLimit | undefined): number | undefined {
+  if (!rate) return undefined;
+  const size = Math.max(1, Math.ceil((rate.requests * 3) / 4));
+  const perMs = rate.requests / (rate.windowSeconds * 1000);
+  if (state.tokens === undefined || state.tokensAt === undefined) return size;
+  return Math.min(size, state.tokens + Math.max(0, now - state.tokensAt) * perMs);
+}
+
+/**
+ * A slot frees up one window after the upstream ANSWERED its send (`recordAnswered`): the upstream
+ * counted the request at some moment before it answered, so that time is never too early, whatever the
+ * request's delay on the way. The margin covers only the difference between the clocks of two
+ * dispatchers (each synchronised by NTP on Lambda, the same clock locally).
+ */
+const DEFAULT_MARGIN_MS = 200;
+
+/**
+ * A send not answered after this long is taken as answered then: its dispatcher crashed or lost its
+ * write (the provider call itself gives up after 10 s).
+ */
+const ANSWER_TIMEOUT_MS = 30_000;
+
+/** How soon to look again when the slot that frees next waits only for its send's answer. */
+const ANSWER_POLL_MS = 100;
+
+/** When the next slot frees up (epoch ms), or undefined when one is free at `now`. */
+function nextSlotAt(state: CapacityState, now: number, settings: DispatchSettings): number | undefined {
+  if (state.backoffUntil !== undefined && state.backoffUntil > now) return state.backoffUntil;
+  const rate = settings.createRateLimit;
+  if (!rate) return undefined;
+  let freeAt = now;
+  if (state.sends.length >= rate.requests) {
+    const windowMs = rate.windowSeconds * 1000 + (settings.marginMs ?? DEFAULT_MARGIN_MS);
+    // The oldest of the last R slots: `sends` holds the last slots' times, the newest being slot `n`.
+    const oldestSlot = state.n - rate.requests + 1;
+    const takenAt = state.sends[state.sends.length - rate.requests] ?? 0;
+    const answeredAt =
+      state.answered[oldestSlot] ?? (now - takenAt >= ANSWER_TIMEOUT_MS ? takenAt + ANSWER_TIMEOUT_MS : undefined);
+    if (answeredAt !== undefined) freeAt = Math.max(freeAt, answeredAt + windowMs);
+    // Still waiting for its answer: not before the window has passed since it was taken, then look often.
+    else freeAt = Math.max(freeAt, takenAt + windowMs, now + ANSWER_POLL_MS);
+  }
+  const tokens = tokensAt(state, now, rate) ?? 1;
+  if (tokens < 1)
+    freeAt = Math.max(freeAt, now + Math.ceil(((1 - tokens) * rate.windowSeconds * 1000) / rate.requests));
+  return freeAt > now ? freeAt : undefined;
+}
+
+/**
+ * One dispatch step: read the capacity item; when a slot is free, take it for the next account in turn
+ * (a conditional write), claim that account's oldest queued task (another conditional write, which a
+ * cancel can beat) and send it.
+ */
+export async function dispatchNext(
+  lc: ProviderLifecycle,
+  settings: DispatchSettings,
+  log: Logger,
+): Promise<DispatchStep> {
+  const now = lc.now().getTime();
+  const state = await readCapacity(lc.store);
+  const freeAt = nextSlotAt(state, now, settings);
+  if (freeAt !== undefined) return { kind: 'wait', waitMs: freeAt - now };
+  const candidates = await nextQueued(lc.store, {
+    ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
+    limit: settings.candidates ?? 8,
+  });
+  const first = candidates[0];
+  if (!first) return { kind: 'idle' };
+  const keep = settings.createRateLimit?.requests ?? 1;
+  // The slot's time is now, after the query: as close to the provider call as the order allows.
+  const slotAt = Math.max(now, lc.now().getTime());
+  const tokens = tokensAt(state, slotAt, settings.createRateLimit);
+  const slot = {
+    state,
+    now: slotAt,
+    keep,
+    account: first.account,
+    ...(tokens === undefined ? {} : { tokensLeft: tokens - 1 }),
+  };
+  const slotNumber = await takeSlot(lc.store, slot);
+  if (slotNumber === undefined) return { kind: 'contended' };
+  // When the upstream answered (whatever it answered), for the ring; a failed write only makes that slot
+  // free up ANSWER_TIMEOUT_MS after it was taken.
+  const answered = async (at: number): Promise<void> => {
+    if (!settings.createRateLimit) return;
+    await recordAnswered(lc.store, { slot: slotNumber, at, ring: keep }).catch((error: unknown) =>
+      log.warn('The answer time of a send was not recorded', { error }),
+    );
+  };
+  for (const ref of candidates) {
+    const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now });
+    if (claimed)
+      return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }), () => answered(lc.now().getTime()));
+    await dropIfDone(lc, ref);
+  }
+  // Every candidate was being sent by another dispatcher, or gone: this slot goes unused, and frees up
+  // one window after it was taken.
+  await answered(slotAt);
+  return { kind: 'contended' };
+}
+
+/**
+ * Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider): the
+ * ending paths remove their own entries (failTask), so this drops what a crash between the ending write
+ * and that delete left behind, and entries of tasks ended before those paths did so.
+ */
+async function dropIfDone(lc: ProviderLifecycle, ref: QueuedRef): Promise<void> {
+  const task = await getTask(lc.store, ref.userId, ref.taskId);
+  if (task?.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
+}
+
+async function send(
+  lc: ProviderLifecycle,
+  task: TaskRecord,
+  ref: QueuedRef,
+  state: CapacityState,
+  log: Logger,
+  answered: () => Promise<void>,
+): Promise<DispatchStep> {
+  try {
+    const { providerTaskId } = await createAtProvider(lc, task, log).finally(answered);
+    const recorded = await recordProviderTask(lc.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      providerTaskId,
+      now: lc.now(),
+    });
+    await deleteQueueEntry(lc.store, ref);
+    // The provider called back before the id was recorded (a fast task): that callback could not read
+    // the provider, so the dispatcher does it now, the way the callback would have.
+    if (recorded?.earlyCallbackAt !== undefined) {
+      await refreshFromCallback(lc, recorded, log).catch((error: unknown) =>
+        log.warn('Reading the provider after an early callback failed; a poll or the sweeper will', { error }),
+      );
+    }
+    return { kind: 'sent', taskId: task.taskId };
+  } catch (error) {
+    if (error instanceof ProviderRejectedError) {
+      await failTask(
+        lc,
+        task,
+        {
+          errorCode: 'PROVIDER_REJECTED',
+          providerMessage: error.message,
+          ...(error.providerCode === undefined ? {} : { providerCode: error.providerCode }),
+        },
+        log,
+      );
+      // failTask removes the queue entry once the task has ended; a refund that could not be written
+      // leaves the task pending and its entry in place (the lost-send lease puts it back in the queue).
+      return { kind: 'failed', taskId: task.taskId };
+    }
+    if (!(error instanceof ProviderUnavailableError)) {
+      // Our own fault (the store, a bug): the task goes back to the queue in its place, not lost.
+      await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
+      throw error;
+    }
+    const throttled = error.throttled !== undefined;
+    if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
+      await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
+      return { kind: 'failed', taskId: task.taskId };
+    }
+    const now = lc.now().getTime();
+    const askedMs = error.throttled?.retryAfterSeconds;
+    const repeated =
+      state.backoffUntil !== undefined && state.backoffMs !== undefined && now - state.backoffUntil < REPEAT_WITHIN_MS;
+    // Over capacity (429): the wait it asked for, else 1 s doubling while refusals repeat (at most 60 s).
+    // Any other failure: a pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
+    const backoffMs = !throttled
+      ? MIN_BACKOFF_MS
+      : askedMs !== undefined
+        ? Math.max(askedMs * 1000, MIN_BACKOFF_MS)
+        : Math.min(repeated ? (state.backoffMs ?? MIN_BACKOFF_MS) * 2 : MIN_BACKOFF_MS, MAX_BACKOFF_MS);
+    log.warn('The provider refused a create; every dispatcher backs off', { backoffMs, error });
+    // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
+    await backOff(lc.store, { until: now + backoffMs, backoffMs });
+    await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
+    return { kind: 'wait', waitMs: backoffMs };
+  }
+}
+
+export interface DispatchRun {
+  sent: number;
+  failed: number;
+  /** When the queue was not emptied: how long until a slot frees up. */
+  waitMs?: number;
+  /** Nothing left queued. */
+  idle: boolean;
+}
+
+export interface DispatchRunOptions {
+  /** Steps run at once (a slow createTask does not hold the others up). Default 4. */
+  workers?: number;
+  /** Stop starting steps once this returns false (a Lambda's time nearly spent). */
+  hasTime?: () => boolean;
+}
+
+/** Contended steps in a row after which a worker stops (others are sending; the next run goes on). */
+const MAX_CONTENDED = 50;
+
+/**
+ * Runs dispatch steps until the queue is empty or the capacity is spent, with a few workers at once.
+ * Errors of one step are logged and end that worker; the tasks stay queued.
+ */
+export async function dispatchQueued(
+  lc: ProviderLifecycle,
+  settings: DispatchSettings,
+  log: Logger,
+  options: DispatchRunOptions = {},
+): Promise<DispatchRun> {
+  const run: DispatchRun = { sent: 0, failed: 0, idle: false };
+  const hasTime = options.hasTime ?? (() => true);
+  let idleWorkers = 0;
+  const worker = async () => {
+    let contended = 0;
+    while (hasTime() && contended < MAX_CONTENDED) {
+      let step: DispatchStep;
+      try {
+        step = await dispatchNext(lc, settings, log);
+      } catch (error) {
+        log.error('A dispatch step failed; the task stays queued', { error });
+        run.waitMs = Math.min(run.waitMs ?? MIN_BACKOFF_MS, MIN_BACKOFF_MS);
+        return;
+      }
+      if (step.kind === 'sent') run.sent++;
+      else if (step.kind === 'failed') run.failed++;
+      else if (step.kind === 'idle') {
+        idleWorkers++;
+        return;
+      } else if (step.kind === 'wait') {
+        run.waitMs = Math.min(run.waitMs ?? step.waitMs, step.waitMs);
+        return;
+      }
+      contended = step.kind === 'contended' ? contended + 1 : 0;
+    }
+  };
+  const workers = Math.max(1, options.workers ?? 4);
+  await Promise.all(Array.from({ length: workers }, worker));
+  run.idle = idleWorkers === workers;
+  return run;
+}

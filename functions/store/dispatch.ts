@@ -1,0 +1,499 @@
+/**
+ * The dispatcher's items (README "Dispatching to the provider"): the queue entries of queued tasks
+ * (written by the accept transaction, `keys.queueEntry`), the capacity item (the times of the last sends,
+ * the backoff, the round-robin cursor), and the conditional moves of a task's `stage`.
+ *
+ * Every write here is conditional: any number of dispatchers may run at once, a slot is taken by exactly
+ * one of them (the capacity item's version `n`), and a task is claimed for sending by exactly one caller,
+ * or cancelled instead (the `stage` condition).
+ */
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
+import { type TaskRecord, TaskStatus } from '../core/task';
+import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
+import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
+import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
+import { TABLE } from './table';
+
+const CAPACITY_KEY: ItemKey = { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' };
+
+/** The capacity item as read. */
+export interface CapacityState {
+  /** Version: the number of slots ever taken. 0 when the item does not exist yet. */
+  n: number;
+  /** Epoch ms of the most recent sends (at most the rate's request count), oldest first. */
+  sends: number[];
+  /** The token bucket that spreads sends over the window: tokens left at `tokensAt` (epoch ms). */
+  tokens?: number;
+  tokensAt?: number;
+  /** No send before this (epoch ms): the upstream refused for capacity. */
+  backoffUntil?: number;
+  /** The length of that backoff (ms), doubled while refusals repeat. */
+  backoffMs?: number;
+  /** The account (as the queue's sort keys hold it) served last: the round-robin cursor. */
+  lastServed?: string;
+  /**
+   * When the upstream answered the send of each slot still in the ring (epoch ms), by slot number (the
+   * version `n` the slot made). Stored as `answered<slot mod ring>` = `{ slot, at }`, so the ring's
+   * positions are overwritten in turn and the item never grows.
+   */
+  answered: Record<number, number>;
+}
+
+/** The attribute that holds the answer time of `slot` in a ring of `ring` positions. */
+const answeredAttribute = (slot: number, ring: number) => `answered${slot % Math.max(1, ring)}`;
+
+/** A queued task as its queue entry addresses it. */
+export interface QueuedRef {
+  userId: string;
+  taskId: string;
+  createdAt: string;
+  /** The account part of the entry's sort key (`queueAccount(userId)`). */
+  account: string;
+}
+
+export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityState> {
+  const out = await withRetry(
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ConsistentRead: true })),
+    ctx.retry,
+  );
+  const item = out.Item ?? {};
+  const state: CapacityState = {
+    n: typeof item.n === 'number' ? item.n : 0,
+    sends: Array.isArray(item.sends) ? item.sends.filter((at): at is number => typeof at === 'number') : [],
+    answered: {},
+  };
+  if (typeof item.tokens === 'number') state.tokens = item.tokens;
+  if (typeof item.tokensAt === 'number') state.tokensAt = item.tokensAt;
+  if (typeof item.backoffUntil === 'number') state.backoffUntil = item.backoffUntil;
+  if (typeof item.backoffMs === 'number') state.backoffMs = item.backoffMs;
+  if (typeof item.lastServed === 'string') state.lastServed = item.lastServed;
+  for (const [name, value] of Object.entries(item)) {
+    if (!name.startsWith('answered') || typeof value !== 'object' || value === null) continue;
+    const { slot, at } = value as Record<string, unknown>;
+    if (typeof slot === 'number' && typeof at === 'number') state.answered[slot] = at;
+  }
+  return state;
+}
+
+/**
+ * Takes the next slot: records `now` as a send (keeping the last `keep` sends), moves the cursor to
+ * `account` and adds 1 to the version, on condition that nobody else took a slot since `state` was read
+ * and that no backoff began meanwhile. The slot's number (the new version) when this dispatcher won;
+ * undefined when another one did (read again and retry).
+ */
+export async function takeSlot(
+  ctx: RetryingStoreContext,
+  input: { state: CapacityState; now: number; keep: number; account: string; tokensLeft?: number },
+): Promise<number | undefined> {
+  const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
+  const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
+  const version: Expr =
+    input.state.n === 0
+      ? { expression: `attribute_not_exists(${attr('n')})`, names: { [attr('n')]: 'n' }, values: {} }
+      : { expression: `${attr('n')} = :version`, names: { [attr('n')]: 'n' }, values: { ':version': input.state.n } };
+  const notBackingOff: Expr = {
+    expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} <= :slotNow`,
+    names: { [attr('backoffUntil')]: 'backoffUntil' },
+    values: { ':slotNow': input.now },
+  };
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            ...updateParams(
+              update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } }),
+              and(version, notBackingOff),
+            ),
+          }),
+        ),
+      ctx.retry,
+    );
+    return input.state.n + 1;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Records when the upstream answered the send of `slot` (whatever it answered): the upstream counted the
+ * request at some moment before that, so the ring frees this slot one window after this time, never
+ * earlier. Not versioned (it does not take a slot); a late write never replaces a newer slot's time.
+ */
+export async function recordAnswered(
+  ctx: RetryingStoreContext,
+  input: { slot: number; at: number; ring: number },
+): Promise<void> {
+  const name = answeredAttribute(input.slot, input.ring);
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            UpdateExpression: 'SET #answered = :answered',
+            ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
+            ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
+            ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
+  }
+}
+
+/**
+ * Starts (or lengthens) the backoff every dispatcher honours: no send before `until`. A backoff that
+ * already reaches further is kept.
+ */
+export async function backOff(ctx: RetryingStoreContext, input: { until: number; backoffMs: number }): Promise<void> {
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            ...updateParams(update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }), {
+              expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} < :until`,
+              names: { [attr('backoffUntil')]: 'backoffUntil' },
+              values: { ':until': input.until },
+            }),
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
+  }
+}
+
+/**
+ * Up to `limit` queue entries in round-robin order: those of the accounts after `afterAccount` (each
+ * account's oldest first), then, wrapping around, from the first account on.
+ */
+export async function nextQueued(
+  ctx: RetryingStoreContext,
+  input: { afterAccount?: string; limit: number },
+): Promise<QueuedRef[]> {
+  const page = async (after: string | undefined): Promise<QueuedRef[]> => {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression:
+              after === undefined ? `${attr('PK')} = :queue` : `${attr('PK')} = :queue AND ${attr('SK')} > :after`,
+            ExpressionAttributeNames:
+              after === undefined
+                ? { [attr('PK')]: TABLE.partitionKey }
+                : { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeValues: {
+              ':queue': DISPATCH_QUEUE,
+              ...(after === undefined ? {} : { ':after': `${after}#\uffff` }),
+            },
+            ConsistentRead: true,
+            Limit: input.limit,
+          }),
+        ),
+      ctx.retry,
+    );
+    return (out.Items ?? []).flatMap((item) => {
+      const [account, createdAt] = String(item[TABLE.sortKey]).split('#');
+      if (typeof item.userId !== 'string' || typeof item.taskId !== 'string' || !account || !createdAt) return [];
+      return [{ userId: item.userId, taskId: item.taskId, createdAt, account }];
+    });
+  };
+  const found = await page(input.afterAccount);
+  if (found.length >= input.limit || input.afterAccount === undefined) return found;
+  const seen = new Set(found.map((ref) => ref.taskId));
+  const wrapped = (await page(undefined)).filter((ref) => !seen.has(ref.taskId));
+  return [...found, ...wrapped].slice(0, input.limit);
+}
+
+/** The bound from `MAX_QUEUED_TASKS_PER_ACCOUNT` (the stack sets it from `maxQueuedTasksPerAccount`), else the default. */
+export function maxQueuedTasksFromEnv(env?: Env): number {
+  return readEnv(MAX_QUEUED_TASKS_PER_ACCOUNT, env) ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT;
+}
+
+/**
+ * How many of the account's tasks are queued, counted no further than `limit`: a counting Query on the
+ * account's own range of `DISPATCH#QUEUE` (`<account>#` to `<account>#\uffff`) that stops after `limit`
+ * entries, so its cost is bounded by the limit (entries are ~200 bytes: 1,000 of them are one page).
+ *
+ * It reads and writes nothing the accept transaction holds: no per-account counter, so a burst of
+ * submits from one account never conflicts over it. The price is a soft bound: submits counting at the
+ * same moment all see the same count, so the account can pass the bound by at most the number of its
+ * submits accepted at that moment (README "Dispatching to the provider").
+ */
+export async function countQueued(
+  ctx: RetryingStoreContext,
+  input: { userId: string; limit: number },
+): Promise<number> {
+  const account = queueAccount(input.userId);
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': `${account}#`, ':to': `${account}#\uffff` },
+            Select: 'COUNT',
+            // Consistent: an entry accepted a moment ago counts (the bound is soft only by concurrency).
+            ConsistentRead: true,
+            Limit: input.limit - count,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    count += out.Count ?? 0;
+    start = out.LastEvaluatedKey;
+  } while (start && count < input.limit);
+  return count;
+}
+
+/** The number of the account's tasks queued before this one, while it is queued (a counting Query). */
+export async function queuedAhead(
+  ctx: RetryingStoreContext,
+  input: { userId: string; createdAt: string; taskId: string },
+): Promise<number> {
+  const account = queueAccount(input.userId);
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeValues: {
+              ':queue': DISPATCH_QUEUE,
+              ':from': `${account}#`,
+              // Up to and with this task's own entry, which is then not counted.
+              ':to': keys.queueEntry(input.userId, input.createdAt, input.taskId).SK,
+            },
+            Select: 'COUNT',
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    count += out.Count ?? 0;
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return Math.max(0, count - 1);
+}
+
+/**
+ * The ids of the account's tasks that have a queue entry among those created from `from` to `to` (ISO
+ * times, both included): one Query over that range of the account's entries, so a listing learns which
+ * of its pending tasks still wait here without reading each task.
+ */
+export async function queuedTaskIds(
+  ctx: RetryingStoreContext,
+  input: { userId: string; from: string; to: string },
+): Promise<Set<string>> {
+  const account = queueAccount(input.userId);
+  const ids = new Set<string>();
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
+            ExpressionAttributeNames: {
+              [attr('PK')]: TABLE.partitionKey,
+              [attr('SK')]: TABLE.sortKey,
+              [attr('taskId')]: 'taskId',
+            },
+            ExpressionAttributeValues: {
+              ':queue': DISPATCH_QUEUE,
+              ':from': `${account}#${input.from}`,
+              ':to': `${account}#${input.to}#\uffff`,
+            },
+            ProjectionExpression: attr('taskId'),
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) if (typeof item.taskId === 'string') ids.add(item.taskId);
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return ids;
+}
+
+const STAGE = { [attr('stage')]: 'stage' };
+const stageIs = (stage: string, placeholder: string): Expr => ({
+  expression: `${attr('stage')} = ${placeholder}`,
+  names: STAGE,
+  values: { [placeholder]: stage },
+});
+
+/** One conditional update of a task returning the new item; undefined when the condition failed. */
+async function updateTask(
+  ctx: RetryingStoreContext,
+  ref: { userId: string; taskId: string },
+  params: ReturnType<typeof updateParams>,
+): Promise<TaskRecord | undefined> {
+  try {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: keys.task(ref.userId, ref.taskId),
+            ...params,
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      ctx.retry,
+    );
+    return out.Attributes ? taskOf(out.Attributes) : undefined;
+  } catch (error) {
+    lostCondition(error);
+    return undefined;
+  }
+}
+
+function taskOf(item: Record<string, unknown>): TaskRecord {
+  const { PK: _pk, SK: _sk, GSI1PK: _g1, GSI1SK: _g1s, GSI2PK: _g2, GSI2SK: _g2s, ...record } = item;
+  return record as unknown as TaskRecord;
+}
+
+/**
+ * Claims a queued task for sending (`queued` -> `sending`): exactly one caller wins, and a cancel (which
+ * needs `queued` too) can no longer win. Undefined when the task is not pending and queued.
+ */
+export function claimSend(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; now: number },
+): Promise<TaskRecord | undefined> {
+  return updateTask(
+    ctx,
+    input,
+    updateParams(
+      update({ set: { stage: 'sending', sendClaimedAt: input.now } }),
+      and(conditions.taskIsPending(), stageIs('queued', ':queuedStage')),
+    ),
+  );
+}
+
+/**
+ * Puts a task whose send did not reach the provider back in the queue (`sending` -> `queued`), in its
+ * place; `failed` counts the attempt as a provider failure (`sendFailures`), a capacity refusal does not.
+ */
+export function releaseSend(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; failed: boolean },
+): Promise<TaskRecord | undefined> {
+  return updateTask(
+    ctx,
+    input,
+    updateParams(
+      update({
+        set: { stage: 'queued' },
+        remove: ['sendClaimedAt'],
+        ...(input.failed ? { add: { sendFailures: 1 } } : {}),
+      }),
+      and(conditions.taskIsPending(), stageIs('sending', ':sendingStage'), conditions.providerTaskNotRecorded()),
+    ),
+  );
+}
+
+/**
+ * Puts a send lost to a crash back in the queue, once: the task has been `sending` since before
+ * `claimedBefore` and was never put back before. Undefined when that does not hold.
+ */
+export function requeueLostSend(
+  ctx: RetryingStoreContext,
+  input: { userId: string; taskId: string; claimedBefore: number },
+): Promise<TaskRecord | undefined> {
+  return updateTask(
+    ctx,
+    input,
+    updateParams(
+      update({ set: { stage: 'queued' }, remove: ['sendClaimedAt'], add: { sendRequeues: 1 } }),
+      and(conditions.taskIsPending(), stageIs('sending', ':sendingStage'), conditions.providerTaskNotRecorded(), {
+        expression: `${attr('sendClaimedAt')} < :claimedBefore AND attribute_not_exists(${attr('sendRequeues')})`,
+        names: { [attr('sendClaimedAt')]: 'sendClaimedAt', [attr('sendRequeues')]: 'sendRequeues' },
+        values: { ':claimedBefore': input.claimedBefore },
+      }),
+    ),
+  );
+}
+
+/**
+ * Removes a task's queue entry: after the send reached the provider, or once the task ended while still
+ * queued (failTask, the dispatcher's refusals, a cancel). Idempotent: nothing happens when it is gone.
+ */
+export async function deleteQueueEntry(
+  ctx: RetryingStoreContext,
+  input: { userId: string; createdAt: string; taskId: string },
+): Promise<void> {
+  await withRetry(
+    () =>
+      ctx.doc.send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: keys.queueEntry(input.userId, input.createdAt, input.taskId),
+        }),
+      ),
+    ctx.retry,
+  );
+}
+
+/** Whether a task may still be sent: pending, without a provider id, queued or being sent. */
+export function awaitsSend(task: TaskRecord): boolean {
+  return (
+    task.status === TaskStatus.PENDING &&
+    task.providerTaskId === undefined &&
+    (task.stage === 'queued' || task.stage === 'sending')
+  );
+}
+
+/**
+ * Claims the one wake-up for `at` (epoch ms): true when no wake-up is pending before `at`, so exactly
+ * one of the dispatchers that must wait schedules it (no herd of wake-ups).
+ */
+export async function claimWake(ctx: RetryingStoreContext, input: { at: number; now: number }): Promise<boolean> {
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: CAPACITY_KEY,
+            ...updateParams(update({ set: { wakeAt: input.at } }), {
+              expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
+              names: { [attr('wakeAt')]: 'wakeAt' },
+              values: { ':wakeNow': input.now, ':wakeAt': input.at },
+            }),
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * The triggers of the registry's paced functions (lib/routes.ts, `trigger: 'paced'`: the dispatcher,
+ * README "Dispatching to the provider"): each is fed by the table's stream (its filters: a task was
+ * queued) and by its own SQS queue of delayed wake-up messages (the upstream's capacity freed up).
+ * Pacing is a DynamoDB item written with conditions plus SQS's delivery delay: no function sleeps or
+ * keeps a timer. The functions themselves, their table and provider grants, are built by
+ * ServiceFunctions from the registry; this construct only wires what wakes them and the capacity they
+ * keep to.
+ */
+import { Duration } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct, type Node } from 'constructs';
+import type { ProviderProfile } from '../../functions/core/profiles/profile';
+import {
+  type CreateRateLimit,
+  formatCreateRateLimit,
+  parseCreateRateLimit,
+  parseMaxInFlight,
+} from '../../functions/core/provider-capacity';
+import { DISPATCH_WAKE_QUEUE_URL, PROVIDER_CREATE_RATE_LIMIT } from '../../functions/environment/environment';
+import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
+import type { ServiceFunctions } from './service-functions';
+import { acknowledge, DEAD_LETTER_RETENTION, pascal } from './support';
+
+/** The upstream's capacity the dispatcher keeps to. */
+export interface DispatchCapacity {
+  /** New tasks per window; undefined: none declared. */
+  readonly createRateLimit?: CreateRateLimit;
+  /**
+   * Tasks in flight at once; undefined: none declared. Checked at synth but not enforced yet (README
+   * "Dispatching to the provider"), so no function is given it: the stack sets only what a bundle reads.
+   */
+  readonly maxInFlight?: number;
+}
+
+/**
+ * The capacity from the context (`-c providerCreateRateLimit=20/10`, `-c providerMaxInFlight=N`), else
+ * the profile's declared one. Checked here, at synth: a malformed value stops it naming the setting.
+ */
+export function dispatchCapacityFromContext(node: Node, profile: ProviderProfile): DispatchCapacity {
+  const rate = node.tryGetContext('providerCreateRateLimit') ?? profile.capacity?.createRateLimit;
+  const cap = node.tryGetContext('providerMaxInFlight') ?? profile.capacity?.maxInFlight;
+  return {
+    ...(rate === undefined || rate === ''
+      ? {}
+      : { createRateLimit: parseCreateRateLimit(String(rate), 'providerCreateRateLimit') }),
+    ...(cap === undefined || cap === '' ? {} : { maxInFlight: parseMaxInFlight(String(cap), 'providerMaxInFlight') }),
+  };
+}
+
+/** Props of {@link ServiceDispatch}. */
+export interface ServiceDispatchProps {
+  /** The table whose stream says a task was queued; its stream must carry keys (it carries new images). */
+  table: ITable;
+  /** The registry's functions: the paced ones are wired here. */
+  functions: ServiceFunctions;
+  /** The upstream's capacity (see {@link dispatchCapacityFromContext}). */
+  capacity: DispatchCapacity;
+}
+
+/** The wake-up queues and event sources of the paced functions. */
+export class ServiceDispatch extends Construct {
+  /** Each paced function's queue of delayed wake-ups, by registry name (`dispatcher`). */
+  readonly wakeQueues: ReadonlyMap<string, Queue>;
+  /** Each paced function's dead-letter queue of wake-ups it failed on repeatedly, by registry name. */
+  readonly wakeDeadLetterQueues: ReadonlyMap<string, Queue>;
+
+  constructor(scope: Construct, id: string, props: ServiceDispatchProps) {
+    super(scope, id);
+    const wake = new Map<string, Queue>();
+    const dead = new Map<string, Queue>();
+    for (const definition of lambdasTriggeredBy('paced')) {
+      const queues = this.connect(definition, props);
+      wake.set(definition.name, queues.wakeQueue);
+      dead.set(definition.name, queues.wakeDlq);
+    }
+    this.wakeQueues = wake;
+    this.wakeDeadLetterQueues = dead;
+  }
+
+  /** The wake-up queue of a paced function. */
+  wakeQueueOf(definition: Pick<PacedDefinition, 'name'>): Queue {
+    const queue = this.wakeQueues.get(definition.name);
+    if (!queue) throw new Error(`${definition.name} is not a paced function`);
+    return queue;
+  }
+
+  private connect(definition: PacedDefinition, props: ServiceDispatchProps): { wakeQueue: Queue; wakeDlq: Queue } {
+    const fn = props.functions.functionOf(definition);
+    const name = pascal(definition.name);
+    // Wake-ups it failed on repeatedly: the next stream record or wake-up looks at the queue anyway.
+    const wakeDlq = new Queue(this, `${name}WakeDlq`, {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: DEAD_LETTER_RETENTION,
+    });
+    const wakeQueue = new Queue(this, `${name}WakeQueue`, {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // At least the function's timeout, as the event source requires.
+      visibilityTimeout: Duration.seconds(definition.timeoutSeconds ?? 29),
+      // A wake-up is worth nothing after an hour: the stream or a later wake-up has looked since.
+      retentionPeriod: Duration.hours(1),
+      deadLetterQueue: { queue: wakeDlq, maxReceiveCount: 5 },
+    });
+    // Sending its own wake-ups is the one queue action the function's code takes (functions/aws/sqs.ts).
+    fn.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [wakeQueue.queueArn] }));
+    fn.addEnvironment(DISPATCH_WAKE_QUEUE_URL.name, wakeQueue.queueUrl);
+    if (props.capacity.createRateLimit) {
+      fn.addEnvironment(PROVIDER_CREATE_RATE_LIMIT.name, formatCreateRateLimit(props.capacity.createRateLimit));
+    }
+    // A task was queued: every insert matching the filters wakes the function (batched). The queue is in
+    // the table, so a record lost or failed costs nothing the next wake-up does not make up for.
+    fn.addEventSource(
+      new DynamoEventSource(props.table, {
+        startingPosition: StartingPosition.LATEST,
+        batchSize: 100,
+        retryAttempts: definition.retryAttempts,
+        reportBatchItemFailures: true,
+        filters: definition.filters.map((filter) => FilterCriteria.filter({ ...filter })),
+      }),
+    );
+    // Capacity freed up: the delayed wake-up, a few at once (every slot is decided by a conditional write).
+    fn.addEventSource(
+      new SqsEventSource(wakeQueue, {
+        batchSize: 1,
+        maxConcurrency: definition.wakeConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+    acknowledge(
+      wakeDlq,
+      'AwsSolutions-SQS3',
+      `This queue is itself the dead-letter queue of the ${definition.name}'s wake-ups; nothing consumes it automatically`,
+    );
+    acknowledge(
+      fn.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'dynamodb:ListStreams, which the stream event source needs, has no resource-level permissions; the read actions (GetRecords, GetShardIterator, DescribeStream) are granted on the table stream only',
+    );
+    return { wakeQueue, wakeDlq };
+  }
+}

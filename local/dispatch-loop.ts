@@ -1,0 +1,55 @@
+/**
+ * The local stand-in for the dispatcher's event sources (README "Dispatching to the provider"): it calls
+ * the same handler in a loop on DynamoDB Local. Where deployed a stream record (a task was queued) or a
+ * delayed SQS message (capacity freed up) wakes the function, this loop looks at the queue again after
+ * `idleMs` when it was empty, or after the `waitMs` the handler answered when capacity was spent.
+ */
+import type { DispatcherResult } from '../functions/dispatcher/handler';
+
+/** The dispatcher's Lambda handler, as the loop calls it. */
+export type DispatchHandler = (event: unknown) => Promise<DispatcherResult>;
+
+export interface DispatchLoopOptions {
+  handler: DispatchHandler;
+  /** Pause after a run that found nothing queued (default 50 ms). */
+  idleMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface DispatchLoop {
+  stop(): Promise<void>;
+}
+
+/** Starts the loop; `stop()` resolves once the run in progress has finished. */
+export function startDispatchLoop(options: DispatchLoopOptions): DispatchLoop {
+  const idleMs = options.idleMs ?? 50;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+  const loop = (async () => {
+    while (!stopped) {
+      let delay = idleMs;
+      try {
+        const run = await options.handler({ Records: [] });
+        delay = run.waitMs ?? (run.idle ? idleMs : 0);
+      } catch (error) {
+        options.log?.(`dispatcher: ${(error as Error).message}`);
+      }
+      if (stopped) break;
+      await pause(Math.max(delay, 1));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      wake?.();
+      await loop;
+    },
+  };
+}

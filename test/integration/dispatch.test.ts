@@ -1,0 +1,272 @@
+/**
+ * The dispatcher (functions/lifecycle/dispatch.ts) on real parts: DynamoDB Local, the submit handler,
+ * and the mock provider over HTTP with Kie's kind of limit on. The dispatch loop is off: each test drives
+ * the steps itself, on a clock it moves, so what is asserted is the order and the count of sends, never
+ * a duration.
+ */
+import { type DispatchSettings, type DispatchStep, dispatchNext } from '../../functions/lifecycle/dispatch';
+import { refreshFromCallback, refreshTask } from '../../functions/lifecycle/refresh-task';
+import { logger } from '../../functions/observability/logger';
+import { claimSend, queuedAhead, readCapacity } from '../../functions/store/dispatch';
+import { auditUser } from '../../functions/store/ledger';
+import { getTask } from '../../functions/store/tasks';
+import { handler as submitImage } from '../../functions/submit-image/handler';
+import {
+  imageRequest,
+  invoke,
+  type ServiceHarness,
+  startServiceHarness,
+  submitEvent,
+  type TestUser,
+} from '../support/service-harness';
+
+const RATE = { requests: 3, windowSeconds: 10 } as const;
+const SETTINGS: DispatchSettings = { createRateLimit: RATE };
+
+describe('the dispatcher', () => {
+  let h: ServiceHarness;
+  let clock = Date.now();
+  const lc = () => h.lifecycle(() => new Date(clock));
+
+  beforeAll(async () => {
+    h = await startServiceHarness({
+      dispatcher: false,
+      providerLimits: { createRateLimit: RATE },
+      providerClock: () => clock,
+      maxPendingSeconds: 86_400,
+    });
+  });
+
+  afterAll(async () => {
+    await h.dispose();
+  });
+
+  /** Moves the clock past the upstream's window (and never behind the real one, which stamps tasks). */
+  const nextWindow = () => {
+    clock = Math.max(clock + (RATE.windowSeconds + 1) * 1000, Date.now());
+  };
+
+  beforeEach(async () => {
+    // Every test starts with nothing queued and an empty window.
+    nextWindow();
+    for (let step = await dispatchNext(lc(), {}, logger); step.kind !== 'idle'; ) {
+      if (step.kind === 'wait') clock += step.waitMs + 1;
+      step = await dispatchNext(lc(), {}, logger);
+    }
+    nextWindow();
+    h.provider.stats.reset();
+  });
+
+  async function submit(user: TestUser, providerInput: Record<string, unknown> = {}): Promise<string> {
+    const answer = await invoke(submitImage, submitEvent('image', user, imageRequest(providerInput)));
+    expect(answer.statusCode).toBe(202);
+    return String(answer.body.taskId);
+  }
+
+  /** `count` steps that are not waits: the clock is moved by each wait the dispatcher asks for. */
+  async function steps(count: number): Promise<DispatchStep[]> {
+    const done: DispatchStep[] = [];
+    while (done.length < count) {
+      const step = await dispatchNext(lc(), SETTINGS, logger);
+      if (step.kind === 'wait') clock += step.waitMs;
+      else done.push(step);
+    }
+    return done;
+  }
+
+  it('sends no more than the declared rate in any window, spread out, and says how long to wait', async () => {
+    // Prepare
+    const user = await h.createUser(100);
+    const taskIds: string[] = [];
+    for (let i = 0; i < 7; i++) taskIds.push(await submit(user, { mockDelayMs: 600_000 }));
+
+    // Act: step after step, the clock moved by each wait the dispatcher asks for
+    const sentAt: number[] = [];
+    const sent: string[] = [];
+    const waits: number[] = [];
+    for (let step = await dispatchNext(lc(), SETTINGS, logger); step.kind !== 'idle'; ) {
+      if (step.kind === 'sent') {
+        sent.push(step.taskId);
+        sentAt.push(clock);
+      }
+      if (step.kind === 'wait') {
+        waits.push(step.waitMs);
+        clock += step.waitMs;
+      }
+      step = await dispatchNext(lc(), SETTINGS, logger);
+    }
+
+    // Assert: in order, each once, never more than 3 in any 10 s, and the provider never refused
+    expect(sent).toEqual(taskIds);
+    for (const at of sentAt) {
+      const inWindow = sentAt.filter((other) => other > at - RATE.windowSeconds * 1000 && other <= at);
+      expect(inWindow.length).toBeLessThanOrEqual(RATE.requests);
+    }
+    expect(waits.length).toBeGreaterThan(0);
+    expect(h.provider.stats.createTaskCalls).toBe(7);
+    expect(h.provider.stats.createTaskRefused).toBe(0);
+    const stored = await getTask(h.store, user.userId, taskIds[0] ?? '');
+    expect(stored).toMatchObject({ status: 0, stage: 'running', providerTaskId: expect.any(String) });
+  });
+
+  it("takes accounts in turns: a second account's task goes next, whatever the first account's backlog", async () => {
+    // Prepare
+    const busy = await h.createUser(1000);
+    const other = await h.createUser(10);
+    const backlog: string[] = [];
+    for (let i = 0; i < 6; i++) backlog.push(await submit(busy, { mockDelayMs: 600_000 }));
+    const first = await steps(1);
+    const otherTask = await submit(other, { mockDelayMs: 600_000 });
+    const ahead = async (user: TestUser, taskId: string) =>
+      queuedAhead(h.store, {
+        userId: user.userId,
+        createdAt: (await getTask(h.store, user.userId, taskId))?.createdAt ?? '',
+        taskId,
+      });
+
+    // Act
+    const aheadOfOther = await ahead(other, otherTask);
+    const aheadOfLastBacklog = await ahead(busy, backlog[5] ?? '');
+    const next = await steps(1);
+
+    // Assert
+    expect(first).toEqual([{ kind: 'sent', taskId: backlog[0] }]);
+    expect(aheadOfOther).toBe(0);
+    expect(aheadOfLastBacklog).toBe(4);
+    expect(next).toEqual([{ kind: 'sent', taskId: otherTask }]);
+  });
+
+  it('backs every dispatcher off when the provider answers 429, honouring Retry-After, with no retry meanwhile', async () => {
+    // Prepare: the dispatcher is not told the limit, so it meets the provider's 429.
+    const user = await h.createUser(100);
+    const taskIds = [];
+    for (let i = 0; i < 4; i++) taskIds.push(await submit(user, { mockDelayMs: 600_000 }));
+    for (let i = 0; i < 3; i++) await dispatchNext(lc(), {}, logger);
+
+    // Act
+    const refused = await dispatchNext(lc(), {}, logger);
+    const callsAfterRefusal = h.provider.stats.createTaskCalls;
+    const duringBackoff = await dispatchNext(lc(), {}, logger);
+    const capacity = await readCapacity(h.store);
+
+    // Assert
+    expect(refused.kind).toBe('wait');
+    expect(refused.kind === 'wait' && refused.waitMs).toBeGreaterThanOrEqual(1_000);
+    expect(duringBackoff.kind).toBe('wait');
+    expect(h.provider.stats.createTaskCalls).toBe(callsAfterRefusal);
+    expect(h.provider.stats.createTaskRefused).toBe(1);
+    expect(capacity.backoffUntil).toBeGreaterThan(clock);
+    const last = await getTask(h.store, user.userId, taskIds[3] ?? '');
+    expect(last).toMatchObject({ status: 0, stage: 'queued', creditsRefunded: false });
+    expect(last?.providerTaskId).toBeUndefined();
+  });
+
+  it('a send lost to a crash goes back to the queue once and is sent again; lost twice, it is refunded', async () => {
+    // Prepare: two tasks claimed for sending by a dispatcher that then died.
+    const user = await h.createUser(100);
+    const once = await submit(user, { mockDelayMs: 600_000 });
+    const twice = await submit(user, { mockDelayMs: 600_000 });
+    await claimSend(h.store, { userId: user.userId, taskId: once, now: clock });
+    await claimSend(h.store, { userId: user.userId, taskId: twice, now: clock });
+    clock += 120_000;
+
+    // Act: a poll (or the sweeper) finds both lost; one is sent again, the other is lost again
+    for (const taskId of [once, twice]) {
+      const stored = await getTask(h.store, user.userId, taskId);
+      if (stored) await refreshTask(lc(), stored, logger);
+    }
+    await claimSend(h.store, { userId: user.userId, taskId: twice, now: clock });
+    const resent = await steps(1);
+    clock += 120_000;
+    const lostAgain = await getTask(h.store, user.userId, twice);
+    const ended = lostAgain ? await refreshTask(lc(), lostAgain, logger) : undefined;
+
+    // Assert
+    expect(resent).toEqual([{ kind: 'sent', taskId: once }]);
+    expect(h.provider.stats.createTaskCalls).toBe(1);
+    expect(await getTask(h.store, user.userId, once)).toMatchObject({ stage: 'running', sendRequeues: 1 });
+    expect(ended).toMatchObject({ status: 2, errorCode: 'PROVIDER_UNAVAILABLE', creditsRefunded: true });
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 100 - 3 });
+  });
+
+  it('a refused input is failed and refunded exactly once, and leaves the queue', async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const taskId = await submit(user, { mockOutcome: 'reject' });
+
+    // Act
+    const [step, after] = await steps(2);
+
+    // Assert
+    expect(step).toEqual({ kind: 'failed', taskId });
+    expect(after).toEqual({ kind: 'idle' });
+    expect(await getTask(h.store, user.userId, taskId)).toMatchObject({
+      status: 2,
+      errorCode: 'PROVIDER_REJECTED',
+      creditsRefunded: true,
+    });
+    expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 });
+  });
+
+  it('a callback that overtakes the answer to createTask is acted on once the provider id is recorded', async () => {
+    // Prepare: a provider whose callback arrives while createTask is still answering (a fast task).
+    const user = await h.createUser(10);
+    const taskId = await submit(user, { mockDelayMs: 0 });
+    const real = lc();
+    let earlyOutcome: Awaited<ReturnType<typeof refreshFromCallback>> | undefined;
+    const overtaken = {
+      ...real,
+      provider: {
+        ...real.provider,
+        createTask: async (...args: Parameters<typeof real.provider.createTask>) => {
+          const created = await real.provider.createTask(...args);
+          const stored = await getTask(h.store, user.userId, taskId);
+          if (stored) earlyOutcome = await refreshFromCallback(real, stored, logger);
+          return created;
+        },
+      },
+    };
+
+    // Act
+    const step = await dispatchNext(overtaken, SETTINGS, logger);
+
+    // Assert: the early callback read nothing and left a note; the dispatcher then read the provider.
+    expect(step).toEqual({ kind: 'sent', taskId });
+    expect(earlyOutcome?.providerRead).toBe(false);
+    const stored = await getTask(h.store, user.userId, taskId);
+    expect(stored?.earlyCallbackAt).toEqual(expect.any(Number));
+    expect(stored?.resultsToCopy?.length).toBe(1);
+    expect(stored?.lastCallbackReadAt).toEqual(expect.any(Number));
+  });
+
+  it('frees a slot one window after the upstream answered its send, not after the slot was taken', async () => {
+    // Prepare: the upstream takes 4 s to answer each create (the clock moves while it answers).
+    const user = await h.createUser(100);
+    for (let i = 0; i < 4; i++) await submit(user, { mockDelayMs: 600_000 });
+    const real = lc();
+    const slow = {
+      ...real,
+      provider: {
+        ...real.provider,
+        createTask: async (...args: Parameters<typeof real.provider.createTask>) => {
+          const created = await real.provider.createTask(...args);
+          clock += 4_000;
+          return created;
+        },
+      },
+    };
+    const slotTakenAt = clock;
+    for (let i = 0; i < 3; i++) expect((await dispatchNext(slow, SETTINGS, logger)).kind).toBe('sent');
+
+    // Act: the window after the first slot was TAKEN has passed, not the one after it was ANSWERED
+    clock = slotTakenAt + RATE.windowSeconds * 1000 + 1_000;
+    const early = await dispatchNext(slow, SETTINGS, logger);
+
+    // Assert
+    expect(early.kind).toBe('wait');
+    expect(early.kind === 'wait' && clock + early.waitMs).toBeGreaterThanOrEqual(
+      slotTakenAt + 4_000 + RATE.windowSeconds * 1000,
+    );
+    expect(h.provider.stats.createTaskCalls).toBe(3);
+  });
+});
