@@ -277,14 +277,15 @@ export class GenerationFunction extends NodejsFunction {
 
   /**
    * Grants access to the `uploads/` prefix only: `post` may store objects there (what a presigned POST
-   * is authorized as), `read` may read them (the submit's ranged GET of their first bytes, and the
-   * dispatcher's signed GET URLs for the provider).
-   * Sets `UPLOADS_BUCKET`.
+   * is authorized as), `read` may read them (the dispatcher's signed GET URLs for the provider),
+   * `read-put` both (the submit's ranged GET of their first bytes, and its presigned PUT of an inline
+   * image). Sets `UPLOADS_BUCKET`.
    */
-  bindUploads(bucket: IBucket, access: 'post' | 'read'): this {
+  bindUploads(bucket: IBucket, access: 'post' | 'read' | 'read-put'): this {
+    const actions = { post: ['s3:PutObject'], read: ['s3:GetObject'], 'read-put': ['s3:GetObject', 's3:PutObject'] };
     this.addToRolePolicy(
       new PolicyStatement({
-        actions: access === 'post' ? ['s3:PutObject'] : ['s3:GetObject'],
+        actions: actions[access],
         resources: [bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
       }),
     );

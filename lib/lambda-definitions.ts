@@ -62,10 +62,11 @@ export interface FunctionNeeds {
   media: 'write' | 'read' | 'none';
   /**
    * Callers' uploads under the media bucket's `uploads/` prefix: `post` signs the presigned POSTs that
-   * store them (the uploads function); `read` reads their first bytes (the submit functions' check)
-   * and signs GET URLs for the provider (the dispatcher, which sends). Absent: no access to the prefix.
+   * store them (the uploads function); `read` reads their first bytes and signs GET URLs for the
+   * provider (the dispatcher, which sends); `read-put` reads their first bytes (the check) and stores
+   * the inline `data:` images of a request (the submit functions). Absent: no access to the prefix.
    */
-  uploads?: 'post' | 'read';
+  uploads?: 'post' | 'read' | 'read-put';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */

@@ -81,7 +81,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: { ...SUBMIT_NEEDS, uploads: 'read' },
+    needs: { ...SUBMIT_NEEDS, uploads: 'read-put' },
   },
   {
     name: 'submit-video',
@@ -89,7 +89,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: { ...SUBMIT_NEEDS, uploads: 'read' },
+    needs: { ...SUBMIT_NEEDS, uploads: 'read-put' },
   },
   {
     // A presigned POST for one reference image; the bytes go straight to storage, never through here.

@@ -10,6 +10,8 @@
  *   `400 EntityTooLarge` / `EntityTooSmall` for the size range, `400 InvalidArgument` otherwise).
  * - `GET /<bucket>/<key>` with a presigned query (query-string SigV4): signature, expiry, `Range`.
  *   Missing objects are `404 NoSuchKey`; anything unsigned or expired is `403`.
+ * - `PUT /<bucket>/<key>` with a presigned query (the submit's inline `data:` images): the same
+ *   signature and expiry checks (a URL signed for GET does not PUT); the body is the object.
  *
  * Files live under `dir` (the key's path); DynamoDB Local does not run TTL, so expired uploads are
  * refused by their record's time (functions/store/uploads.ts), not by deleting their files.
@@ -222,7 +224,8 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     return 204;
   }
 
-  async function get(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+  /** Checks a presigned URL's query (signature, expiry) for `method`; returns the object's key. */
+  async function presignedKey(req: IncomingMessage, url: URL, method: 'GET' | 'PUT'): Promise<string> {
     const params = url.searchParams;
     const date = parseAmzDate(params.get('X-Amz-Date') ?? undefined);
     const expires = Number(params.get('X-Amz-Expires'));
@@ -237,7 +240,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     for (const [name, value] of params) if (!name.startsWith('X-Amz-')) unsigned.searchParams.append(name, value);
     const expected = new URL(
       await presignUrl({
-        method: 'GET',
+        method,
         url: unsigned,
         service: 's3',
         region,
@@ -253,12 +256,31 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
         'The request signature we calculated does not match the signature you provided.',
       );
     }
-    let key: string;
     try {
-      key = url.pathname.slice(prefix.length).split('/').map(decodeURIComponent).join('/');
+      return url.pathname.slice(prefix.length).split('/').map(decodeURIComponent).join('/');
     } catch {
       throw new S3Error(400, 'InvalidArgument', 'Invalid key');
     }
+  }
+
+  /** A presigned PUT (the submit's inline images): the body is the object, `Content-Type` its type. */
+  async function put(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+    const key = await presignedKey(req, url, 'PUT');
+    const target = fileOf(root, key);
+    if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
+    const body = await readCapped(req, maxBodyBytes);
+    await mkdir(dirname(target), { recursive: true });
+    const temp = join(dirname(target), `.${randomUUID()}.part`);
+    await writeFile(temp, body);
+    await rename(temp, target);
+    await writeFile(join(dirname(target), `.${key.split('/').pop() ?? ''}.type`), req.headers['content-type'] ?? '');
+    res.writeHead(200, { ETag: `"${body.length}"`, 'Content-Length': '0' });
+    res.end();
+    return 200;
+  }
+
+  async function get(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+    const key = await presignedKey(req, url, 'GET');
     const file = fileOf(root, key);
     const info = file ? await stat(file).catch(() => undefined) : undefined;
     if (!file || !info?.isFile()) throw new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
@@ -295,6 +317,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
           return await post(req, res);
         }
         if (req.method === 'GET' && url.pathname.length > prefix.length) return await get(req, res, url);
+        if (req.method === 'PUT' && url.pathname.length > prefix.length) return await put(req, res, url);
         throw new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');
       } catch (error) {
         if (!(error instanceof S3Error)) throw error;

@@ -425,7 +425,7 @@ export interface components {
             guidanceScale?: number;
             /** @description Number of denoising steps. */
             numInferenceSteps?: number;
-            /** @description Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
+            /** @description Reference images: http or https URLs, your uploads (`upload://<uploadId>`, POST /api/ai/uploads) or inline images (`data:image/png;base64,...`, also image/jpeg and image/webp; at most 4 MiB decoded per request, stored as an upload of yours and replaced by its reference). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
             inputImageUrls?: string[];
             /** @description Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty. */
             providerInput?: {
@@ -468,7 +468,7 @@ export interface components {
             motionStrength?: number;
             /** @description Camera motion hint. */
             cameraMotion?: string;
-            /** @description Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
+            /** @description Reference images: http or https URLs, your uploads (`upload://<uploadId>`, POST /api/ai/uploads) or inline images (`data:image/png;base64,...`, also image/jpeg and image/webp; at most 4 MiB decoded per request, stored as an upload of yours and replaced by its reference). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
             inputImageUrls?: string[];
             /** @description Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty. */
             providerInput?: {

@@ -1,6 +1,7 @@
 /**
- * Upload storage: where callers' reference images land (a presigned POST straight from the caller),
- * how the submit reads their first bytes, and the short-lived GET URL the provider receives. One S3
+ * Upload storage: where callers' reference images land (a presigned POST straight from the caller, or
+ * a presigned PUT by the submit for an inline `data:` image), how the submit reads their first bytes,
+ * and the short-lived GET URL the provider receives. One S3
  * implementation, deployed against the media bucket's `uploads/` prefix and locally against the local
  * gateway's S3 stand-in (local/upload-bucket.ts), which checks the same policy and signatures.
  *
@@ -38,6 +39,8 @@ export interface UploadReader {
   head(key: string, length: number): Promise<UploadHead | undefined>;
   /** A signed GET URL of the object, valid `ttlSeconds`. */
   signedUrl(key: string, ttlSeconds: number): Promise<string>;
+  /** Stores `bytes` at `key` (a presigned PUT): the submit's inline `data:` images. */
+  put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
 }
 
 /** What the uploads function needs. */
@@ -113,6 +116,26 @@ export function createS3UploadReader(options: S3UploadsOptions): UploadReader {
       return { bytes, size };
     },
     signedUrl: sign,
+    async put(key, bytes, contentType) {
+      const url = await presignUrl({
+        method: 'PUT',
+        url: objectUrl(options, key),
+        service: 's3',
+        region: options.region,
+        credentials: credentials(),
+        date: now(),
+        expiresInSeconds: 60,
+      });
+      const response = await fetch(url, {
+        method: 'PUT',
+        headers: { 'content-type': contentType },
+        body: bytes,
+        signal: AbortSignal.timeout(10_000),
+      });
+      await response.body?.cancel();
+      // Not the caller's fault: a 5xx (the error handler's 500), never a 400.
+      if (!response.ok) throw new Error(`PUT of ${key} answered HTTP ${response.status}`);
+    },
   };
 }
 

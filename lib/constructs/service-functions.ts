@@ -132,7 +132,8 @@ export class ServiceFunctions extends Construct {
     }
     if (needs.uploads) {
       fn.bindUploads(props.mediaBucket, needs.uploads);
-      if (needs.uploads === 'post') {
+      // The uploads function and the submit (inline images) make uploads: their limit and lifetime.
+      if (needs.uploads === 'post' || needs.uploads === 'read-put') {
         fn.addEnvironment(UPLOAD_MAX_BYTES.name, String(config.uploadMaxBytes));
         fn.addEnvironment(UPLOAD_TTL_SECONDS.name, String(config.uploadExpiryHours * 3600));
       }
@@ -140,7 +141,7 @@ export class ServiceFunctions extends Construct {
       acknowledge(
         fn.executionRole,
         `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_UPLOADS_PREFIX}*]`,
-        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: one action (Put to sign presigned POSTs, or Get to check and sign), no listing, no deletes',
+        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images; no listing, no deletes',
       );
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);

@@ -8,9 +8,9 @@
  * queues and counts the account's queued tasks (PutItem and Query on DISPATCH#QUEUE, nothing else
  * there); the dispatcher alone sends; it, GET, the cancel and the sweeper delete queue entries
  * (DeleteItem only: the entry of a task that ended while queued); reading a task and the listing read
- * the queue (a queued task's place and stage). Issue 27: only the uploads function may store uploads
- * (PutObject, what its presigned POSTs are authorized as); only submission (the byte check) and the
- * dispatcher (signing at send) may read them.
+ * the queue (a queued task's place and stage). Issue 27: only the uploads function (PutObject, what its
+ * presigned POSTs are authorized as) and submission (inline `data:` images) may store uploads; only
+ * submission (the byte check) and the dispatcher (signing at send) may read them.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -57,6 +57,8 @@ const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/resu
  * signed GET URLs for the provider at send. No other function (GET, the callback, the sweeper never send).
  */
 const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
+/** Issue 27: the submit's check of uploads and its inline `data:` images stored as uploads. */
+const CHECK_AND_STORE_UPLOADS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/uploads/*';
 /** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
 const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
 
@@ -69,9 +71,10 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
   // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there. No provider.
-  // The upload check reads each upload's first bytes (a ranged GET): uploads/ only, no results.
-  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), READ_UPLOADS],
-  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), READ_UPLOADS],
+  // The upload check reads each upload's first bytes (a ranged GET), and inline data: images are stored
+  // as uploads (a presigned PUT): uploads/ only, no results.
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), CHECK_AND_STORE_UPLOADS],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), CHECK_AND_STORE_UPLOADS],
   // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
   // account's queue entries before it.
   'get-task': [

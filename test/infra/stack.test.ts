@@ -479,7 +479,7 @@ describe('least privilege', () => {
     }
   });
 
-  test('only submission (its byte check) and the dispatcher (signing at send) read uploads; only the uploads function stores them', () => {
+  test('only submission (its byte check, its inline images) and the dispatcher (signing at send) read uploads; only the uploads function and submission store them', () => {
     for (const { name } of LAMBDAS) {
       // Act
       const uploads = statementsOf(name).filter((statement) =>
@@ -488,18 +488,31 @@ describe('least privilege', () => {
       const env = environmentOf(name);
 
       // Assert
+      const submit = ['submit-image', 'submit-video'].includes(name);
       const expected =
         name === 'uploads'
           ? ['s3:PutObject']
-          : ['submit-image', 'submit-video', DISPATCHER.name].includes(name)
-            ? ['s3:GetObject']
-            : [];
+          : submit
+            ? ['s3:GetObject', 's3:PutObject']
+            : name === DISPATCHER.name
+              ? ['s3:GetObject']
+              : [];
       expect(actionsOf(uploads)).toEqual(expected);
       // One statement, on the uploads/ prefix alone.
       if (expected.length > 0) expect(JSON.stringify(uploads[0]?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
       // The bucket's name goes with the grant, and nowhere else.
       if (expected.length > 0) expect(env.UPLOADS_BUCKET).toEqual({ Ref: expect.stringMatching(/^MediaBucket/) });
       else expect(env).not.toHaveProperty('UPLOADS_BUCKET');
+      // The functions that make uploads (presigned POSTs, inline images) know their limit and lifetime.
+      if (name === 'uploads' || submit) {
+        expect(env).toMatchObject({
+          UPLOAD_MAX_BYTES: String(20 * 1024 * 1024),
+          UPLOAD_TTL_SECONDS: String(24 * 3600),
+        });
+      } else {
+        expect(env).not.toHaveProperty('UPLOAD_MAX_BYTES');
+        expect(env).not.toHaveProperty('UPLOAD_TTL_SECONDS');
+      }
     }
   });
 
