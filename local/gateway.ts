@@ -30,6 +30,16 @@ export interface LoadedRoute {
   handler: ProxyHandler;
 }
 
+/**
+ * What passed through the gateway's Lambda invocations (route handlers: every request body handed to
+ * one), counted as it goes; the bench's uploads section sets it against what the storage stand-in read.
+ */
+export interface GatewayTraffic {
+  lambdaInvocations: number;
+  /** Request body bytes handed to route handlers (the event's `body`). */
+  lambdaRequestBytes: number;
+}
+
 export interface GatewayOptions {
   routes: LoadedRoute[];
   authorizer: AuthorizerHandler;
@@ -39,6 +49,8 @@ export interface GatewayOptions {
   media?: { resolve(urlPath: string): string | undefined; headers(path: string): Record<string, string> };
   /** The media bucket's `uploads/` stand-in at `/<bucket>/` (presigned POST and GET, local/upload-bucket.ts). */
   uploadBucket?: UploadBucket;
+  /** Counted into when given: what reached the Lambda handlers. */
+  traffic?: GatewayTraffic;
   /** One line per request. */
   log?: (line: string) => void;
   /** Identity sources of the authorizer (default: the stack's); a missing one is a 401 without a call. */
@@ -467,6 +479,10 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       isBase64Encoded: false,
     } as APIGatewayProxyEvent;
 
+    if (options.traffic) {
+      options.traffic.lambdaInvocations += 1;
+      options.traffic.lambdaRequestBytes += body.length;
+    }
     let result: APIGatewayProxyResult;
     try {
       result = await route.handler(event, lambdaContext(route.route.name, requestId));

@@ -55,7 +55,13 @@ import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
-import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
+import {
+  type AuthorizerHandler,
+  createGateway,
+  type GatewayTraffic,
+  type LoadedRoute,
+  type ProxyHandler,
+} from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
@@ -80,6 +86,11 @@ export interface LocalStack {
   /** The local OpenID provider and the demo account's sign-in (a new password every start). */
   oidcIssuer: string;
   demoSignIn: { email: string; password: string };
+  /**
+   * Bytes counted so far (the bench's uploads section): request bodies handed to the route Lambdas,
+   * and request bodies the uploads' S3 stand-in read.
+   */
+  traffic(): GatewayTraffic & { storageRequestBytes: number };
   stop(): Promise<void>;
 }
 
@@ -302,6 +313,8 @@ export async function startLocalStack(
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
   // Callers' uploads: the local stand-in of the media bucket's uploads/ prefix (local/upload-bucket.ts).
+  const traffic: GatewayTraffic = { lambdaInvocations: 0, lambdaRequestBytes: 0 };
+  let storageRequestBytes = 0;
   const uploadsDir = inMemory
     ? mkdtempSync(join(tmpdir(), 'generation-uploads-'))
     : resolve(settings.dataDir, 'uploads');
@@ -440,6 +453,7 @@ export async function startLocalStack(
 
     const server: Server = createServer(
       createGateway({
+        traffic,
         routes,
         authorizer,
         authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
@@ -457,6 +471,9 @@ export async function startLocalStack(
           bucket: LOCAL_UPLOADS_BUCKET,
           dir: uploadsDir,
           region: 'local',
+          onBodyRead: (bytes) => {
+            storageRequestBytes += bytes;
+          },
           // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
           credentialsFor: (accessKeyId) => {
             const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY);
@@ -519,6 +536,7 @@ export async function startLocalStack(
       demoKey,
       oidcIssuer: oidc.issuer,
       demoSignIn,
+      traffic: () => ({ ...traffic, storageRequestBytes }),
       stop,
     };
   } catch (error) {

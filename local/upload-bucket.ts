@@ -33,6 +33,8 @@ export interface UploadBucketOptions {
   credentialsFor: (accessKeyId: string) => AwsCredentials | undefined;
   /** Largest form body read; more is a 400 EntityTooLarge (the policy's own limit is checked as well). */
   maxBodyBytes?: number;
+  /** Told the size of every request body the stand-in reads (a POST's form, a PUT's object). */
+  onBodyRead?: (bytes: number) => void;
   now?: () => Date;
 }
 
@@ -114,6 +116,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
 
   async function post(req: IncomingMessage, res: ServerResponse): Promise<number> {
     const body = await readCapped(req, maxBodyBytes);
+    options.onBodyRead?.(body.length);
     let form: FormData;
     try {
       form = await new Request('http://local/', {
@@ -269,6 +272,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     const target = fileOf(root, key);
     if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
     const body = await readCapped(req, maxBodyBytes);
+    options.onBodyRead?.(body.length);
     await mkdir(dirname(target), { recursive: true });
     const temp = join(dirname(target), `.${randomUUID()}.part`);
     await writeFile(temp, body);
