@@ -15,6 +15,7 @@ import { oneAccount } from './one-account';
 import { cliTimes, startTimes } from './operator';
 import { requestCounts } from './request-counts';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
+import { uploadFigures } from './uploads';
 import { workerMemory } from './worker-memory';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -29,6 +30,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   events: eventTimes,
   'worker-memory': workerMemory,
   dispatch: dispatchFigures,
+  uploads: uploadFigures,
 };
 
 async function main(): Promise<void> {

@@ -66,6 +66,18 @@ export interface ServiceConfig {
   logRetentionDays: RetentionDays;
   /** `resultRetentionDays`: result files in the media bucket expire after this many days. */
   resultRetentionDays: number;
+  /** `uploadMaxBytes`: the largest reference image a caller may upload (POST /api/ai/uploads). */
+  uploadMaxBytes: number;
+  /**
+   * `uploadExpiryHours`: an upload's record and reference expire after this long; the bucket's lifecycle
+   * rule deletes its file after the same time rounded up to whole days (S3 expires by the day).
+   */
+  uploadExpiryHours: number;
+  /**
+   * `uploadCorsOrigins`: comma-separated origins (`https://app.example.com`) whose pages may POST uploads
+   * to the bucket from a browser (the dashboard's). Empty: no CORS rule (API clients need none).
+   */
+  uploadCorsOrigins: string;
   /**
    * `retainData`: keep the table, the bucket and the secret when the stack is deleted, and turn on
    * DynamoDB deletion protection. True in production; false for throwaway stacks (and LocalStack).
@@ -137,6 +149,9 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   mediaSourceHosts: '',
   logRetentionDays: RetentionDays.ONE_MONTH,
   resultRetentionDays: 30,
+  uploadMaxBytes: 20 * 1024 * 1024,
+  uploadExpiryHours: 24,
+  uploadCorsOrigins: '',
   retainData: true,
   throttlingRateLimit: 1000,
   throttlingBurstLimit: 2000,
@@ -292,6 +307,11 @@ export function readConfig(node: Node): ServiceConfig {
       1,
       36500,
     ),
+    uploadMaxBytes: int(raw('uploadMaxBytes'), 'uploadMaxBytes', DEFAULT_CONFIG.uploadMaxBytes, 1, 100 * 1024 * 1024),
+    uploadExpiryHours: int(raw('uploadExpiryHours'), 'uploadExpiryHours', DEFAULT_CONFIG.uploadExpiryHours, 1, 24 * 7),
+    uploadCorsOrigins: originList(
+      str(raw('uploadCorsOrigins'), 'uploadCorsOrigins', DEFAULT_CONFIG.uploadCorsOrigins, true),
+    ),
     // A LocalStack deployment is disposable by definition: nothing is retained there.
     retainData: localstack ? false : bool(raw('retainData'), 'retainData', DEFAULT_CONFIG.retainData),
     throttlingRateLimit: int(
@@ -370,6 +390,25 @@ export function readConfig(node: Node): ServiceConfig {
 const HOST_RULE = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** A comma-separated list of host rules, normalised (lowercase, no spaces); refuses anything else. */
+function originList(value: string): string {
+  const origins = value
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '');
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.protocol !== 'https:' || parsed.origin !== origin) {
+      throw new ConfigError(`uploadCorsOrigins: "${origin}" is not an https origin (https://host[:port], no path)`);
+    }
+  }
+  return origins.join(',');
+}
+
 function hostList(value: string): string {
   const hosts = value
     .split(',')

@@ -4,20 +4,22 @@
  * see locally is what the distribution sends.
  *
  * Nothing comes from another origin except the results: deployed, signed result URLs point at the
- * media bucket, so images and videos may also load from that one origin. No inline script or style,
- * no frames either way, no plugins, no `<base>` tricks.
+ * media bucket, so images and videos may also load from that one origin, and the new-task form's
+ * reference files are POSTed there (the presigned POST of an upload). Previews of chosen files are
+ * `blob:` URLs the page makes itself. No inline script or style, no frames either way, no plugins, no
+ * `<base>` tricks.
  */
 
-/** The Content-Security-Policy; `mediaOrigins` are the extra origins results load from. */
+/** The Content-Security-Policy; `mediaOrigins` are the extra origins results load from and uploads go to. */
 export function dashboardCsp(mediaOrigins: readonly string[] = []): string {
   const media = ["'self'", ...mediaOrigins].join(' ');
   return [
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
-    `img-src ${media}`,
+    `img-src ${media} blob:`,
     `media-src ${media}`,
-    "connect-src 'self'",
+    `connect-src ${media}`,
     "font-src 'self'",
     "object-src 'none'",
     "base-uri 'none'",

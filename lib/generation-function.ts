@@ -27,6 +27,7 @@ import {
   PROVIDER_SECRET_ARN,
   PUBLIC_ORIGIN,
   TABLE_NAME,
+  UPLOADS_BUCKET,
   USAGE_PLAN_NAME,
   WEBHOOK_SECRETS_KEY_ARN,
 } from '../functions/environment/environment';
@@ -38,6 +39,9 @@ export const REPO_ROOT = path.resolve(__dirname, '..');
 
 /** Key prefix of result files in the media bucket (see `mediaKey` in functions/media/port.ts). */
 export const MEDIA_RESULTS_PREFIX = 'results/';
+
+/** Key prefix of callers' uploads in the media bucket (see `uploadKey` in functions/core/uploads.ts). */
+export const MEDIA_UPLOADS_PREFIX = 'uploads/';
 
 /**
  * Settings only the local stack ever sets, fixed empty at build time: `WEBHOOK_INSECURE_ORIGINS` (a
@@ -268,6 +272,24 @@ export class GenerationFunction extends NodejsFunction {
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment(TABLE_NAME.name, table.tableName);
+    return this;
+  }
+
+  /**
+   * Grants access to the `uploads/` prefix only: `post` may store objects there (what a presigned POST
+   * is authorized as), `read` may read them (the dispatcher's signed GET URLs for the provider),
+   * `read-put` both (the submit's ranged GET of their first bytes, and its presigned PUT of an inline
+   * image). Sets `UPLOADS_BUCKET`.
+   */
+  bindUploads(bucket: IBucket, access: 'post' | 'read' | 'read-put'): this {
+    const actions = { post: ['s3:PutObject'], read: ['s3:GetObject'], 'read-put': ['s3:GetObject', 's3:PutObject'] };
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: actions[access],
+        resources: [bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
+      }),
+    );
+    this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
     return this;
   }
 

@@ -60,6 +60,13 @@ export interface FunctionNeeds {
    * no result yet).
    */
   media: 'write' | 'read' | 'none';
+  /**
+   * Callers' uploads under the media bucket's `uploads/` prefix: `post` signs the presigned POSTs that
+   * store them (the uploads function); `read` reads their first bytes and signs GET URLs for the
+   * provider (the dispatcher, which sends); `read-put` reads their first bytes (the check) and stores
+   * the inline `data:` images of a request (the submit functions). Absent: no access to the prefix.
+   */
+  uploads?: 'post' | 'read' | 'read-put';
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */

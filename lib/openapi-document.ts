@@ -6,6 +6,8 @@
  * `docs/openapi.json`; a unit test keeps that file equal to this function's output, and the service
  * serves the committed file at `GET /api/openapi.json`.
  */
+
+import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
 import packageJson from '../package.json';
 import { type Json, json, ref, schemas } from './openapi-schemas';
 import { ROUTES } from './routes';
@@ -99,6 +101,54 @@ function operations(): Record<string, Json> {
   return {
     'POST /api/ai/image/generate': submitOperation('image'),
     'POST /api/ai/video/generate': submitOperation('video'),
+    'POST /api/ai/uploads': {
+      summary: 'Start an upload of a reference image',
+      description:
+        'Answers a presigned POST: send `uploadFields` then the `file` as multipart/form-data to `uploadUrl` within 15 minutes (the storage checks the type and size range), then use `url` in `inputImageUrls`. The file is checked on its bytes when a task names it. Uploads expire at `expiresAt`.',
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['contentType', 'size'],
+              additionalProperties: false,
+              properties: {
+                contentType: { enum: [...UPLOAD_CONTENT_TYPES] },
+                size: {
+                  type: 'integer',
+                  minimum: 1,
+                  description: 'Bytes; at most the deployment limit (20 MB by default).',
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '201': json(
+          {
+            type: 'object',
+            required: ['uploadId', 'uploadUrl', 'uploadFields', 'expiresAt', 'url'],
+            properties: {
+              uploadId: { type: 'string' },
+              uploadUrl: { type: 'string', description: 'Where to POST the form.' },
+              uploadFields: {
+                type: 'object',
+                additionalProperties: { type: 'string' },
+                description: 'Form fields to send, as they are, before the file.',
+              },
+              expiresAt: { type: 'string', format: 'date-time' },
+              url: { type: 'string', pattern: '^upload://', description: 'The reference for `inputImageUrls`.' },
+            },
+          },
+          'Upload started.',
+        ),
+        '400': json(ref('ValidationError'), 'A bad content type or size, or a body that is not JSON.'),
+        '415': json(ref('Error'), 'Content-Type is not JSON.'),
+        ...commonErrors(),
+      },
+    },
     'GET /api/ai/tasks/{id}': {
       summary: 'Read a task (only its creator sees it)',
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],

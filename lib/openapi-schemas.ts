@@ -32,7 +32,7 @@ const FIELD_NOTES: Readonly<Record<string, string>> = {
   guidanceScale: 'How closely to follow the prompt.',
   numInferenceSteps: 'Number of denoising steps.',
   inputImageUrls:
-    "Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap.",
+    "Reference images: http or https URLs, your uploads (`upload://<uploadId>`, POST /api/ai/uploads) or inline images (`data:image/png;base64,...`, also image/jpeg and image/webp; at most 4 MiB decoded per request, stored as an upload of yours and replaced by its reference). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap.",
   providerInput:
     'Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty.',
   inputMode: 'text_to_video or image_to_video; each model takes one or both (GET /api/ai/models).',

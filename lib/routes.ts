@@ -83,7 +83,7 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/image/generate',
     entry: 'functions/submit-image/handler.ts',
-    needs: SUBMIT_NEEDS,
+    needs: { ...SUBMIT_NEEDS, uploads: 'read-put' },
   },
   {
     name: 'submit-video',
@@ -91,7 +91,16 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     method: 'POST',
     path: '/api/ai/video/generate',
     entry: 'functions/submit-video/handler.ts',
-    needs: SUBMIT_NEEDS,
+    needs: { ...SUBMIT_NEEDS, uploads: 'read-put' },
+  },
+  {
+    // A presigned POST for one reference image; the bytes go straight to storage, never through here.
+    name: 'uploads',
+    trigger: 'route',
+    method: 'POST',
+    path: '/api/ai/uploads',
+    entry: 'functions/uploads/handler.ts',
+    needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none', uploads: 'post' },
   },
   {
     // GET refreshes a pending task (claim, provider query, complete or refund), hence RW; a queued task
@@ -400,6 +409,8 @@ export const DISPATCHER: PacedDefinition = {
     media: 'none',
     // It fails and refunds what the provider refused.
     finishesTasks: true,
+    // Each send signs a short-lived GET URL per upload of the task (send-to-provider.ts).
+    uploads: 'read',
   },
   // A run sends while capacity lasts and stops 10 s before its deadline (SAFETY_MARGIN_MS in the handler).
   timeoutSeconds: 120,

@@ -19,6 +19,7 @@ import type {
 } from 'aws-lambda';
 import { dashboardHeaders } from '../lib/dashboard-headers';
 import { AUTHORIZER_IDENTITY_SOURCES, type RouteDefinition } from '../lib/routes';
+import type { UploadBucket } from './upload-bucket';
 import type { UsageLimiter } from './usage-plans';
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
@@ -29,6 +30,16 @@ export interface LoadedRoute {
   handler: ProxyHandler;
 }
 
+/**
+ * What passed through the gateway's Lambda invocations (route handlers: every request body handed to
+ * one), counted as it goes; the bench's uploads section sets it against what the storage stand-in read.
+ */
+export interface GatewayTraffic {
+  lambdaInvocations: number;
+  /** Request body bytes handed to route handlers (the event's `body`). */
+  lambdaRequestBytes: number;
+}
+
 export interface GatewayOptions {
   routes: LoadedRoute[];
   authorizer: AuthorizerHandler;
@@ -36,6 +47,10 @@ export interface GatewayOptions {
   authorizerCacheTtlSeconds: number;
   /** Serves GET /media/<key> from here (stands in for the bucket's signed URLs). */
   media?: { resolve(urlPath: string): string | undefined; headers(path: string): Record<string, string> };
+  /** The media bucket's `uploads/` stand-in at `/<bucket>/` (presigned POST and GET, local/upload-bucket.ts). */
+  uploadBucket?: UploadBucket;
+  /** Counted into when given: what reached the Lambda handlers. */
+  traffic?: GatewayTraffic;
   /** One line per request. */
   log?: (line: string) => void;
   /** Identity sources of the authorizer (default: the stack's); a missing one is a 401 without a call. */
@@ -357,6 +372,8 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
     const path = requestPath.startsWith(`${stagePrefix}/`) ? requestPath.slice(stagePrefix.length) : '';
     const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
 
+    // The uploads bucket's stand-in reads its own (larger) bodies and answers as S3 would.
+    if (url && options.uploadBucket?.matches(requestPath)) return options.uploadBucket.handle(req, res, url);
     // Media (the bucket's stand-in) and the dashboard's files are served at the root in either mode.
     if (method === 'GET' && requestPath.startsWith('/media/') && (await serveMedia(requestPath, res))) return 200;
     if (
@@ -462,6 +479,10 @@ export function createGateway(options: GatewayOptions): (req: IncomingMessage, r
       isBase64Encoded: false,
     } as APIGatewayProxyEvent;
 
+    if (options.traffic) {
+      options.traffic.lambdaInvocations += 1;
+      options.traffic.lambdaRequestBytes += body.length;
+    }
     let result: APIGatewayProxyResult;
     try {
       result = await route.handler(event, lambdaContext(route.route.name, requestId));

@@ -116,6 +116,8 @@ export interface MockProviderStats {
   readonly fileDownloads: number;
   /** Callbacks sent since the last reset, with the status each got (0: no answer). */
   readonly callbacks: readonly { providerTaskId: string; status: number }[];
+  /** Reference images on this machine downloaded at createTask since the last reset (status 0: no answer). */
+  readonly referenceDownloads: readonly { status: number; bytes: number }[];
   reset(): void;
 }
 
@@ -250,6 +252,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let createLog: CreateLogEntry[] = [];
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
+  let referenceDownloads: { status: number; bytes: number }[] = [];
   const callbackTimers = new Set<NodeJS.Timeout>();
   let getCalls = new Map<string, number>();
   let faults: Required<MockFaults> = {
@@ -285,6 +288,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     get callbacks() {
       return callbacks;
     },
+    get referenceDownloads() {
+      return referenceDownloads;
+    },
     reset() {
       createTaskCalls = 0;
       createTaskRefused = 0;
@@ -293,6 +299,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       peakInFlight = inFlightNow(clock());
       fileDownloads = 0;
       callbacks = [];
+      referenceDownloads = [];
       getCalls = new Map();
     },
   };
@@ -399,6 +406,13 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       }
       if (applyFault(takeFault('create'), res, req)) return;
       if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
+      // The reference download (the only await) comes before the capacity check, so that the check and
+      // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
+      const unreadable = await unreadableReference(body);
+      if (unreadable) {
+        sendJson(res, 422, { code: 422, msg: unreadable });
+        return;
+      }
       const refused = overCapacity(clock());
       if (refused) {
         createTaskRefused++;
@@ -454,10 +468,34 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         getTaskCalls: Object.fromEntries(getCalls),
         fileDownloads,
         callbacks,
+        referenceDownloads,
       });
       return;
     }
     sendJson(res, 404, { code: 404, msg: 'Not found' });
+  }
+
+  /**
+   * Reference images on this machine (the local stack's signed upload URLs) are downloaded as a real
+   * provider would, and a task whose reference cannot be read is refused (422). Other hosts are not
+   * fetched: the mock runs offline, and tests name made-up https URLs.
+   */
+  async function unreadableReference(rawBody: string): Promise<string | undefined> {
+    const body = parseJson(rawBody);
+    const input = isRecord(body) && isRecord(body.input) ? body.input : {};
+    const urls = Object.entries(input)
+      .filter(([key]) => /image/i.test(key))
+      .flatMap(([, value]) => (Array.isArray(value) ? value : [value]))
+      .filter(
+        (value): value is string => typeof value === 'string' && /^http:\/\/(127\.0\.0\.1|localhost)[:/]/.test(value),
+      );
+    for (const url of urls) {
+      const response = await fetch(url, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      const bytes = response ? await response.arrayBuffer().catch(() => new ArrayBuffer(0)) : new ArrayBuffer(0);
+      referenceDownloads.push({ status: response?.status ?? 0, bytes: bytes.byteLength });
+      if (!response?.ok) return `Reference image could not be downloaded (HTTP ${response?.status ?? 'error'})`;
+    }
+    return undefined;
   }
 
   function createTask(rawBody: string, res: ServerResponse): void {

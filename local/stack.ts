@@ -38,6 +38,8 @@ import {
   SESSION_IDLE_SECONDS,
   setting,
   TABLE_NAME,
+  UPLOADS_BUCKET,
+  UPLOADS_S3_ENDPOINT,
   WEBHOOK_INSECURE_ORIGINS,
   WEBHOOK_RETRY_DELAYS_SECONDS,
   WEBHOOK_SECRETS_KEY,
@@ -54,13 +56,20 @@ import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
-import { type AuthorizerHandler, createGateway, type LoadedRoute, type ProxyHandler } from './gateway';
+import {
+  type AuthorizerHandler,
+  createGateway,
+  type GatewayTraffic,
+  type LoadedRoute,
+  type ProxyHandler,
+} from './gateway';
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
+import { createUploadBucket } from './upload-bucket';
 import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -78,6 +87,11 @@ export interface LocalStack {
   /** The local OpenID provider and the demo account's sign-in (a new password every start). */
   oidcIssuer: string;
   demoSignIn: { email: string; password: string };
+  /**
+   * Bytes counted so far (the bench's uploads section): request bodies handed to the route Lambdas,
+   * and request bodies the uploads' S3 stand-in read.
+   */
+  traffic(): GatewayTraffic & { storageRequestBytes: number };
   stop(): Promise<void>;
 }
 
@@ -88,6 +102,8 @@ export const DEMO_RUN_KEY_SECONDS = 24 * 3600;
 export const DEMO_EMAIL = 'demo@example.com';
 const LOCAL_OIDC_CLIENT_ID = 'generation-service-local';
 const PROVIDER_KEY = 'local-provider-key';
+/** The name (and path, `/<name>/`) of the local stand-in of the media bucket for uploads. */
+export const LOCAL_UPLOADS_BUCKET = 'local-uploads';
 // local/ here, dist/ when bundled (bin/run-ts.cjs): one level below the repository either way.
 const ROOT = resolve(__dirname, '..');
 
@@ -297,6 +313,12 @@ export async function startLocalStack(
 
   const inMemory = settings.dataDir === ':memory:';
   const mediaDir = inMemory ? mkdtempSync(join(tmpdir(), 'generation-media-')) : resolve(settings.dataDir, 'media');
+  // Callers' uploads: the local stand-in of the media bucket's uploads/ prefix (local/upload-bucket.ts).
+  const traffic: GatewayTraffic = { lambdaInvocations: 0, lambdaRequestBytes: 0 };
+  let storageRequestBytes = 0;
+  const uploadsDir = inMemory
+    ? mkdtempSync(join(tmpdir(), 'generation-uploads-'))
+    : resolve(settings.dataDir, 'uploads');
   if (!inMemory) mkdirSync(resolve(settings.dataDir, 'dynamodb'), { recursive: true });
   mkdirSync(mediaDir, { recursive: true });
 
@@ -305,6 +327,7 @@ export async function startLocalStack(
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   };
   if (inMemory) cleanups.push(() => rmSync(mediaDir, { recursive: true, force: true }));
+  if (inMemory) cleanups.push(() => rmSync(uploadsDir, { recursive: true, force: true }));
   // Before any handler module loads: some create their logger when imported.
   process.env[METRICS.name] ??= 'off';
   process.env[LOG_LEVEL.name] ??= 'warn';
@@ -375,6 +398,9 @@ export async function startLocalStack(
         setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockProvider.url),
         setting(MEDIA_DIR, mediaDir),
         setting(MEDIA_BASE_URL, url),
+        // Uploads go to the gateway's S3 stand-in through the same S3 code as deployed.
+        setting(UPLOADS_BUCKET, LOCAL_UPLOADS_BUCKET),
+        setting(UPLOADS_S3_ENDPOINT, url),
         setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
         setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
         setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
@@ -430,6 +456,7 @@ export async function startLocalStack(
 
     const server: Server = createServer(
       createGateway({
+        traffic,
         routes,
         authorizer,
         authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
@@ -443,6 +470,21 @@ export async function startLocalStack(
           resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
           headers: mediaResponseHeaders,
         },
+        uploadBucket: createUploadBucket({
+          bucket: LOCAL_UPLOADS_BUCKET,
+          dir: uploadsDir,
+          region: 'local',
+          onBodyRead: (bytes) => {
+            storageRequestBytes += bytes;
+          },
+          // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
+          credentialsFor: (accessKeyId) => {
+            const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY);
+            return accessKeyId === readEnv(AWS_ACCESS_KEY_ID) && secretAccessKey
+              ? { accessKeyId, secretAccessKey }
+              : undefined;
+          },
+        }),
         log,
       }),
     );
@@ -497,6 +539,7 @@ export async function startLocalStack(
       demoKey,
       oidcIssuer: oidc.issuer,
       demoSignIn,
+      traffic: () => ({ ...traffic, storageRequestBytes }),
       stop,
     };
   } catch (error) {

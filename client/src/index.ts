@@ -16,6 +16,17 @@ export type Credits = Schemas['Credits'];
 export type Models = Schemas['Models'];
 
 /** An answer other than the one expected: the status and the `{ error, ... }` body. */
+/** A finished upload: put `url` in `inputImageUrls` before `expiresAt`. */
+export interface Upload {
+  uploadId: string;
+  /** `upload://<uploadId>`, the service's own reference to the file. */
+  url: string;
+  expiresAt: string;
+}
+
+/** The upload types the service accepts (checked on the file's bytes when a task names it). */
+export type UploadContentType = 'image/png' | 'image/jpeg' | 'image/webp';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -116,6 +127,40 @@ export class GenerationClient {
     return this.submit('/api/ai/video/generate', body, options);
   }
 
+  /**
+   * Uploads a reference image: asks the service for a presigned POST (`POST /api/ai/uploads`), then
+   * sends the bytes straight to storage with it. Resolves with the reference to use in `inputImageUrls`.
+   * @throws ApiError from the service (400: a type it does not take, or over the size limit) or from the
+   *   storage (its status, with its XML error as `body`)
+   */
+  async uploadFile(
+    file: Blob | Uint8Array,
+    contentType: UploadContentType,
+    options: RequestOptions = {},
+  ): Promise<Upload> {
+    // A copy into a plain ArrayBuffer: a view over a SharedArrayBuffer is no BlobPart.
+    const blob = file instanceof Blob ? file : new Blob([new Uint8Array(file)], { type: contentType });
+    const started = await this.request<Upload & { uploadUrl: string; uploadFields?: Record<string, string> }>(
+      'POST',
+      '/api/ai/uploads',
+      201,
+      options,
+      { body: { contentType, size: blob.size } },
+    );
+    const form = new FormData();
+    for (const [name, value] of Object.entries(started.uploadFields ?? {})) form.append(name, value);
+    // The file last: the storage reads the fields before it.
+    form.append('file', blob);
+    // No Authorization header: the form's own signature is the credential.
+    const response = await this.fetchImpl(started.uploadUrl, {
+      method: 'POST',
+      body: form,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (!response.ok) throw new ApiError(response.status, await response.text());
+    return { uploadId: started.uploadId, url: started.url, expiresAt: started.expiresAt };
+  }
+
   getTask(taskId: string, options: RequestOptions = {}): Promise<Task> {
     return this.request<Task>('GET', `/api/ai/tasks/${encodeURIComponent(taskId)}`, 200, options);
   }
@@ -170,12 +215,12 @@ export class GenerationClient {
     path: string,
     expected: number,
     options: RequestOptions,
-    submit?: { body: unknown; idempotencyKey: string },
+    submit?: { body: unknown; idempotencyKey?: string },
   ): Promise<T> {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.options.apiKey}` };
     if (submit) {
       headers['Content-Type'] = 'application/json';
-      headers['Idempotency-Key'] = submit.idempotencyKey;
+      if (submit.idempotencyKey) headers['Idempotency-Key'] = submit.idempotencyKey;
     }
     for (let attempt = 0; ; attempt++) {
       let response: Response;

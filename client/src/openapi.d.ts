@@ -38,6 +38,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/ai/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an upload of a reference image
+         * @description Answers a presigned POST: send `uploadFields` then the `file` as multipart/form-data to `uploadUrl` within 15 minutes (the storage checks the type and size range), then use `url` in `inputImageUrls`. The file is checked on its bytes when a task names it. Uploads expire at `expiresAt`.
+         */
+        post: operations["uploads"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ai/tasks/{id}": {
         parameters: {
             query?: never;
@@ -405,7 +425,7 @@ export interface components {
             guidanceScale?: number;
             /** @description Number of denoising steps. */
             numInferenceSteps?: number;
-            /** @description Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
+            /** @description Reference images: http or https URLs, your uploads (`upload://<uploadId>`, POST /api/ai/uploads) or inline images (`data:image/png;base64,...`, also image/jpeg and image/webp; at most 4 MiB decoded per request, stored as an upload of yours and replaced by its reference). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
             inputImageUrls?: string[];
             /** @description Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty. */
             providerInput?: {
@@ -448,7 +468,7 @@ export interface components {
             motionStrength?: number;
             /** @description Camera motion hint. */
             cameraMotion?: string;
-            /** @description Reference images (http or https URLs). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
+            /** @description Reference images: http or https URLs, your uploads (`upload://<uploadId>`, POST /api/ai/uploads) or inline images (`data:image/png;base64,...`, also image/jpeg and image/webp; at most 4 MiB decoded per request, stored as an upload of yours and replaced by its reference). For images, their presence makes it an image-to-image task; for videos, image_to_video needs at least one and only the first is used by most models. At most the model's reference cap. */
             inputImageUrls?: string[];
             /** @description Provider-specific options, passed through (at most 32 KB as JSON, 16 levels deep). Keys that set the output count, size, resolution or duration may only repeat what was priced; `resolution` chooses the price tier (1K/2K/4K for images, 480p/720p/1080p for videos) and must be one the model offers. Numbers must be storable and keys non-empty. */
             providerInput?: {
@@ -868,6 +888,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    contentType: "image/png" | "image/jpeg" | "image/webp";
+                    /** @description Bytes; at most the deployment limit (20 MB by default). */
+                    size: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Upload started. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        uploadId: string;
+                        /** @description Where to POST the form. */
+                        uploadUrl: string;
+                        /** @description Form fields to send, as they are, before the file. */
+                        uploadFields: {
+                            [key: string]: string;
+                        };
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description The reference for `inputImageUrls`. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description A bad content type or size, or a body that is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
         };

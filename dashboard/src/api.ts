@@ -179,3 +179,12 @@ export const getCredits = (cursor?: string) =>
 export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');
 export const submitTask = (type: 'image' | 'video', body: Record<string, unknown>) =>
   request<{ taskId: string; status: number; creditsUsed: number }>('POST', `/api/ai/${type}/generate`, body);
+/** `POST /api/ai/uploads`: a presigned POST for one reference image (README "Uploads"). */
+export const createUpload = (body: { contentType: string; size: number }) =>
+  request<{
+    uploadId: string;
+    uploadUrl: string;
+    uploadFields?: Record<string, string>;
+    expiresAt: string;
+    url: string;
+  }>('POST', '/api/ai/uploads', body);

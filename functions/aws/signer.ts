@@ -173,3 +173,68 @@ function queryRecord(params: URLSearchParams): Record<string, string | string[]>
 function toUrl(url: URL | string): URL {
   return typeof url === 'string' ? new URL(url) : url;
 }
+
+export interface PresignPostInput extends Omit<SigningScope, 'service'> {
+  /** Where the form is POSTed: the bucket's URL. */
+  url: string;
+  /** When the policy stops being accepted. */
+  expiresAt: Date;
+  /** Form fields to send as they are (`key`, `Content-Type`, ...), each also an exact-match condition. */
+  fields: Record<string, string>;
+  /** Further policy conditions, e.g. `['content-length-range', 1, 20971520]`. */
+  conditions?: readonly unknown[];
+}
+
+/** A presigned S3 POST: the form's target and the fields to send before the file. */
+export interface PresignedPost {
+  url: string;
+  fields: Record<string, string>;
+}
+
+/** `20260101T000000Z` and `20260101`, as SigV4 writes dates. */
+function amzDates(date: Date): { long: string; short: string } {
+  const long = date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+  return { long, short: long.slice(0, 8) };
+}
+
+/**
+ * An S3 POST policy signed with SigV4 (the browser-based upload form): the policy lists every field the
+ * form must carry and the conditions S3 enforces, and its signature is the SDK signer's string
+ * signature (HMAC-SHA256 under the derived signing key) of the base64 policy.
+ */
+export async function presignPost(input: PresignPostInput): Promise<PresignedPost> {
+  const date = input.date ?? new Date();
+  const { long, short } = amzDates(date);
+  const credential = `${input.credentials.accessKeyId}/${short}/${input.region}/s3/aws4_request`;
+  const fields: Record<string, string> = {
+    ...input.fields,
+    'X-Amz-Algorithm': 'AWS4-HMAC-SHA256',
+    'X-Amz-Credential': credential,
+    'X-Amz-Date': long,
+    ...(input.credentials.sessionToken ? { 'X-Amz-Security-Token': input.credentials.sessionToken } : {}),
+  };
+  const policy = {
+    expiration: input.expiresAt.toISOString(),
+    conditions: [...Object.entries(fields).map(([name, value]) => ({ [name]: value })), ...(input.conditions ?? [])],
+  };
+  const encoded = Buffer.from(JSON.stringify(policy)).toString('base64');
+  const signature = await postPolicySignature(encoded, { ...input, date });
+  return { url: input.url, fields: { ...fields, Policy: encoded, 'X-Amz-Signature': signature } };
+}
+
+/** The SigV4 signature of a base64 POST policy (what S3 recomputes to check a form). */
+export async function postPolicySignature(
+  encodedPolicy: string,
+  scope: Omit<SigningScope, 'service'> & { date: Date },
+): Promise<string> {
+  const signer = new SignatureV4({
+    service: 's3',
+    region: scope.region,
+    credentials: scope.credentials,
+    sha256: Sha256,
+  });
+  return signer.sign(encodedPolicy, { signingDate: scope.date, signingRegion: scope.region, signingService: 's3' });
+}

@@ -13,7 +13,8 @@
  *   URLs (2048 characters), `seed` and `cameraMotion` (256): a task is one DynamoDB item (400 KB, 32
  *   levels), and a body that cannot be stored must be the caller's 400, not the service's 500.
  * - `inputImageUrls`, when present, holds at least one URL (an empty list would switch image-model-1 to
- *   edit mode with nothing to edit), and each entry is an absolute http or https URL.
+ *   edit mode with nothing to edit), and each entry is an absolute http or https URL or an upload
+ *   reference `upload://<uploadId>` (whose file is checked at submission, before the debit).
  * - A `text_to_video` request may not carry `inputImageUrls` (they would be silently ignored otherwise).
  * - Model rules run even when unrelated fields are invalid, so one response lists as many problems as
  *   possible; a rule is skipped while a field it reads is itself invalid (one message per problem).
@@ -21,13 +22,16 @@
 import * as v from 'valibot';
 import { findImageModel, findVideoModel, IMAGE_MODEL_IDS, VIDEO_INPUT_MODES, VIDEO_MODEL_IDS } from './catalog';
 import { isStorableNumber, STORABLE_NUMBER_MESSAGE } from './storable';
+import { isUploadReference, uploadIdOf } from './uploads';
 
 /** A non-null, non-array object: what a JSON object parses to. */
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** An http(s) URL, or one of the service's own upload references (checked at submission, lifecycle/uploads.ts). */
 function isHttpUrl(value: string): boolean {
+  if (isUploadReference(value)) return uploadIdOf(value) !== undefined;
   try {
     const url = new URL(value);
     return url.protocol === 'http:' || url.protocol === 'https:';
@@ -65,7 +69,7 @@ const imageUrls = (max: number) =>
       v.pipe(
         v.string('Must be a string'),
         v.maxLength(2048, 'Must be at most 2048 characters'),
-        v.check(isHttpUrl, 'Must be an http or https URL'),
+        v.check(isHttpUrl, 'Must be an http or https URL, or upload://<uploadId>'),
       ),
       'Must be an array',
     ),

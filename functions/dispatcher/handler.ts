@@ -17,6 +17,8 @@ import {
   readEnv,
 } from '../environment/environment';
 import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
+import type { ProviderLifecycle } from '../lifecycle/lifecycle';
+import { uploadReaderFromEnv } from '../media/uploads';
 import { logger, withInvocation } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { providerLifecycleFromEnv, withMaxInFlightFromEnv } from '../runtime/provider-lifecycle-from-env';
@@ -38,6 +40,17 @@ export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
   };
 }
 
+/**
+ * The provider lifecycle plus the uploads (UPLOADS_BUCKET, read per run: the local stack changes it
+ * between runs): the dispatcher is the one function that sends, so the one that signs each upload's
+ * short-lived GET URL for the provider.
+ */
+function dispatcherLifecycle(): ProviderLifecycle {
+  const uploads = uploadReaderFromEnv();
+  const lc = providerLifecycleFromEnv();
+  return uploads ? { ...lc, uploads } : lc;
+}
+
 type DispatcherContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
 
 /** What the dispatcher answers: no failed items (every task stays in the table's queue), and its run. */
@@ -47,7 +60,7 @@ export interface DispatcherResult extends DispatchRun {
 
 async function dispatch(_event: unknown, context?: DispatcherContext): Promise<DispatcherResult> {
   const log = logger.child({ function: 'dispatcher' });
-  const base = providerLifecycleFromEnv();
+  const base = dispatcherLifecycle();
   // Its own failures (refused inputs) are finishes too: a task sent under the cap leaves the count.
   const lc = { ...base, config: withMaxInFlightFromEnv(base.config) };
   const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {

@@ -338,6 +338,18 @@ export const MEDIA_SOURCE_INSECURE_ORIGINS = /* @__PURE__ */ variable('MEDIA_SOU
 /** Days the media bucket keeps results (its lifecycle rule), so tasks can say until when. */
 export const RESULT_RETENTION_DAYS = /* @__PURE__ */ variable('RESULT_RETENTION_DAYS', 'stack', integer(1));
 
+/** The bucket callers' uploads go to (the media bucket's `uploads/` prefix deployed; the local stand-in). */
+export const UPLOADS_BUCKET = /* @__PURE__ */ variable('UPLOADS_BUCKET', 'stack', text);
+
+/** Where the uploads bucket is when it is not AWS's S3: the local gateway's S3 stand-in; unset deployed. */
+export const UPLOADS_S3_ENDPOINT = /* @__PURE__ */ variable('UPLOADS_S3_ENDPOINT', 'local', url);
+
+/** The largest upload in bytes (the stack's `uploadMaxBytes`; default 20 MB, core/uploads.ts). */
+export const UPLOAD_MAX_BYTES = /* @__PURE__ */ variable('UPLOAD_MAX_BYTES', 'stack', integer(1));
+
+/** Seconds an upload's record and reference live (the stack's `uploadExpiryHours`; default 24 hours). */
+export const UPLOAD_TTL_SECONDS = /* @__PURE__ */ variable('UPLOAD_TTL_SECONDS', 'stack', integer(1));
+
 /** The provider profile: mock, kie (a custom one comes as PROVIDER_PROFILE_JSON). */
 export const PROVIDER_PROFILE = /* @__PURE__ */ variable('PROVIDER_PROFILE', 'build', text);
 

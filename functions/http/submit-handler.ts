@@ -6,9 +6,13 @@ import { ValidationError } from '../core/errors';
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
+import { INLINE_IMAGES_MAX_BYTES, storeInlineImages, takeInlineImages } from '../lifecycle/inline-uploads';
 import { submitTask } from '../lifecycle/submit-task';
+import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
+import { uploadReaderFromEnv } from '../media/uploads';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
+import { uploadSettingsFromEnv } from '../runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../store/dispatch';
 import { storeFromEnv } from '../store/from-env';
 import { webhookTargetPolicy, webhookUrlProblem } from '../webhooks/target-policy';
@@ -46,10 +50,35 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
   return apiHandler({ jsonBody: true }, async (req) => {
     const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
     const profile = providerProfileFromEnv();
-    const request = rules.validate(req.body, profile);
+    const settings = uploadSettingsFromEnv();
+    // Inline data: images become upload:// references (stored below, once the request is valid).
+    const inline = takeInlineImages(req.body, settings.maxBytes);
+    const request = rules.validate(inline.body, profile);
     const webhookUrl = checkWebhookUrl((request as { webhookUrl?: unknown }).webhookUrl);
+    // The request as sent (inline images included): a replay with the same images is the same request.
+    const idempotency = idempotencyKey
+      ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
+      : undefined;
+    const ctx = { store: storeFromEnv(), now: () => new Date() };
+    const uploads = uploadReaderFromEnv();
+    await storeInlineImages(
+      { ...ctx, uploads },
+      {
+        userId: req.caller.userId,
+        images: inline.images,
+        ttlSeconds: settings.ttlSeconds,
+        maxBytes: Math.min(settings.maxBytes, INLINE_IMAGES_MAX_BYTES),
+        idempotency,
+      },
+    );
+    // Before anything is debited: a refused upload is the caller's 400, naming its entry.
+    const { inputImageUrls, providerInput } = request as {
+      inputImageUrls?: string[];
+      providerInput?: Record<string, unknown>;
+    };
+    await checkUploadReferences({ ...ctx, uploads }, req.caller.userId, inputImageUrls, idempotency, providerInput);
     const { response, replayed } = await submitTask(
-      { store: storeFromEnv(), now: () => new Date() },
+      ctx,
       {
         caller: req.caller,
         type: rules.type,
@@ -57,9 +86,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         cost: rules.price(request),
         providerRequest: rules.providerRequest(request, profile),
         webhookUrl,
-        idempotency: idempotencyKey
-          ? { key: idempotencyKey, requestHash: requestHash(rules.type, req.body) }
-          : undefined,
+        idempotency,
         maxQueued: maxQueuedTasksFromEnv(),
       },
       req.log,

@@ -4,6 +4,7 @@
  */
 import type { LifecycleConfig } from '../core/lifecycle';
 import type { MediaStore } from '../media/port';
+import type { UploadReader } from '../media/uploads';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import type { ProviderCallbacks } from '../provider/callback-secret';
@@ -19,6 +20,8 @@ export interface ProviderLifecycle {
   now: () => Date;
   /** Signed callback URLs for the provider; absent when callbacks are off (polling only). */
   callbacks?: ProviderCallbacks;
+  /** Callers' uploads (reference images): checked at submission, signed for the provider at each send. */
+  uploads?: UploadReader;
 }
 
 /** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */

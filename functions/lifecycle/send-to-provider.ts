@@ -5,6 +5,7 @@
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
+import { withSignedUploads } from './uploads';
 
 /** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */
 export interface StoredProviderRequest {
@@ -39,6 +40,8 @@ export async function createAtProvider(
 ): Promise<{ providerTaskId: string }> {
   const request = storedProviderRequest(task);
   const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
-  const create = callBackUrl === undefined ? request : { ...request, callBackUrl };
+  // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
+  const signed = await withSignedUploads(lc, task.userId, request);
+  const create = callBackUrl === undefined ? signed : { ...signed, callBackUrl };
   return timedProviderCall('createTask', () => lc.provider.createTask(create), log);
 }

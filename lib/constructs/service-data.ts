@@ -12,12 +12,12 @@ import {
   Table,
   TableEncryption,
 } from 'aws-cdk-lib/aws-dynamodb';
-import { Bucket } from 'aws-cdk-lib/aws-s3';
+import { Bucket, HttpMethods } from 'aws-cdk-lib/aws-s3';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { TABLE } from '../../functions/store/table';
 import type { ServiceConfig } from '../config';
-import { MEDIA_RESULTS_PREFIX } from '../generation-function';
+import { MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../generation-function';
 import { acknowledge, keepFormerLogicalId, privateBucketProps } from './support';
 
 /** Props of {@link ServiceData}. */
@@ -126,7 +126,27 @@ export class ServiceData extends Construct {
           expiration: Duration.days(config.resultRetentionDays),
           abortIncompleteMultipartUploadAfter: Duration.days(1),
         },
+        {
+          // Callers' reference images: their records expire after uploadExpiryHours; S3 counts whole days.
+          id: 'expire-uploads',
+          prefix: MEDIA_UPLOADS_PREFIX,
+          expiration: Duration.days(Math.ceil(config.uploadExpiryHours / 24)),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
       ],
+      // Browsers POST uploads straight to the bucket from the dashboard's origin (uploadCorsOrigins).
+      ...(config.uploadCorsOrigins === ''
+        ? {}
+        : {
+            cors: [
+              {
+                allowedMethods: [HttpMethods.POST],
+                allowedOrigins: config.uploadCorsOrigins.split(','),
+                allowedHeaders: ['*'],
+                maxAge: 3600,
+              },
+            ],
+          }),
     });
     keepFormerLogicalId(bucket);
     return bucket;

@@ -18,11 +18,14 @@ import {
   PROVIDER_PROFILE,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   RESULT_RETENTION_DAYS,
+  UPLOAD_MAX_BYTES,
+  UPLOAD_TTL_SECONDS,
 } from '../../functions/environment/environment';
 import { resolveProviderProfile, type ServiceConfig } from '../config';
 import {
   GenerationFunction,
   MEDIA_RESULTS_PREFIX,
+  MEDIA_UPLOADS_PREFIX,
   providerProfileDefine,
   providerReadsDefine,
 } from '../generation-function';
@@ -125,6 +128,20 @@ export class ServiceFunctions extends Construct {
         fn.executionRole,
         `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_RESULTS_PREFIX}*]`,
         'Result keys are per user and per task, so the grant is the results/ prefix: Put/Get only, no listing, no deletes, nothing outside the prefix',
+      );
+    }
+    if (needs.uploads) {
+      fn.bindUploads(props.mediaBucket, needs.uploads);
+      // The uploads function and the submit (inline images) make uploads: their limit and lifetime.
+      if (needs.uploads === 'post' || needs.uploads === 'read-put') {
+        fn.addEnvironment(UPLOAD_MAX_BYTES.name, String(config.uploadMaxBytes));
+        fn.addEnvironment(UPLOAD_TTL_SECONDS.name, String(config.uploadExpiryHours * 3600));
+      }
+      const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
+      acknowledge(
+        fn.executionRole,
+        `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_UPLOADS_PREFIX}*]`,
+        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images; no listing, no deletes',
       );
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);

@@ -7,6 +7,7 @@
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { join } from 'node:path';
+import { crc32, deflateSync } from 'node:zlib';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createDocumentClient } from '../../functions/store/client';
 import { backOff } from '../../functions/store/dispatch';
@@ -31,6 +32,31 @@ let apiKey = '';
 let keyId = '';
 /** A task submitted with that key. */
 let keyTaskId = '';
+
+/** A real 2x2 RGB PNG (signature, IHDR, IDAT, IEND, with their CRCs). */
+function smallPng(): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(2, 0);
+  header.writeUInt32BE(2, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // RGB
+  // Each row: filter byte 0, then two RGB pixels.
+  const rows = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
 
 async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: join(context.screenshotDir, `${name}.png`), fullPage: true });
@@ -582,6 +608,114 @@ test(
     expect(focused.outline).toBe('solid');
     expect(unlabelled).toEqual([]);
     expect(overflow).toBeLessThanOrEqual(0);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'reference image files: picked and dropped files are uploaded with previews; a mislabelled, an oversize and one too many each say why and are not submitted; the image-to-image task completes',
+  async () => {
+    // Prepare
+    const png = smallPng();
+    // A PNG's first bytes, then enough to pass the stack's 1 MB upload limit (global-setup).
+    const oversize = Buffer.concat([png.subarray(0, 16), Buffer.alloc(1536 * 1024)]);
+    const uploadsAsked: string[] = [];
+    const stored: string[] = [];
+    const generates: string[] = [];
+    page.on('request', (request) => {
+      const path = new URL(request.url()).pathname;
+      if (request.method() !== 'POST') return;
+      if (path === '/api/ai/uploads') uploadsAsked.push(request.postData() ?? '');
+      if (path.startsWith('/local-uploads/')) stored.push(path);
+      if (path === '/api/ai/image/generate') generates.push(request.postData() ?? '');
+    });
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Image', { exact: true }).check();
+    await page.getByLabel('Model').selectOption('image-model-1');
+    await page.getByLabel('Input', { exact: true }).selectOption('image_to_image');
+    await page.getByLabel('Prompt').fill('the same lighthouse, in watercolour, from my own file');
+    // Three URLs leave image-model-1 (4 references) room for one file.
+    await page
+      .getByLabel('Reference image URLs')
+      .fill('https://example.com/1.png\nhttps://example.com/2.png\nhttps://example.com/3.png');
+    const before = await page.locator('#balance').textContent();
+    const price = Number((await page.locator('.price').getAttribute('data-credits')) ?? 'NaN');
+    const file = (name: string) => page.locator(`li.file[data-file-name="${name}"]`);
+
+    // Act
+    await page.getByLabel('Reference image files', { exact: true }).setInputFiles([
+      { name: 'lighthouse.png', mimeType: 'image/png', buffer: png },
+      { name: 'notes.png', mimeType: 'image/png', buffer: Buffer.from('these are notes, not a picture\n') },
+      { name: 'huge.png', mimeType: 'image/png', buffer: oversize },
+    ]);
+    await file('lighthouse.png').and(page.locator('[data-state="ready"]')).waitFor();
+    await file('notes.png').and(page.locator('[data-state="error"]')).waitFor();
+    await file('huge.png').and(page.locator('[data-state="too-many"]')).waitFor();
+    const tooMany = await file('huge.png').locator('.file-state').textContent();
+    // Room for all: the oversize file now takes its place, and the service refuses its size.
+    await page.getByLabel('Reference image URLs').fill('');
+    await file('huge.png').and(page.locator('[data-state="error"]')).waitFor();
+    // A file dropped on the drop zone.
+    const dropped = await page.evaluateHandle(
+      (bytes) => {
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([new Uint8Array(bytes)], 'dropped.png', { type: 'image/png' }));
+        return transfer;
+      },
+      [...png],
+    );
+    await page.dispatchEvent('[data-drop-zone]', 'drop', { dataTransfer: dropped });
+    await file('dropped.png').and(page.locator('[data-state="ready"]')).waitFor();
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll<HTMLImageElement>('li.file img')].every(
+        (image) => image.complete && (image.naturalWidth > 0 || !/lighthouse|dropped/.test(image.alt)),
+      ),
+    );
+    await screenshot('new-task-files');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const refused = page.getByRole('alert').filter({ hasText: 'Not submitted' });
+    await refused.waitFor();
+    const refusedText = await refused.textContent();
+    const balanceAfterRefusal = await page.locator('#balance').textContent();
+    const generatesAfterRefusal = generates.length;
+    await page.getByRole('button', { name: 'Remove notes.png' }).click();
+    await page.getByRole('button', { name: 'Remove huge.png' }).click();
+    await page.getByRole('button', { name: 'Submit' }).click();
+    const taskId = await taskIdOfPage();
+    await page.locator('.state[data-status="1"]').waitFor({ timeout: WAIT_MS });
+    await page.waitForFunction(() => {
+      const image = document.querySelector<HTMLImageElement>('.results img');
+      return Boolean(image?.complete) && (image?.naturalWidth ?? 0) > 0;
+    });
+    await screenshot('task-from-files');
+    const task = await page.evaluate(
+      async (id) => (await fetch(`/api/ai/tasks/${encodeURIComponent(id)}`)).json(),
+      taskId,
+    );
+    const expectedBalance = `Balance: ${Number(/(\d+)/.exec(before ?? '')?.[1]) - price} credits`;
+    await page.waitForFunction((text) => document.querySelector('#balance')?.textContent === text, expectedBalance);
+
+    // Assert
+    expect(await file('notes.png').count()).toBe(0);
+    expect(tooMany).toBe('Too many: image-model-1 takes up to 4 reference images (3 given as URLs).');
+    expect(refusedText).toContain(
+      'notes.png: Wrong type: the file is labelled PNG but its bytes are not a PNG, JPEG or WebP image.',
+    );
+    expect(refusedText).toMatch(/huge\.png: Too large \(1\.5 MB\): Must be at most 1048576 bytes/);
+    expect(balanceAfterRefusal).toBe(before);
+    expect(generatesAfterRefusal).toBe(0);
+    // Asked for the two pictures and the oversize file (refused at once); the mislabelled one never left.
+    expect(uploadsAsked.map((body) => JSON.parse(body))).toEqual([
+      { contentType: 'image/png', size: png.length },
+      { contentType: 'image/png', size: oversize.length },
+      { contentType: 'image/png', size: png.length },
+    ]);
+    expect(stored).toHaveLength(2);
+    expect(generates).toHaveLength(1);
+    const sent = JSON.parse(generates[0] ?? '{}') as { inputImageUrls?: string[] };
+    expect(sent.inputImageUrls).toEqual([expect.stringMatching(/^upload:\/\//), expect.stringMatching(/^upload:\/\//)]);
+    expect(task).toMatchObject({ status: 1, type: 'image' });
+    expect(JSON.stringify(task)).not.toContain('X-Amz-Signature');
   },
   STEP_TIMEOUT_MS,
 );

@@ -10,6 +10,9 @@
  * (DeleteItem only: the entry of a task that ended while queued); reading a task and the listing read
  * the queue (a queued task's place and stage). With a cap on tasks in flight, the functions that finish
  * tasks may update the capacity item (DISPATCH#CAPACITY) and nothing more there; without one they may not.
+ * Issue 27: only the uploads function (PutObject, what its presigned POSTs are authorized as) and
+ * submission (inline `data:` images) may store uploads; only submission (the byte check) and the
+ * dispatcher (signing at send) may read them.
  */
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { LAMBDAS } from '../../lib/routes';
@@ -51,6 +54,15 @@ const QUEUE_TASKS =
 const LIFECYCLE_SECRETS = 'Allow secretsmanager:GetSecretValue on <ProviderCallbackSecret> <ProviderSecret>';
 const READ_RESULTS = 'Allow s3:GetObject on <MediaBucket.Arn>/results/*';
 const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/results/*';
+/**
+ * Issue 27: reading callers' uploads: the submit functions' check of their first bytes, the dispatcher's
+ * signed GET URLs for the provider at send. No other function (GET, the callback, the sweeper never send).
+ */
+const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
+/** Issue 27: the submit's check of uploads and its inline `data:` images stored as uploads. */
+const CHECK_AND_STORE_UPLOADS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/uploads/*';
+/** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
+const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
 
 /** Every function of the registry and exactly what its role allows. */
 const EXPECTED: Readonly<Record<string, readonly string[]>> = {
@@ -61,8 +73,10 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
   // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there. No provider.
-  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage')],
-  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo')],
+  // The upload check reads each upload's first bytes (a ranged GET), and inline data: images are stored
+  // as uploads (a presigned PUT): uploads/ only, no results.
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), CHECK_AND_STORE_UPLOADS],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), CHECK_AND_STORE_UPLOADS],
   // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
   // account's queue entries before it.
   'get-task': [
@@ -75,6 +89,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // Fails and refunds a queued task (USER#*), then deletes its queue entry: no provider, no media.
   'cancel-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('CancelTask')],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
+  // Issue 27: signs presigned POSTs into uploads/, nothing else there.
+  uploads: [readWrite('USER#*'), ownLogs('Uploads'), POST_UPLOADS],
   // A pending task's stage: the account's queue entries in the page's time range.
   'list-tasks': [readOnly('USER#*,DISPATCH#QUEUE'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
@@ -134,6 +150,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     `Allow dynamodb:ListStreams on *`,
     ownLogs('Dispatcher'),
     LIFECYCLE_SECRETS,
+    // Issue 27: signs each upload's short-lived GET URL for the provider at send.
+    READ_UPLOADS,
     `Allow sqs:ChangeMessageVisibility sqs:DeleteMessage sqs:GetQueueAttributes sqs:GetQueueUrl sqs:ReceiveMessage sqs:SendMessage on <DispatchDispatcherWakeQueue.Arn>`,
   ],
 };

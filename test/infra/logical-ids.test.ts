@@ -39,6 +39,8 @@ const STATEFUL_BEFORE_SPLIT: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'KeysRotateLogs79720D3D'],
   ['AWS::Logs::LogGroup', 'KeysRevokeLogs325256D3'],
   ['AWS::Logs::LogGroup', 'AuditLogLogs17831F1F'],
+  // Added after the split (issue 27, POST /api/ai/uploads): new, so its id is simply pinned from now on.
+  ['AWS::Logs::LogGroup', 'UploadsLogs255BA398'],
   ['AWS::Logs::LogGroup', 'ApiAccessLogsE9DF007D'],
   ['AWS::ApiGateway::RestApi', 'ApiF70053CD'],
   ['AWS::ApiGateway::Stage', 'ApiDeploymentStageprod3EB9684E'],

@@ -43,8 +43,11 @@ afterAll(() => {
 const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** The task routes (they run the lifecycle); the rest are the account routes. */
 const LIFECYCLE_ROUTES = ROUTES.filter((route) => route.needs.provider);
-// Functions that never meet the provider, but for submission, which queues provider tasks (pinned apart).
-const ACCOUNT_ROUTES = ROUTES.filter((route) => !route.needs.provider && !route.needs.queuesTasks);
+// Functions that never meet the provider, but for submission, which queues provider tasks (pinned apart),
+// and the uploads route (issue 27, its own test below).
+const ACCOUNT_ROUTES = ROUTES.filter(
+  (route) => !route.needs.provider && !route.needs.queuesTasks && route.name !== 'uploads',
+);
 const WRITE = ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 function functionId(name: string): string {
@@ -288,6 +291,24 @@ describe('least privilege', () => {
     }
   });
 
+  test('the uploads function writes its upload records and may only store objects under uploads/', () => {
+    // Act
+    const statements = statementsOf('uploads');
+    const env = environmentOf('uploads');
+
+    // Assert
+    expect(actionsOf(statements)).toEqual(
+      ['logs:CreateLogStream', 'logs:PutLogEvents', ...READ, ...WRITE, 's3:PutObject'].sort(),
+    );
+    const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:PutObject'));
+    expect(JSON.stringify(s3?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
+    expect(env).toMatchObject({
+      UPLOADS_BUCKET: { Ref: expect.stringMatching(/^MediaBucket/) },
+      UPLOAD_MAX_BYTES: String(20 * 1024 * 1024),
+      UPLOAD_TTL_SECONDS: String(24 * 3600),
+    });
+  });
+
   test('lifecycle functions read and write the table, read the secret and use the results prefix', () => {
     for (const { name, needs } of [SWEEPER, ...LIFECYCLE_ROUTES]) {
       // Act
@@ -329,6 +350,8 @@ describe('least privilege', () => {
       );
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
       if (needs.media !== 'none') expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
+      // Polls, callbacks and the sweeper never send (the dispatcher does): no uploads.
+      expect(JSON.stringify(statements)).not.toContain('"/uploads/*"');
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -356,6 +379,7 @@ describe('least privilege', () => {
       // A queued task counts the queue entries before it.
       'get-task': ['USER#*', 'DISPATCH#QUEUE'],
       'provider-callback': ['USER#*'],
+      uploads: ['USER#*'],
       ...Object.fromEntries(
         ACCOUNT_ROUTES.filter((route) => route.needs.table.access !== 'none').map((route) => [route.name, account]),
       ),
@@ -451,6 +475,43 @@ describe('least privilege', () => {
           route.name === 'get-task' ? ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] : [],
         );
         expect(env).not.toHaveProperty('MAX_QUEUED_TASKS_PER_ACCOUNT');
+      }
+    }
+  });
+
+  test('only submission (its byte check, its inline images) and the dispatcher (signing at send) read uploads; only the uploads function and submission store them', () => {
+    for (const { name } of LAMBDAS) {
+      // Act
+      const uploads = statementsOf(name).filter((statement) =>
+        JSON.stringify(statement.Resource).includes('"/uploads/*"'),
+      );
+      const env = environmentOf(name);
+
+      // Assert
+      const submit = ['submit-image', 'submit-video'].includes(name);
+      const expected =
+        name === 'uploads'
+          ? ['s3:PutObject']
+          : submit
+            ? ['s3:GetObject', 's3:PutObject']
+            : name === DISPATCHER.name
+              ? ['s3:GetObject']
+              : [];
+      expect(actionsOf(uploads)).toEqual(expected);
+      // One statement, on the uploads/ prefix alone.
+      if (expected.length > 0) expect(JSON.stringify(uploads[0]?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
+      // The bucket's name goes with the grant, and nowhere else.
+      if (expected.length > 0) expect(env.UPLOADS_BUCKET).toEqual({ Ref: expect.stringMatching(/^MediaBucket/) });
+      else expect(env).not.toHaveProperty('UPLOADS_BUCKET');
+      // The functions that make uploads (presigned POSTs, inline images) know their limit and lifetime.
+      if (name === 'uploads' || submit) {
+        expect(env).toMatchObject({
+          UPLOAD_MAX_BYTES: String(20 * 1024 * 1024),
+          UPLOAD_TTL_SECONDS: String(24 * 3600),
+        });
+      } else {
+        expect(env).not.toHaveProperty('UPLOAD_MAX_BYTES');
+        expect(env).not.toHaveProperty('UPLOAD_TTL_SECONDS');
       }
     }
   });
@@ -569,7 +630,6 @@ describe('dashboard', () => {
       "default-src 'self'",
       "script-src 'self'",
       "style-src 'self'",
-      "connect-src 'self'",
       "object-src 'none'",
       "base-uri 'none'",
       "frame-ancestors 'none'",
@@ -578,6 +638,9 @@ describe('dashboard', () => {
     }
     expect(csp).not.toContain('unsafe-');
     expect(csp).toContain("img-src 'self' https://");
+    // The presigned POST of an upload goes to the bucket too; previews of chosen files are blob: URLs.
+    expect(csp).toContain("connect-src 'self' https://");
+    expect(csp).toMatch(/img-src [^;]* blob:;/);
     expect(csp).toContain(logicalIdOf(service, service.stack.mediaBucket));
     expect(config.SecurityHeadersConfig).toMatchObject({
       ContentTypeOptions: { Override: true },
@@ -839,9 +902,15 @@ describe('data', () => {
       },
       LoggingConfiguration: { DestinationBucketName: { Ref: expect.stringMatching(/^MediaAccessLogs/) } },
       LifecycleConfiguration: {
-        Rules: [expect.objectContaining({ Prefix: 'results/', ExpirationInDays: 30, Status: 'Enabled' })],
+        Rules: [
+          expect.objectContaining({ Prefix: 'results/', ExpirationInDays: 30, Status: 'Enabled' }),
+          // Issue 27: callers' uploads live 24 hours (uploadExpiryHours), whole days for S3.
+          expect.objectContaining({ Prefix: 'uploads/', ExpirationInDays: 1, Status: 'Enabled' }),
+        ],
       },
     });
+    // No CORS rule unless uploadCorsOrigins names the origins whose pages POST uploads.
+    expect(bucket.Properties).not.toHaveProperty('CorsConfiguration');
     service.template.hasResourceProperties('AWS::S3::BucketPolicy', {
       Bucket: { Ref: bucketId },
       PolicyDocument: {

@@ -164,7 +164,9 @@ describe('validateImageRequest: the schema', () => {
     const details = rejectionOf(() => validateImageRequest(body));
 
     // Assert
-    expect(details.fieldErrors).toEqual({ 'inputImageUrls.3': ['Must be an http or https URL'] });
+    expect(details.fieldErrors).toEqual({
+      'inputImageUrls.3': ['Must be an http or https URL, or upload://<uploadId>'],
+    });
   });
 
   test('rejects a non-string reference URL at its index', () => {
@@ -453,7 +455,9 @@ describe('validateVideoRequest: the schema', () => {
 
     // Assert
     expect(tooManyDetails.fieldErrors).toEqual({ inputImageUrls: ['Must contain at most 5 URLs'] });
-    expect(badUrlDetails.fieldErrors).toEqual({ 'inputImageUrls.1': ['Must be an http or https URL'] });
+    expect(badUrlDetails.fieldErrors).toEqual({
+      'inputImageUrls.1': ['Must be an http or https URL, or upload://<uploadId>'],
+    });
   });
 });
 

@@ -10,6 +10,7 @@ import { field, h, replace, uid } from '../dom';
 import { credits } from '../format';
 import { priceOf } from '../price';
 import type { PageContext } from './page';
+import { referenceFiles } from './reference-files';
 
 const MODE_NAMES: Record<string, string> = {
   text_to_image: 'Text to image',
@@ -54,6 +55,7 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
     h('textarea', { name: 'inputImageUrls', rows: 2, spellcheck: 'false' }),
     'One http(s) URL per line.',
   );
+  const files = referenceFiles();
   const prompt = field('Prompt', h('textarea', { name: 'prompt', rows: 4, required: true }));
   const resolution = field('Resolution', h('select', { name: 'resolution' }));
   const duration = field('Duration', h('select', { name: 'duration' }));
@@ -95,8 +97,12 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
     );
     const withImages = mode.control.value === 'image_to_image' || mode.control.value === 'image_to_video';
     references.element.hidden = !withImages;
+    files.element.hidden = !withImages;
     const hint = references.element.querySelector('.hint');
-    if (hint) hint.textContent = `One http(s) URL per line, up to ${chosen.maxReferenceImages}.`;
+    if (hint) {
+      hint.textContent = `One http(s) URL per line; with the files below, up to ${chosen.maxReferenceImages} images.`;
+    }
+    files.setRoom(chosen.maxReferenceImages, referenceLines().length, chosen.id);
     prompt.control.setAttribute('maxlength', String(chosen.maxPromptLength));
     options(aspectRatio.control as HTMLSelectElement, [
       { value: '', label: 'Model default' },
@@ -131,7 +137,7 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
   };
 
   /** The request body, or undefined (with the error shown) when the provider options are not JSON. */
-  const body = (chosen: Model): Record<string, unknown> | undefined => {
+  const body = (chosen: Model, uploaded: string[]): Record<string, unknown> | undefined => {
     let extra: Record<string, unknown> = {};
     const raw = providerInput.control.value.trim();
     if (raw) {
@@ -151,7 +157,7 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
     };
     if (aspectRatio.control.value) request.aspectRatio = aspectRatio.control.value;
     const withImages = !references.element.hidden;
-    if (withImages) request.inputImageUrls = referenceLines();
+    if (withImages) request.inputImageUrls = [...referenceLines(), ...uploaded];
     if (chosen.type === 'image') {
       request.numOutputs = Number(numOutputs.control.value);
     } else {
@@ -178,9 +184,29 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
     formError.hidden = true;
     const chosen = selectedModel();
     if (!chosen) return;
-    const request = body(chosen);
-    if (!request) return;
     submit.disabled = true;
+    const withImages = !references.element.hidden;
+    const urlCount = withImages ? referenceLines().length : 0;
+    let uploaded: string[] = [];
+    if (withImages && files.count > 0) {
+      formError.textContent = 'Waiting for the files to upload…';
+      formError.hidden = false;
+      const chosenFiles = await files.references();
+      formError.hidden = true;
+      if (chosenFiles.problems.length > 0) {
+        submit.disabled = false;
+        formError.textContent = `Not submitted: remove the files marked with a problem first (${chosenFiles.problems.join(' ')})`;
+        formError.hidden = false;
+        formError.focus();
+        return;
+      }
+      uploaded = chosenFiles.references;
+    }
+    const request = body(chosen, uploaded);
+    if (!request) {
+      submit.disabled = false;
+      return;
+    }
     try {
       const accepted = await submitTask(chosen.type, request);
       await context.refreshBalance();
@@ -191,7 +217,11 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
       const loose: string[] = [];
       if (error.status === 400) {
         for (const [path, messages] of Object.entries(error.fieldErrors)) {
-          const top = path.split('.')[0] ?? path;
+          const [top = path, index] = path.split('.');
+          // An uploaded file's refusal goes on that file's line.
+          if (top === 'inputImageUrls' && Number(index) >= urlCount) {
+            if (files.setSubmitError(Number(index) - urlCount, messages.join(' '))) continue;
+          }
           const target = path === 'providerInput.resolution' ? resolution : fieldsByPath[top];
           if (target) target.setError(`${path}: ${messages.join(' ')}`);
           else loose.push(`${path}: ${messages.join(' ')}`);
@@ -222,13 +252,14 @@ export async function renderNewTask(main: HTMLElement, context: PageContext): Pr
       },
       onchange: update,
       oninput: (event: Event) => {
-        if (event.target === numOutputs.control) update();
+        if (event.target === numOutputs.control || event.target === references.control) update();
       },
     },
     typeFieldset,
     model.element,
     mode.element,
     references.element,
+    files.element,
     prompt.element,
     resolution.element,
     duration.element,

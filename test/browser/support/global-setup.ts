@@ -44,6 +44,8 @@ export default async function setup(): Promise<void> {
           DYNAMODB_ENDPOINT: '',
           DASHBOARD_DIR: '',
           LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password}`,
+          // 1 MB, so the dashboard test's oversize reference file stays small.
+          UPLOAD_MAX_BYTES: String(1024 * 1024),
         },
       });
     } catch (error) {

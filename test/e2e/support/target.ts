@@ -87,6 +87,14 @@ export const CONDITIONAL_CHECKS = {
     what: 'bodies of the answers the gateway makes itself (401, 403, unknown route 404, 413); their status codes are checked everywhere',
   },
   ownership: { needs: ['otherUserKey'], what: "another user's GET of a task -> 404 Task not found" },
+  uploadOwnership: {
+    needs: ['otherUserKey'],
+    what: "another account's upload in inputImageUrls -> the same 400 as a missing one",
+  },
+  uploadTask: {
+    needs: ['mockProvider'],
+    what: 'an uploaded PNG and an inline data: PNG -> an image-to-image task that completes',
+  },
   idempotentDebit: {
     needs: ['otherUserKey'],
     what: 'an idempotent replay debits once (balance read from a 402 answer)',

@@ -1,0 +1,90 @@
+/**
+ * Upload records (`USER#<id>` / `UPLOAD#<uploadId>`): what an account was allowed to upload, written
+ * when the presigned POST is made and removed by DynamoDB's TTL when the upload expires. Reading one
+ * needs the owner's id, so another account's upload is simply not found.
+ */
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { UploadContentType } from '../core/uploads';
+import { type RetryingStoreContext, withRetry } from './errors';
+import { keys } from './keys';
+import { TABLE } from './table';
+
+export interface UploadRecord {
+  userId: string;
+  uploadId: string;
+  /** Where the bytes live (`uploads/<user>/<uploadId>`). */
+  key: string;
+  contentType: UploadContentType;
+  /** The size the caller declared; the POST policy allows up to `maxBytes`. */
+  declaredBytes: number;
+  maxBytes: number;
+  createdAt: string;
+  expiresAt: string;
+}
+
+function uploadItemKey(userId: string, uploadId: string) {
+  return { [TABLE.partitionKey]: `USER#${userId}`, [TABLE.sortKey]: `UPLOAD#${uploadId}` };
+}
+
+/** Records a new upload (the id is fresh, so the write is conditional on nothing being there). */
+export async function putUpload(ctx: RetryingStoreContext, record: UploadRecord): Promise<void> {
+  await withRetry(
+    () =>
+      ctx.doc.send(
+        new PutCommand({
+          TableName: ctx.tableName,
+          Item: {
+            ...uploadItemKey(record.userId, record.uploadId),
+            ...record,
+            [TABLE.ttlAttribute]: Math.ceil(new Date(record.expiresAt).getTime() / 1000),
+          },
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+        }),
+      ),
+    ctx.retry,
+  );
+}
+
+/**
+ * The caller's upload, or undefined when it does not exist, belongs to someone else (the key holds the
+ * owner) or has expired (TTL deletes lazily, so the time is checked here too).
+ */
+export async function getUpload(
+  ctx: RetryingStoreContext,
+  userId: string,
+  uploadId: string,
+  now: Date,
+): Promise<UploadRecord | undefined> {
+  const out = await withRetry(
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: uploadItemKey(userId, uploadId) })),
+    ctx.retry,
+  );
+  const item = out.Item;
+  if (!item || typeof item.expiresAt !== 'string' || new Date(item.expiresAt).getTime() <= now.getTime()) {
+    return undefined;
+  }
+  // Written only by putUpload, so the item has the record's shape (plus its keys and TTL).
+  return item as UploadRecord;
+}
+
+/**
+ * True when `idempotencyKey` already holds this very request (same hash, not expired): its submit is a
+ * replay, answered with the original task even after the uploads it names have expired.
+ */
+export async function isRecordedRequest(
+  ctx: RetryingStoreContext,
+  userId: string,
+  idempotency: { key: string; requestHash: string },
+  now: Date,
+): Promise<boolean> {
+  const out = await withRetry(
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: keys.idempotency(userId, idempotency.key) })),
+    ctx.retry,
+  );
+  const item = out.Item;
+  return (
+    item?.requestHash === idempotency.requestHash &&
+    Number(item[TABLE.ttlAttribute]) >= Math.floor(now.getTime() / 1000)
+  );
+}
