@@ -5,6 +5,7 @@
 import { hashApiKey, isApiKeyFormat, isKeyExpired, parseBearer } from '../core/api-key';
 import { isAllowed } from '../core/cidr';
 import { ForbiddenError, UnauthorizedError } from '../core/errors';
+import type { KeySpendLimit } from '../core/task';
 import { getApiKeyByHash } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
 
@@ -21,6 +22,9 @@ export interface KeyPrincipal {
   userId: string;
   keyId: string;
   expiresAt?: number;
+  /** The key's spend limit and its version, enforced by the accept (store/spend.ts). */
+  spendLimit?: KeySpendLimit;
+  spendLimitVersion?: number;
 }
 
 /** Why a key was refused; for logs and metrics only, never shown to the caller. */
@@ -55,6 +59,8 @@ export async function decideKey(store: StoreContext, input: AuthorizeKeyInput): 
 
   const principal: KeyPrincipal = { userId: record.userId, keyId: record.keyId };
   if (record.expiresAt !== undefined) principal.expiresAt = record.expiresAt;
+  if (record.spendLimit !== undefined) principal.spendLimit = record.spendLimit;
+  if (record.spendLimitVersion !== undefined) principal.spendLimitVersion = record.spendLimitVersion;
   return { outcome: 'allow', principal, use: { keyHash, lastUsedAt: record.lastUsedAt } };
 }
 

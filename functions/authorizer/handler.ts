@@ -13,7 +13,7 @@
  * - Allow: a policy for the whole API; principalId = userId; `usageIdentifierKey` = the API Gateway API
  *   key of this API key (or of the account's sessions), whose usage plan limits it (`usageKeyOf`);
  *   context `{ credential: 'key', userId,
- *   keyId, expiresAt? }` or `{ credential: 'session', userId, sessionHash, expiresAt }` (epoch seconds;
+ *   keyId, expiresAt?, spendLimitVersion, spendLimitCredits?, spendLimitPeriod?, spendBudgetKeyId? }` or `{ credential: 'session', userId, sessionHash, expiresAt }` (epoch seconds;
  *   handlers re-check it). Which routes take which credential is the handlers' rule (functions/http).
  * - Missing, malformed, unknown, revoked or expired credential: `throw new Error('Unauthorized')` (401).
  * - Valid key from an address outside its allowlist: a Deny policy for the whole API (403).
@@ -29,6 +29,7 @@ import { callerAddress, originSecretFromEnv } from '../auth/viewer-address';
 import { epochSeconds } from '../core/api-key';
 import { usageKeyOf, usageSubjectOf } from '../core/rate-plan';
 import { touchDue } from '../core/session';
+import { type SpendLimitContext, spendLimitContext } from '../core/spend-limit';
 import { createLogger, type Logger, withInvocation } from '../observability/logger';
 import { keyUseDue, recordKeyUse } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
@@ -37,7 +38,7 @@ import { touchSession } from '../store/sessions';
 
 /** The authorizer context handlers receive (`requestContext.authorizer`). */
 export type AuthorizerContext = (
-  | { credential: 'key'; userId: string; keyId: string; expiresAt?: number }
+  | ({ credential: 'key'; userId: string; keyId: string; expiresAt?: number } & SpendLimitContext)
   | { credential: 'session'; userId: string; sessionHash: string; expiresAt: number }
 ) & {
   /** The viewer's address when the request came through the dashboard's distribution (viewer-address.ts). */
@@ -98,7 +99,14 @@ function authorizerContext(principal: RequestPrincipal): AuthorizerContext {
     const { userId, sessionHash, expiresAt } = principal;
     return { credential: 'session', userId, sessionHash, expiresAt };
   }
-  const context: AuthorizerContext = { credential: 'key', userId: principal.userId, keyId: principal.keyId };
+  // The key's spend limit rides along, so the accept needs no read of its own; a limit changed after
+  // this read cannot be used (the accept proves its version on the key-end guard, store/spend.ts).
+  const context: AuthorizerContext = {
+    credential: 'key',
+    userId: principal.userId,
+    keyId: principal.keyId,
+    ...spendLimitContext(principal.spendLimit, principal.spendLimitVersion),
+  };
   if (principal.expiresAt !== undefined) context.expiresAt = principal.expiresAt;
   return context;
 }

@@ -178,3 +178,19 @@ export class KeyNotFoundError extends DomainError {
 export class KeyStateError extends DomainError {
   override readonly name: string = 'KeyStateError';
 }
+
+/**
+ * 402: the caller's API key has spent its budget for the period (README "Spend limits"); nothing was
+ * debited. `resetsAt` is when the next period starts (ISO 8601, UTC), null for a `total` budget.
+ */
+export class SpendLimitError extends DomainError {
+  override readonly name: string = 'SpendLimitError';
+  constructor(
+    readonly limit: number,
+    readonly period: 'day' | 'month' | 'total',
+    readonly spent: number,
+    readonly resetsAt: string | null,
+  ) {
+    super('Spend limit reached');
+  }
+}

@@ -16,6 +16,18 @@ export interface Caller {
   userId: string;
   keyId?: string;
   sessionHash?: string;
+  /** The key's spend limit as the authorizer read it (key callers with a limit only). */
+  spendLimit?: KeySpendLimit;
+  /** The version of the key's limit the authorizer read (0 or absent: never had one). */
+  spendLimitVersion?: number;
+}
+
+/** A key's budget as the accept enforces it (core/spend-limit.ts). */
+export interface KeySpendLimit {
+  credits: number;
+  period: 'day' | 'month' | 'total';
+  /** The key whose counter it spends into: itself, or the first key of its rotation chain. */
+  budgetKeyId: string;
 }
 
 /** Every machine-readable failure code a task can end with. */
@@ -142,6 +154,11 @@ export interface TaskRecord {
   providerErrorCode?: string;
   /** API key that created the task (for audit; never the key itself). */
   keyId?: string;
+  /**
+   * The sort key of the key's spend counter the accept added `creditsUsed` to (a key with a spend limit
+   * only): a refund gives the credits back to that same period's counter.
+   */
+  spendCounter?: string;
   /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
   webhookUrl?: string;
 }

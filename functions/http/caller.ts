@@ -6,6 +6,7 @@ import { isPrincipalExpired } from '../auth/authorize-key';
 import { decideRequest, principalOf } from '../auth/authorize-request';
 import { sessionIdFromHeaders } from '../auth/session-cookie';
 import { ForbiddenError, UnauthorizedError } from '../core/errors';
+import { spendLimitFromContext } from '../core/spend-limit';
 import type { Caller } from '../core/task';
 import { storeFromEnv } from '../store/from-env';
 
@@ -33,7 +34,7 @@ export async function resolveCaller(event: APIGatewayProxyEvent, now: Date = new
   if (userId && (keyId || sessionHash)) {
     const expiresAt = Number(asString(context?.expiresAt) ?? Number.NaN);
     if (isPrincipalExpired(Number.isFinite(expiresAt) ? expiresAt : undefined, now)) throw new UnauthorizedError();
-    return keyId ? { userId, keyId } : { userId, sessionHash };
+    return keyId ? { userId, keyId, ...spendLimitFromContext(context) } : { userId, sessionHash };
   }
   // Spelled `process.env.X`, the one form esbuild's `define` replaces (a build-time variable of the
   // contract, functions/environment/environment.ts): bundles without the inline mode drop this code.
@@ -46,7 +47,15 @@ export async function resolveCaller(event: APIGatewayProxyEvent, now: Date = new
       now,
     });
     const principal = principalOf(result);
-    if (principal?.credential === 'key') return { userId: principal.userId, keyId: principal.keyId };
+    if (principal?.credential === 'key') {
+      const { userId: id, keyId: key, spendLimit, spendLimitVersion } = principal;
+      return {
+        userId: id,
+        keyId: key,
+        spendLimitVersion: spendLimitVersion ?? 0,
+        ...(spendLimit ? { spendLimit } : {}),
+      };
+    }
     if (principal?.credential === 'session') return { userId: principal.userId, sessionHash: principal.sessionHash };
     if (result.decision.outcome === 'forbidden') throw new ForbiddenError();
   }

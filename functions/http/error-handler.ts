@@ -17,6 +17,7 @@ import {
   QueueFullError,
   ServiceBusyError,
   SessionRequiredError,
+  SpendLimitError,
   TaskNotFoundError,
   TaskStateError,
   UnauthorizedError,
@@ -35,6 +36,10 @@ export function errorResponse(error: unknown, requestId: string): APIGatewayProx
   if (error instanceof UnauthorizedError) return jsonResponse(401, { error: error.message }, headers);
   if (error instanceof InsufficientCreditsError) {
     return jsonResponse(402, { error: error.message, required: error.required, balance: error.balance }, headers);
+  }
+  if (error instanceof SpendLimitError) {
+    const { limit, period, spent, resetsAt } = error;
+    return jsonResponse(402, { error: error.message, limit, period, spent, resetsAt }, headers);
   }
   if (error instanceof ForbiddenError) return jsonResponse(403, { error: error.message }, headers);
   if (error instanceof SessionRequiredError) return jsonResponse(403, { error: error.message }, headers);

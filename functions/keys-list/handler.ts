@@ -1,12 +1,14 @@
 /**
- * GET /api/keys: the signed-in user's keys (never the keys themselves). Session only.
+ * GET /api/keys: the signed-in user's keys (never the keys themselves), each limited key with what it
+ * spent this period. Session only.
  */
 import { apiHandler } from '../http/api-handler';
-import { describeKey, listApiKeys } from '../store/api-keys';
+import { describeKeys } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';
 
 export const handler = apiHandler({ jsonBody: false, credentials: 'session' }, async (req) => {
   const now = new Date();
-  const keys = await listApiKeys(storeFromEnv(), req.caller.userId);
-  return { statusCode: 200, body: { keys: keys.map((key) => describeKey(key, now)) } };
+  // Each limited key shows its limit and what it spent this period (one read per budget).
+  const keys = await describeKeys(storeFromEnv(), req.caller.userId, now);
+  return { statusCode: 200, body: { keys } };
 });

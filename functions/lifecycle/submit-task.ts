@@ -105,6 +105,8 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
+      spendLimit: input.caller.spendLimit,
+      spendLimitVersion: input.caller.spendLimitVersion,
       webhookUrl: input.webhookUrl,
       now: lc.now(),
     },

@@ -11,6 +11,8 @@ import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
 import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
+import { isSpendPeriod, type SpendLimitInput, spendPeriodOf } from '../core/spend-limit';
+import type { KeySpendLimit } from '../core/task';
 import { type AuditInput, auditPut } from './audit';
 import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
@@ -19,6 +21,7 @@ import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors'
 import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
+import { readSpent, spendCounterOf, stampLimitVersion } from './spend';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
 export interface ApiKeyRecord {
@@ -39,6 +42,10 @@ export interface ApiKeyRecord {
   rotatedFrom?: string;
   /** Epoch seconds of the last request made with the key (recorded at most once a minute). */
   lastUsedAt?: number;
+  /** The key's budget (README "Spend limits"); absent: no limit. */
+  spendLimit?: KeySpendLimit;
+  /** Grows with every change of `spendLimit` (store/spend.ts); absent: never changed. */
+  spendLimitVersion?: number;
 }
 
 /** One row of a user's key listing: everything but the key and its hash. */
@@ -59,6 +66,8 @@ export interface PutApiKeyInput {
   allowedCidrs?: readonly string[];
   /** Epoch seconds, in the future; omit for a key that never expires. */
   expiresAt?: number;
+  /** A budget for the key (README "Spend limits"); omit for none. */
+  spendLimit?: SpendLimitInput;
   now?: Date;
   /** Recorded in the same transaction as the key (actions by customers and operators alike). */
   audit?: AuditInput;
@@ -135,6 +144,8 @@ const NAMES = {
   '#prefix': 'prefix',
   '#keyHash': 'keyHash',
   '#lastUsedAt': 'lastUsedAt',
+  '#spendLimit': 'spendLimit',
+  '#spendLimitVersion': 'spendLimitVersion',
 } as const;
 
 type Names = Partial<Record<keyof typeof NAMES, string>>;
@@ -157,6 +168,8 @@ const RECORD_ATTRIBUTES = [
   '#replacedBy',
   '#rotatedFrom',
   '#lastUsedAt',
+  '#spendLimit',
+  '#spendLimitVersion',
 ] as const;
 
 const LISTING_ATTRIBUTES = [
@@ -170,6 +183,8 @@ const LISTING_ATTRIBUTES = [
   '#replacedBy',
   '#rotatedFrom',
   '#lastUsedAt',
+  '#spendLimit',
+  '#spendLimitVersion',
 ] as const;
 
 type Item = Record<string, unknown>;
@@ -221,7 +236,19 @@ function lifecycleFields(item: Item) {
     replacedBy: optStr(item, 'replacedBy'),
     rotatedFrom: optStr(item, 'rotatedFrom'),
     lastUsedAt: optNum(item, 'lastUsedAt'),
+    spendLimit: optSpendLimit(item),
+    spendLimitVersion: optNum(item, 'spendLimitVersion'),
   };
+}
+
+function optSpendLimit(item: Item): KeySpendLimit | undefined {
+  const value = item.spendLimit;
+  if (value === undefined) return undefined;
+  const limit = value as Partial<KeySpendLimit>;
+  if (typeof limit.credits !== 'number' || !isSpendPeriod(limit.period) || typeof limit.budgetKeyId !== 'string') {
+    throw new Error('API key item: spendLimit is malformed');
+  }
+  return { credits: limit.credits, period: limit.period, budgetKeyId: limit.budgetKeyId };
 }
 
 function toRecord(item: Item): ApiKeyRecord {
@@ -325,7 +352,15 @@ export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promi
   const { apiKey, keyId } = generateApiKey();
   const record = withOptional<ApiKeyRecord>(
     { keyId, userId: input.userId, name: input.name, allowedCidrs, createdAt: now.toISOString() },
-    { expiresAt: input.expiresAt },
+    {
+      expiresAt: input.expiresAt,
+      ...(input.spendLimit
+        ? {
+            spendLimit: { credits: input.spendLimit.credits, period: input.spendLimit.period, budgetKeyId: keyId },
+            spendLimitVersion: 1,
+          }
+        : {}),
+    },
   );
   const prefix = keyPrefix(apiKey);
   const audit = input.audit ? [auditPut(ctx, input.userId, withKey(input.audit, keyId), now)] : [];
@@ -368,6 +403,27 @@ export async function listApiKeys(ctx: StoreContext, userId: string): Promise<Ap
   const items = await queryAllWithPrefix(ctx, accountKeys.keyListing(userId, ''), projection);
   const listings = items.map(toListing);
   return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
+}
+
+/**
+ * Every key of a user as `describeKey` shows it, with what each limited key has spent this period (one
+ * GetItem per distinct counter: keys of one rotation chain share theirs).
+ */
+export async function describeKeys(ctx: StoreContext, userId: string, now: Date) {
+  const listings = await listApiKeys(ctx, userId);
+  const spentByCounter = new Map<string, Promise<number>>();
+  const spentOf = (limit: KeySpendLimit) => {
+    const counter = spendCounterOf(userId, limit, now).key.SK;
+    let spent = spentByCounter.get(counter);
+    if (!spent) {
+      spent = readSpent(ctx, userId, limit, now);
+      spentByCounter.set(counter, spent);
+    }
+    return spent;
+  };
+  return Promise.all(
+    listings.map(async (key) => describeKey(key, now, key.spendLimit ? await spentOf(key.spendLimit) : 0)),
+  );
 }
 
 interface KeyRef {
@@ -499,7 +555,14 @@ export async function rotateApiKey(
   const { apiKey, keyId } = generateApiKey();
   const record = withOptional<ApiKeyRecord>(
     { keyId, userId: old.userId, name: old.name, allowedCidrs: old.allowedCidrs, createdAt: now.toISOString() },
-    { expiresAt: old.expiresAt, rotatedFrom: old.keyId },
+    // The budget and its counter go with the key: the replacement (and the old key, during its grace)
+    // spend into the same counter (`budgetKeyId`), so rotating never resets what was spent.
+    {
+      expiresAt: old.expiresAt,
+      rotatedFrom: old.keyId,
+      spendLimit: old.spendLimit,
+      spendLimitVersion: old.spendLimitVersion,
+    },
   );
   const prefix = keyPrefix(apiKey);
 
@@ -585,6 +648,95 @@ export async function rotateApiKey(
   return { issued: { ...record, apiKey, prefix }, previous };
 }
 
+/**
+ * Sets (or, with `null`, removes) a key's spend limit. Only the newest key of a rotation chain can be
+ * changed (a key in its rotation grace keeps the limit it had; both spend into the same counter). The
+ * new version is stamped on the key's key-end guards before the key items take the new limit, so no
+ * accept holding the old limit can commit after the change is recorded (store/spend.ts).
+ */
+export async function setSpendLimit(
+  ctx: StoreContext,
+  input: KeyAction & { spendLimit: SpendLimitInput | null },
+): Promise<ApiKeyRecord> {
+  const now = input.now ?? new Date();
+  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
+  const old = await getApiKeyByHash(ctx, ref.keyHash);
+  if (!old) throw new ApiKeyNotFoundError(input.keyId);
+  if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
+  if (old.replacedBy !== undefined) {
+    throw new ApiKeyStateError(`API key ${old.keyId} was rotated; change the limit of ${old.replacedBy} instead`);
+  }
+  const version = (old.spendLimitVersion ?? 0) + 1;
+  const spendLimit: KeySpendLimit | undefined = input.spendLimit
+    ? {
+        credits: input.spendLimit.credits,
+        period: input.spendLimit.period,
+        budgetKeyId: old.spendLimit?.budgetKeyId ?? old.keyId,
+      }
+    : undefined;
+  await stampLimitVersion(ctx, { userId: ref.userId, keyId: ref.keyId, version, now });
+  const change = spendLimit
+    ? { UpdateExpression: 'SET #spendLimit = :limit, #spendLimitVersion = :version' }
+    : { UpdateExpression: 'SET #spendLimitVersion = :version REMOVE #spendLimit' };
+  const sameVersion =
+    old.spendLimitVersion === undefined
+      ? 'attribute_not_exists(#spendLimitVersion)'
+      : '#spendLimitVersion = :previousVersion';
+  const values = {
+    ':version': version,
+    ...(spendLimit ? { ':limit': spendLimit } : {}),
+    ...(old.spendLimitVersion === undefined ? {} : { ':previousVersion': old.spendLimitVersion }),
+  };
+  const keyNames = names('#pk', '#spendLimit', '#spendLimitVersion');
+  try {
+    await transact(ctx, [
+      {
+        Update: {
+          TableName: ctx.tableName,
+          Key: accountKeys.apiKey(ref.keyHash),
+          ...change,
+          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy) AND ${sameVersion}`,
+          ExpressionAttributeNames: { ...keyNames, ...names('#revokedAt', '#replacedBy') },
+          ExpressionAttributeValues: values,
+        },
+      },
+      {
+        Update: {
+          TableName: ctx.tableName,
+          Key: accountKeys.keyListing(ref.userId, ref.keyId),
+          ...change,
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: keyNames,
+          ExpressionAttributeValues: { ':version': version, ...(spendLimit ? { ':limit': spendLimit } : {}) },
+        },
+      },
+      ...(input.audit
+        ? [
+            auditPut(
+              ctx,
+              ref.userId,
+              {
+                ...withKey(input.audit, ref.keyId),
+                details: {
+                  ...input.audit.details,
+                  spendLimit: input.spendLimit ? `${input.spendLimit.credits}/${input.spendLimit.period}` : 'none',
+                },
+              },
+              now,
+            ),
+          ]
+        : []),
+    ]);
+  } catch (error) {
+    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
+      throw new ApiKeyStateError(`API key ${old.keyId} changed meanwhile (revoked, rotated or limited); try again`);
+    }
+    throw error;
+  }
+  const { spendLimit: _previous, ...rest } = old;
+  return { ...rest, ...(spendLimit ? { spendLimit } : {}), spendLimitVersion: version };
+}
+
 /** How often a key's `lastUsedAt` is written: a write per request would double the authorizer's cost. */
 export const KEY_USE_RECORD_INTERVAL_SECONDS = 60;
 
@@ -643,7 +795,7 @@ function iso(epoch: number | undefined): string | null {
  * A key as the owner and operators see it (times ISO 8601, `null` = never / not): the one view the
  * CLI's `keys list` and `GET /api/keys` both print.
  */
-export function describeKey(key: ApiKeyListing, now: Date) {
+export function describeKey(key: ApiKeyListing, now: Date, spent = 0) {
   return {
     keyId: key.keyId,
     name: key.name,
@@ -656,7 +808,18 @@ export function describeKey(key: ApiKeyListing, now: Date) {
     lastUsedAt: iso(key.lastUsedAt),
     replacedBy: key.replacedBy ?? null,
     rotatedFrom: key.rotatedFrom ?? null,
+    spendLimit: describeSpendLimit(key.spendLimit, now, spent),
   };
+}
+
+/**
+ * A key's budget as the owner sees it: the limit, what was spent in the current period (`spent`, read
+ * by the caller from the counter, store/spend.ts `readSpent`) and when the period resets (null: never).
+ */
+export function describeSpendLimit(limit: KeySpendLimit | undefined, now: Date, spent = 0) {
+  if (!limit) return null;
+  const resetsAt = spendPeriodOf(limit.period, now).resetsAt;
+  return { credits: limit.credits, period: limit.period, spent, resetsAt: resetsAt ? resetsAt.toISOString() : null };
 }
 
 /** What the owner sees of a newly issued key: the only time the plaintext key is shown. */
@@ -669,5 +832,6 @@ export function describeIssuedKey(issued: IssuedApiKey) {
     prefix: issued.prefix,
     allowedCidrs: issued.allowedCidrs,
     expiresAt: iso(issued.expiresAt),
+    spendLimit: issued.spendLimit ? { credits: issued.spendLimit.credits, period: issued.spendLimit.period } : null,
   };
 }

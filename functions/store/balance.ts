@@ -15,7 +15,7 @@
  * does not change the balance, so it needs no entry of its own.
  */
 import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
+import { and, conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
 import {
   backoffDelay,
   busy,
@@ -68,6 +68,8 @@ export function totalOf(balances: ShardBalances): number {
 export interface KeyGuard {
   keyId: string;
   nowSeconds: number;
+  /** The version of the key's spend limit the accept holds (0: none ever); see store/spend.ts. */
+  limitVersion: number;
 }
 
 /**
@@ -199,7 +201,9 @@ export function keyEndCheck(ctx: RetryingStoreContext, userId: string, guard: Ke
     ConditionCheck: {
       TableName: ctx.tableName,
       Key: keys.keyEndGuard(userId, guard.keyId, shard),
-      ...conditionParams(conditions.keyNotEnded(guard.nowSeconds)),
+      ...conditionParams(and(conditions.keyNotEnded(guard.nowSeconds), conditions.limitCurrent(guard.limitVersion))),
+      // acceptFailure tells an ended key (401) from a limit changed since the authorizer read it (503).
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };
 }

@@ -60,6 +60,16 @@ export const conditions = {
     values: { ':keyNow': nowSeconds },
   }),
 
+  /**
+   * The accept holds the key's current spend limit: no change of the limit newer than `version` has been
+   * stamped on the guard (store/spend.ts `stampLimitVersion`). A guard without a stamp passes.
+   */
+  limitCurrent: (version: number): Expr => ({
+    expression: `attribute_not_exists(${attr('limitVersion')}) OR ${attr('limitVersion')} <= :limitVersion`,
+    names: namesOf('limitVersion'),
+    values: { ':limitVersion': version },
+  }),
+
   /** The task exists and is PENDING (0); fails for a missing item too. */
   taskIsPending: (): Expr => ({
     expression: `${attr('status')} = :pendingStatus`,

@@ -7,6 +7,7 @@ import {
   IdempotencyConflictError,
   KeyLimitError,
   ServiceBusyError,
+  SpendLimitError,
   UnauthorizedError,
   UsageError,
 } from '../core/errors';
@@ -54,6 +55,21 @@ function readString(item: Record<string, WireValue> | undefined, name: string): 
   return item?.[name]?.S;
 }
 
+function readNumber(item: Record<string, WireValue> | undefined, name: string): number | undefined {
+  const text = item?.[name]?.N;
+  return text === undefined ? undefined : Number(text);
+}
+
+/**
+ * Whether a failed key-end guard says the key has ended: its `endsAt` is at or before the accept's time,
+ * or the guard came back without a limit stamp to blame (an old guard, or no item returned).
+ */
+function keyEndedOn(guard: CancellationReason, nowSeconds: number | undefined): boolean {
+  const endsAt = readNumber(guard.Item, 'endsAt');
+  if (endsAt !== undefined && (nowSeconds === undefined || endsAt <= nowSeconds)) return true;
+  return readNumber(guard.Item, 'limitVersion') === undefined;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Domain outcomes
 // ---------------------------------------------------------------------------------------------------
@@ -68,6 +84,10 @@ export interface AcceptLayout {
   requestHash?: string;
   /** The key-end guard's ConditionCheck (accepts with an API key only). */
   keyEnd?: number;
+  /** The accept's time in epoch seconds: a guard's `endsAt` at or before it means the key has ended. */
+  nowSeconds?: number;
+  /** The key's spend counter (accepts with a limited key only) and what a refusal reports. */
+  spend?: { index: number; limit: number; period: 'day' | 'month' | 'total'; resetsAt: string | null };
 }
 
 /**
@@ -95,7 +115,11 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
     if (isRetryable(error)) return { kind: 'conflict', conflictedShards: [] };
     throw error;
   }
-  if (failedCondition(reasons, layout.keyEnd)) throw new UnauthorizedError();
+  const guard = failedCondition(reasons, layout.keyEnd);
+  // The guard failed for one of two reasons: the key ended (401), or its spend limit changed after the
+  // authorizer read it (store/spend.ts): nothing was written, and a retry reads the new limit (503).
+  // The key's end outranks everything; a stale limit only the replay (checked below).
+  if (guard && keyEndedOn(guard, layout.nowSeconds)) throw new UnauthorizedError();
   const shortShards: number[] = [];
   const conflictedShards: number[] = [];
   for (const [index, shard] of layout.shards.entries()) {
@@ -109,6 +133,13 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
     const requestHash = readString(idempotency.Item, 'requestHash');
     if (taskId !== undefined && requestHash === layout.requestHash) return { kind: 'replay', replayOf: taskId };
     throw new IdempotencyConflictError();
+  }
+  if (guard) throw busy(error);
+  // Over the key's budget: 402 naming it, after the replay (a replayed task was counted when accepted).
+  const spend = layout.spend ? failedCondition(reasons, layout.spend.index) : undefined;
+  if (spend && layout.spend) {
+    const { limit, period, resetsAt } = layout.spend;
+    throw new SpendLimitError(limit, period, readNumber(spend.Item, 'spent') ?? 0, resetsAt);
   }
   if (shortShards.length > 0) return { kind: 'short', shards: shortShards };
   if (failedCondition(reasons, layout.task) || failedCondition(reasons, layout.ledger)) {

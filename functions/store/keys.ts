@@ -39,6 +39,16 @@ export const keys = {
     PK: `${USER}${userId}`,
     SK: `KEYEND#${keyId}#${shard}`,
   }),
+  /**
+   * The spend counter of key `budgetKeyId`'s limit for one period (`2026-11-25`, `2026-11`, `total`):
+   * `spent` is what accepts with a limited key added in that period, less refunds (store/spend.ts).
+   */
+  spendCounter: (userId: string, budgetKeyId: string, periodName: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `KEYSPEND#${budgetKeyId}#${periodName}`,
+  }),
+  /** A spend counter by the sort key a task recorded (`TaskRecord.spendCounter`). */
+  spendCounterBySk: (userId: string, sk: string): ItemKey => ({ PK: `${USER}${userId}`, SK: sk }),
   task: (userId: string, taskId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `TASK#${taskId}` }),
   /** `time` first so a user's ledger reads in order; the id and kind make the entry unique. */
   ledger: (userId: string, isoTime: string, refId: string, kind: LedgerKind): ItemKey => ({

@@ -6,8 +6,8 @@
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
-import { type ErrorCode, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
+import { IdempotencyConflictError, InsufficientCreditsError, SpendLimitError, UsageError } from '../core/errors';
+import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import {
   type DebitPlan,
   type KeyGuard,
@@ -35,6 +35,7 @@ import {
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
+import { readSpent, spendCounterDebit, spendCounterOf, spendCounterRefund } from './spend';
 import { TABLE } from './table';
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
@@ -50,6 +51,10 @@ export interface NewTask {
   request: Record<string, unknown>;
   creditsUsed: number;
   keyId?: string;
+  /** The key's spend limit as the authorizer read it: the accept counts the cost against it (store/spend.ts). */
+  spendLimit?: KeySpendLimit;
+  /** The version of the key's limit that was read (0 or absent: the key never had one). */
+  spendLimitVersion?: number;
   /** Stored on the task for its webhook; not part of the price. */
   webhookUrl?: string;
   now: Date;
@@ -104,6 +109,9 @@ export async function acceptTask(
   if (!Number.isSafeInteger(cost) || cost < 0) throw new Error(`creditsUsed must be a whole number >= 0, got ${cost}`);
   const createdAt = task.now.toISOString();
   const nowSeconds = Math.floor(task.now.getTime() / 1000);
+  // A key with a spend limit: the period's counter joins the transaction (store/spend.ts).
+  const limit = task.keyId === undefined ? undefined : task.spendLimit;
+  const spend = limit ? spendCounterOf(task.userId, limit, task.now) : undefined;
   const record: TaskRecord = {
     userId: task.userId,
     taskId: task.taskId,
@@ -123,6 +131,7 @@ export async function acceptTask(
     // to ask the provider yet (the dispatcher sends it; polls never send).
     lastCheckedAt: task.now.getTime(),
     ...(task.keyId === undefined ? {} : { keyId: task.keyId }),
+    ...(spend ? { spendCounter: spend.key.SK } : {}),
     // Undefined values are left out of the item (the document client's removeUndefinedValues).
     webhookUrl: task.webhookUrl,
   };
@@ -177,7 +186,11 @@ export async function acceptTask(
   // An accept with an API key checks the key's end on its guard for the first debited shard (see
   // keyEndCheck). Callers without a key skip the check.
   const keyGuard: KeyGuard | undefined =
-    task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds: Math.floor(task.now.getTime() / 1000) };
+    task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds, limitVersion: task.spendLimitVersion ?? 0 };
+  const spendLayout =
+    limit && spend
+      ? { limit: limit.credits, period: limit.period, resetsAt: spend.resetsAt?.toISOString() ?? null }
+      : undefined;
 
   const random = ctx.retry?.random ?? Math.random;
   const avoid = new Set<number>();
@@ -195,6 +208,8 @@ export async function acceptTask(
       shardChange(ctx, { userId: task.userId, shard, delta, at: createdAt }),
     );
     if (keyGuard) shardItems.push(keyEndCheck(ctx, task.userId, keyGuard, plan[0]?.shard ?? target));
+    const keyEndIndex = shardItems.length - 1;
+    if (limit) shardItems.push(spendCounterDebit(ctx, { userId: task.userId, limit, cost, at: task.now }));
     const offset = shardItems.length;
     try {
       // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
@@ -207,7 +222,8 @@ export async function acceptTask(
         task: offset,
         ledger: offset + 1,
         ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
-        ...(keyGuard ? { keyEnd: offset - 1 } : {}),
+        ...(keyGuard ? { keyEnd: keyEndIndex, nowSeconds } : {}),
+        ...(spendLayout ? { spend: { index: offset - 1, ...spendLayout } } : {}),
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
@@ -220,6 +236,13 @@ export async function acceptTask(
         // when the race has spent its credits meanwhile, the honest answer is 402.
         const latest = await readShards(ctx, task.userId);
         if (totalOf(latest) < cost) throw new InsufficientCreditsError(cost, totalOf(latest));
+        // Likewise when the key's budget was spent by the racing accepts meanwhile.
+        if (limit && spendLayout) {
+          const spent = await readSpent(ctx, task.userId, limit, task.now);
+          if (spent + cost > limit.credits) {
+            throw new SpendLimitError(limit.credits, limit.period, spent, spendLayout.resetsAt);
+          }
+        }
         throw busy(error);
       }
       if (outcome.kind === 'conflict') {
@@ -537,6 +560,10 @@ export async function failAndRefund(
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
+    // Accepted with a limited key: the credits go back to the budget of the period they were counted in.
+    ...(base.spendCounter
+      ? [spendCounterRefund(ctx, { userId: input.userId, sk: base.spendCounter, credits, at: input.now })]
+      : []),
   ];
 
   try {
