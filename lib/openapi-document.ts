@@ -62,7 +62,10 @@ function submitOperation(kind: 'image' | 'video'): Json {
         },
       },
       '400': json(ref('ValidationError'), 'The body failed validation or is not JSON.'),
-      '402': json(ref('InsufficientCredits'), 'Not enough credits.'),
+      '402': json(
+        { anyOf: [ref('InsufficientCredits'), ref('SpendLimitReached')] },
+        "Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited.",
+      ),
       '409': json(ref('Error'), 'Idempotency-Key reused with a different body.'),
       '413': json(ref('Error'), 'Body over 10 MB.'),
       '415': json(ref('Error'), 'Content-Type is not JSON.'),

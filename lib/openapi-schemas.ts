@@ -255,6 +255,21 @@ export function schemas(): Json {
         balance: { type: 'integer' },
       },
     },
+    SpendLimitReached: {
+      type: 'object',
+      required: ['error', 'limit', 'period', 'spent', 'resetsAt'],
+      properties: {
+        error: { const: 'Spend limit reached' },
+        limit: { type: 'integer', description: "The key's limit in credits per period." },
+        period: { type: 'string', enum: ['day', 'month', 'total'], description: 'UTC day, UTC month, or ever.' },
+        spent: { type: 'integer', description: 'Credits the key has spent in this period (refunds given back).' },
+        resetsAt: {
+          type: ['string', 'null'],
+          format: 'date-time',
+          description: 'When the next period starts (UTC); null for a `total` limit.',
+        },
+      },
+    },
     QueueFull: {
       type: 'object',
       required: ['error', 'limit'],

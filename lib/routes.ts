@@ -245,6 +245,16 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     needs: { ...writeNeeds, table: keyManagementTable, issuesKeys: true, usagePlans: ['enroll', 'delete'] },
   },
   {
+    name: 'keys-update',
+    trigger: 'route',
+    method: 'PATCH',
+    path: '/api/keys/{keyId}',
+    entry: 'functions/keys-update/handler.ts',
+    // Sets a key's spend limit: the key's items (APIKEY#, KEYID# to find it, its listing under USER#),
+    // its key-end guards and the audit entry under USER#. No deletes, no usage plans.
+    needs: { ...writeNeeds, table: { access: 'RW', keys: ['USER#*', 'APIKEY#*', 'KEYID#*'] } },
+  },
+  {
     name: 'keys-revoke',
     trigger: 'route',
     method: 'POST',

@@ -16,6 +16,7 @@ import {
 } from '../../functions/core/key-rules';
 import { type RatePlan, ratePlanProblems } from '../../functions/core/rate-plan';
 import { normalizeEmail } from '../../functions/core/session';
+import { type SpendLimitInput, spendLimitProblem } from '../../functions/core/spend-limit';
 
 export { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS };
 /** Largest single grant: far above any real grant, so a slipped finger cannot mint millions. */
@@ -26,8 +27,16 @@ export type Command =
   | { kind: 'version' }
   | { kind: 'credits grant'; userId: string; amount: number }
   | { kind: 'credits show'; userId: string }
-  | { kind: 'keys create'; userId: string; name: string; allowedCidrs: string[]; expiresAt?: number }
+  | {
+      kind: 'keys create';
+      userId: string;
+      name: string;
+      allowedCidrs: string[];
+      expiresAt?: number;
+      spendLimit?: SpendLimitInput;
+    }
   | { kind: 'keys list'; userId: string }
+  | { kind: 'keys limit'; keyId: string; spendLimit: SpendLimitInput | null }
   | { kind: 'keys revoke'; keyId: string }
   | { kind: 'keys rotate'; keyId: string; graceSeconds: number }
   | { kind: 'audit'; userId?: string }
@@ -55,6 +64,9 @@ const OPTIONS = {
   'allow-ip': { type: 'string', multiple: true },
   'expires-at': { type: 'string' },
   'key-id': { type: 'string' },
+  'spend-limit': { type: 'string' },
+  per: { type: 'string' },
+  none: { type: 'boolean' },
   'grace-seconds': { type: 'string' },
   email: { type: 'string' },
   rate: { type: 'string' },
@@ -76,8 +88,12 @@ const COMMANDS: Record<
 > = {
   'credits grant': { allowed: ['user', 'amount'], required: ['user', 'amount'] },
   'credits show': { allowed: ['user'], required: ['user'] },
-  'keys create': { allowed: ['user', 'name', 'allow-ip', 'expires-at'], required: ['user', 'name'] },
+  'keys create': {
+    allowed: ['user', 'name', 'allow-ip', 'expires-at', 'spend-limit', 'per'],
+    required: ['user', 'name'],
+  },
   'keys list': { allowed: ['user'], required: ['user'] },
+  'keys limit': { allowed: ['key-id', 'spend-limit', 'per', 'none'], required: ['key-id'] },
   'keys revoke': { allowed: ['key-id'], required: ['key-id'] },
   'keys rotate': { allowed: ['key-id', 'grace-seconds'], required: ['key-id'] },
   audit: { allowed: ['user'], required: [] },
@@ -109,12 +125,20 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
     about: ['Print { userId, balance }. Exit 1 if the account does not exist (no credits, keys or invitation).'],
   },
   'keys create': {
-    synopsis: 'keys create --user U --name N [--allow-ip CIDR]... [--expires-at ISO]',
+    synopsis: 'keys create --user U --name N [--allow-ip CIDR]... [--expires-at ISO] [--spend-limit N --per P]',
     about: [
+      '--spend-limit N --per day|month|total: at most N credits per UTC day, UTC month, or in total.',
       'Issue a key. Prints { keyId, apiKey, ... }: the only time the key is shown.',
       '--allow-ip: an IPv4/IPv6 address or CIDR, repeatable (none: any address).',
       '--expires-at: an ISO 8601 date-time with zone, in the future (2027-01-31T00:00:00Z).',
       'With --aws also needs USAGE_PLAN_ID (the key is enrolled in its rate limit).',
+    ],
+  },
+  'keys limit': {
+    synopsis: 'keys limit --key-id K (--spend-limit N --per day|month|total | --none)',
+    about: [
+      "Set the key's spend limit: at most N credits per UTC day, UTC month, or in total (--none removes it).",
+      'Enforced exactly in every accept from the next one on; a submit over it answers 402. Prints the key.',
     ],
   },
   'keys list': {
@@ -379,7 +403,18 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
         allowedCidrs: allowedCidrs(v['allow-ip'] ?? []),
       };
       if (v['expires-at'] !== undefined) created.expiresAt = expiresAt(v['expires-at'], now);
+      const limit = spendLimitOption(v['spend-limit'], v.per);
+      if (limit) created.spendLimit = limit;
       command = created;
+      break;
+    }
+    case 'keys limit': {
+      if (v.none && (v['spend-limit'] !== undefined || v.per !== undefined)) {
+        throw new UsageError('--none removes the limit: give it alone, without --spend-limit or --per');
+      }
+      const limit = v.none ? null : spendLimitOption(v['spend-limit'], v.per);
+      if (limit === undefined) throw new UsageError('give --spend-limit N --per day|month|total, or --none');
+      command = { kind, keyId: keyId(str('key-id')), spendLimit: limit };
       break;
     }
     case 'keys revoke':
@@ -422,4 +457,20 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
       command = v.user === undefined ? { kind: 'audit' } : { kind: 'audit', userId: userId(v.user) };
   }
   return { command, aws };
+}
+
+/** `--spend-limit N --per P` as a limit (both or neither), or undefined when neither is given. */
+function spendLimitOption(credits: string | undefined, per: string | undefined): SpendLimitInput | undefined {
+  if (credits === undefined && per === undefined) return undefined;
+  if (credits === undefined || per === undefined) throw new UsageError('--spend-limit and --per go together');
+  const limit = { credits: /^\d+$/.test(credits) ? Number(credits) : Number.NaN, period: per };
+  const problem = spendLimitProblem(limit);
+  if (problem) {
+    throw new UsageError(
+      problem.startsWith('period')
+        ? '--per must be day, month or total'
+        : `--spend-limit ${problem.replace(/^credits /, '')}`,
+    );
+  }
+  return limit as SpendLimitInput;
 }

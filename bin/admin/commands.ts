@@ -20,7 +20,7 @@ import {
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
-import { describeIssuedKey, describeKey, listApiKeys } from '../../functions/store/api-keys';
+import { describeIssuedKey, describeKeys, setSpendLimit } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';
@@ -111,6 +111,7 @@ export async function runCommand(
         name: command.name,
         allowedCidrs: command.allowedCidrs,
         expiresAt: command.expiresAt,
+        spendLimit: command.spendLimit,
         now,
         audit: { action: 'key.create', actor: OPERATOR },
       });
@@ -120,8 +121,18 @@ export async function runCommand(
       };
     }
     case 'keys list': {
-      const keys = (await listApiKeys(ctx, command.userId)).map((key) => describeKey(key, now));
+      const keys = await describeKeys(ctx, command.userId, now);
       return { output: { userId: command.userId, keys }, ok: true };
+    }
+    case 'keys limit': {
+      const changed = await setSpendLimit(ctx, {
+        keyId: command.keyId,
+        spendLimit: command.spendLimit,
+        now,
+        audit: { action: 'key.limit', actor: OPERATOR },
+      });
+      const key = (await describeKeys(ctx, changed.userId, now)).find((entry) => entry.keyId === command.keyId);
+      return { output: { userId: changed.userId, ...key }, ok: true };
     }
     case 'keys revoke': {
       const revoked = await revokeKey(ctx, options.usage, {

@@ -303,6 +303,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** PATCH /api/keys/{keyId} */
+        patch: operations["keysUpdate"];
+        trace?: never;
+    };
     "/api/keys/{keyId}/revoke": {
         parameters: {
             query?: never;
@@ -622,6 +639,24 @@ export interface components {
             required: number;
             balance: number;
         };
+        SpendLimitReached: {
+            /** @constant */
+            error: "Spend limit reached";
+            /** @description The key's limit in credits per period. */
+            limit: number;
+            /**
+             * @description UTC day, UTC month, or ever.
+             * @enum {string}
+             */
+            period: "day" | "month" | "total";
+            /** @description Credits the key has spent in this period (refunds given back). */
+            spent: number;
+            /**
+             * Format: date-time
+             * @description When the next period starts (UTC); null for a `total` limit.
+             */
+            resetsAt: string | null;
+        };
         QueueFull: {
             /** @constant */
             error: "Queue full";
@@ -689,13 +724,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough credits. */
+            /** @description Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InsufficientCredits"];
+                    "application/json": components["schemas"]["InsufficientCredits"] | components["schemas"]["SpendLimitReached"];
                 };
             };
             /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
@@ -814,13 +849,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough credits. */
+            /** @description Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InsufficientCredits"];
+                    "application/json": components["schemas"]["InsufficientCredits"] | components["schemas"]["SpendLimitReached"];
                 };
             };
             /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
@@ -1600,6 +1635,35 @@ export interface operations {
         };
     };
     keysRotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description An error: `{ error, ... }`. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    keysUpdate: {
         parameters: {
             query?: never;
             header?: never;

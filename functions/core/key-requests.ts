@@ -5,11 +5,13 @@
 
 import { ValidationError } from './errors';
 import { allowlistRule, DEFAULT_GRACE_SECONDS, expiryRule, graceRule, keyNameRule } from './key-rules';
+import { type SpendLimitInput, spendLimitProblem } from './spend-limit';
 
 export interface CreateKeyRequest {
   name: string;
   allowedCidrs: string[];
   expiresAt?: number;
+  spendLimit?: SpendLimitInput;
 }
 
 function asObject(body: unknown): Record<string, unknown> {
@@ -33,7 +35,7 @@ function finish(fieldErrors: Record<string, string[]>): void {
 export function parseCreateKey(body: unknown, now: Date): CreateKeyRequest {
   const input = asObject(body);
   const fieldErrors: Record<string, string[]> = {};
-  unknownFields(input, ['name', 'allowedCidrs', 'expiresAt'], fieldErrors);
+  unknownFields(input, ['name', 'allowedCidrs', 'expiresAt', 'spendLimit'], fieldErrors);
   const out: CreateKeyRequest = { name: '', allowedCidrs: [] };
 
   if (typeof input.name !== 'string') fieldErrors.name = ['Required: a string'];
@@ -65,8 +67,29 @@ export function parseCreateKey(body: unknown, now: Date): CreateKeyRequest {
       else fieldErrors.expiresAt = [`Expiry ${expiry.message}`];
     }
   }
+  if (input.spendLimit !== undefined && input.spendLimit !== null) {
+    const problem = spendLimitProblem(input.spendLimit);
+    if (problem) fieldErrors.spendLimit = [`Spend limit ${problem}`];
+    else out.spendLimit = input.spendLimit as SpendLimitInput;
+  }
   finish(fieldErrors);
   return out;
+}
+
+/** `{ spendLimit: { credits, period: "day" | "month" | "total" } | null }` (null removes the limit). */
+export function parseUpdateKey(body: unknown): { spendLimit: SpendLimitInput | null } {
+  const input = asObject(body);
+  const fieldErrors: Record<string, string[]> = {};
+  unknownFields(input, ['spendLimit'], fieldErrors);
+  let spendLimit: SpendLimitInput | null = null;
+  if (!('spendLimit' in input)) fieldErrors.spendLimit = ['Required: { credits, period } or null'];
+  else if (input.spendLimit !== null) {
+    const problem = spendLimitProblem(input.spendLimit);
+    if (problem) fieldErrors.spendLimit = [`Spend limit ${problem}`];
+    else spendLimit = input.spendLimit as SpendLimitInput;
+  }
+  finish(fieldErrors);
+  return { spendLimit };
 }
 
 /** `{ graceSeconds?: 0..2592000 }` (default 3600, as the CLI). */

@@ -79,11 +79,11 @@ export function creditsLeft(limit: number, spent: number): number {
 
 /**
  * A key's limit as the authorizer passes it to the handlers (flat: REST authorizer context values are
- * strings, numbers or booleans). `spendLimitVersion` is always there for a key, so an accept can prove it
- * holds the current limit (store/spend.ts).
+ * strings, numbers or booleans). `spendLimitVersion` (absent: 0, a key that never had a limit) lets an
+ * accept prove it holds the current limit (store/spend.ts).
  */
 export interface SpendLimitContext {
-  spendLimitVersion: number;
+  spendLimitVersion?: number;
   spendLimitCredits?: number;
   spendLimitPeriod?: SpendPeriod;
   spendBudgetKeyId?: string;
@@ -91,7 +91,7 @@ export interface SpendLimitContext {
 
 export function spendLimitContext(limit: KeySpendLimit | undefined, version: number | undefined): SpendLimitContext {
   return {
-    spendLimitVersion: version ?? 0,
+    ...(version ? { spendLimitVersion: version } : {}),
     ...(limit
       ? { spendLimitCredits: limit.credits, spendLimitPeriod: limit.period, spendBudgetKeyId: limit.budgetKeyId }
       : {}),

@@ -20,6 +20,7 @@ export type AuditAction =
   | 'key.create'
   | 'key.rotate'
   | 'key.revoke'
+  | 'key.limit'
   | 'limits.set'
   | 'limits.reset';
 

@@ -112,6 +112,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-list': [readOnly('USER#*'), ownLogs('KeysList')],
   'keys-create': [...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysCreate')],
   'keys-rotate': [DELETE_KEYS, ...ENROLL, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRotate')],
+  // Sets a key's spend limit: no deletes, no usage plans, no sessions or invitations.
+  'keys-update': [readWrite('USER#*,APIKEY#*,KEYID#*'), ownLogs('KeysUpdate')],
   'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   sweeper: [

@@ -67,6 +67,8 @@ const STATEFUL_BEFORE_SPLIT: readonly (readonly [string, string])[] = [
 const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'DispatcherLogsCDE1995F'],
   ['AWS::Logs::LogGroup', 'CancelTaskLogsB74D82CE'],
+  // PATCH /api/keys/{keyId} (spend limits).
+  ['AWS::Logs::LogGroup', 'KeysUpdateLogs73F8566E'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

@@ -386,6 +386,8 @@ describe('least privilege', () => {
       // The listings read the caller's own partition only; the session also its session by hash.
       session: ['USER#*', 'SESSION#*'],
       'keys-list': ['USER#*'],
+      // A key's spend limit: the key's items and guards, no sessions or invitations.
+      'keys-update': ['USER#*', 'APIKEY#*', 'KEYID#*'],
       'audit-log': ['USER#*'],
       'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
       // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.

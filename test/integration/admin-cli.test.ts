@@ -210,6 +210,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       prefix: apiKey.slice(0, 15),
       allowedCidrs: ['198.51.100.0/24', '2001:db8::1/128'],
       expiresAt: '2099-01-31T11:00:00.000Z',
+      spendLimit: null,
     });
     expect(listed.code).toBe(0);
     expect(listed.json).toEqual({
@@ -227,6 +228,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
           lastUsedAt: null,
           replacedBy: null,
           rotatedFrom: null,
+          spendLimit: null,
         },
       ],
     });
@@ -237,6 +239,49 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       now: new Date(),
     });
     expect(principal).toEqual({ userId: 'cli-user-3', keyId: created.json.keyId, expiresAt: 4073540400 });
+  });
+
+  it('keys create --spend-limit gives the key a budget; keys limit changes and removes it; keys list shows it', async () => {
+    // Act
+    const created = await admin([
+      'keys',
+      'create',
+      '--user',
+      'cli-user-limit',
+      '--name',
+      'budgeted',
+      '--spend-limit',
+      '50',
+      '--per',
+      'day',
+    ]);
+    const keyId = String(created.json.keyId);
+    const changed = await admin(['keys', 'limit', '--key-id', keyId, '--spend-limit', '500', '--per', 'month']);
+    const listed = await admin(['keys', 'list', '--user', 'cli-user-limit']);
+    const removed = await admin(['keys', 'limit', '--key-id', keyId, '--none']);
+    const both = await admin(['keys', 'limit', '--key-id', keyId, '--none', '--per', 'day']);
+    const badPeriod = await admin(['keys', 'limit', '--key-id', keyId, '--spend-limit', '5', '--per', 'week']);
+    const alone = await admin(['keys', 'limit', '--key-id', keyId, '--spend-limit', '5']);
+
+    // Assert
+    expect(created.code).toBe(0);
+    expect(created.json.spendLimit).toEqual({ credits: 50, period: 'day' });
+    expect(changed.code).toBe(0);
+    expect(changed.json).toMatchObject({
+      userId: 'cli-user-limit',
+      keyId,
+      spendLimit: { credits: 500, period: 'month', spent: 0, resetsAt: expect.stringMatching(/-01T00:00:00.000Z$/) },
+    });
+    expect((listed.json.keys as Array<Record<string, unknown>>)[0]?.spendLimit).toMatchObject({
+      credits: 500,
+      period: 'month',
+      spent: 0,
+    });
+    expect(removed.code).toBe(0);
+    expect(removed.json.spendLimit).toBeNull();
+    expect([both.code, badPeriod.code, alone.code]).toEqual([2, 2, 2]);
+    expect(badPeriod.error).toEqual({ error: '--per must be day, month or total' });
+    expect(alone.error).toEqual({ error: '--spend-limit and --per go together' });
   });
 
   it.each([
@@ -279,6 +324,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
       prefix: expect.stringMatching(/^gsk_live_/),
       allowedCidrs: [],
       expiresAt: null,
+      spendLimit: null,
       previous: { keyId: oldKeyId, expiresAt: null, revokedAt: expect.any(String) },
       note: expect.stringContaining('not a second longer'),
     });

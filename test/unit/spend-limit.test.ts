@@ -69,7 +69,7 @@ describe('spend limit periods (UTC)', () => {
 
     // Assert
     expect(spendLimitFromContext(asStrings)).toEqual({ spendLimit: limit, spendLimitVersion: 3 });
-    expect(spendLimitFromContext(spendLimitContext(undefined, undefined))).toEqual({ spendLimitVersion: 0 });
+    expect(spendLimitFromContext({ ...spendLimitContext(undefined, undefined) })).toEqual({ spendLimitVersion: 0 });
     expect(creditsLeft(10, 12)).toBe(0);
   });
 });
