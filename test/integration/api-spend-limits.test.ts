@@ -1,0 +1,162 @@
+/**
+ * Spend limits per key over real HTTP through the local gateway and its real authorizer: a key created
+ * with a daily budget (POST /api/keys), submits up to it and the 402 past it, the Idempotency-Key replay,
+ * the listing's spending, and PATCH /api/keys/{keyId} (session and CSRF only) changing and removing it.
+ */
+import { csrfTokenFor } from '../../functions/core/session';
+import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { createDocumentClient, type StoreContext } from '../../functions/store/client';
+import { createSession } from '../../functions/store/sessions';
+import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { IMAGE_COST, imageRequest } from '../support/service-harness';
+
+jest.setTimeout(240_000);
+
+let stack: SpawnedLocalStack;
+let store: StoreContext;
+
+beforeAll(async () => {
+  stack = await spawnLocalStack({ env: { DATA_DIR: ':memory:' } });
+  store = {
+    doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
+    tableName: DEFAULT_TABLE_NAME,
+  };
+}, 240_000);
+
+afterAll(async () => {
+  store?.doc.destroy();
+  await stack?.stop();
+});
+
+async function sessionHeaders(userId: string): Promise<Record<string, string>> {
+  const { sessionId } = await createSession(store, {
+    userId,
+    email: `${userId}@example.test`,
+    idleSeconds: 3600,
+    absoluteSeconds: 7200,
+  });
+  return {
+    Cookie: `__Host-session=${sessionId}`,
+    Origin: new URL(stack.baseUrl).origin,
+    'X-CSRF-Token': csrfTokenFor(sessionId),
+    'Content-Type': 'application/json',
+  };
+}
+
+async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  const answer = await fetch(`${stack.baseUrl}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+}
+
+function submit(apiKey: string, idempotencyKey?: string) {
+  return call(
+    'POST',
+    '/api/ai/image/generate',
+    {
+      Authorization: `Bearer ${apiKey}`,
+      'Content-Type': 'application/json',
+      ...(idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}),
+    },
+    imageRequest({ mockDelayMs: 600_000 }),
+  );
+}
+
+describe('spend limits per key through the local gateway', () => {
+  test('a key with a daily budget spends up to it, then answers 402; PATCH changes and removes it', async () => {
+    // Prepare: an account with plenty of credits and a key of 2 tasks' worth a day.
+    const userId = 'spend-http';
+    await grantCredits(store, { userId, amount: 1000 });
+    const session = await sessionHeaders(userId);
+    const created = await call('POST', '/api/keys', session, {
+      name: 'budgeted',
+      spendLimit: { credits: 2 * IMAGE_COST, period: 'day' },
+    });
+    const apiKey = String(created.body.apiKey);
+    const keyId = String(created.body.keyId);
+
+    // Act
+    const first = await submit(apiKey, 'first');
+    const second = await submit(apiKey);
+    const over = await submit(apiKey);
+    const replay = await submit(apiKey, 'first');
+    const listed = await call('GET', '/api/keys', session);
+    const withoutCsrf = await call(
+      'PATCH',
+      `/api/keys/${keyId}`,
+      { ...session, 'X-CSRF-Token': 'nope' },
+      {
+        spendLimit: null,
+      },
+    );
+    const withKey = await call(
+      'PATCH',
+      `/api/keys/${keyId}`,
+      { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+      { spendLimit: null },
+    );
+    const invalid = await call('PATCH', `/api/keys/${keyId}`, session, { spendLimit: { credits: 5, period: 'week' } });
+    const raised = await call('PATCH', `/api/keys/${keyId}`, session, {
+      spendLimit: { credits: 3 * IMAGE_COST, period: 'day' },
+    });
+    const third = await submit(apiKey);
+    const overAgain = await submit(apiKey);
+    const removed = await call('PATCH', `/api/keys/${keyId}`, session, { spendLimit: null });
+    const free = await submit(apiKey);
+
+    // Assert
+    expect(created.status).toBe(201);
+    expect(created.body.spendLimit).toEqual({ credits: 6, period: 'day' });
+    expect([first.status, second.status]).toEqual([202, 202]);
+    expect(over.status).toBe(402);
+    const tomorrow = new Date();
+    tomorrow.setUTCHours(24, 0, 0, 0);
+    expect(over.body).toEqual({
+      error: 'Spend limit reached',
+      limit: 6,
+      period: 'day',
+      spent: 6,
+      resetsAt: tomorrow.toISOString(),
+    });
+    expect(replay.status).toBe(202);
+    expect(replay.body.taskId).toBe(first.body.taskId);
+    const row = (listed.body.keys as Array<Record<string, unknown>>).find((key) => key.keyId === keyId);
+    expect(row?.spendLimit).toEqual({ credits: 6, period: 'day', spent: 6, resetsAt: tomorrow.toISOString() });
+    expect(withoutCsrf.status).toBe(403);
+    expect(withKey.status).toBe(403);
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.details).toEqual({
+      fieldErrors: { spendLimit: ['Spend limit period must be "day", "month" or "total"'] },
+      formErrors: [],
+    });
+    expect(raised.status).toBe(200);
+    expect(raised.body.spendLimit).toEqual({ credits: 9, period: 'day', spent: 6, resetsAt: tomorrow.toISOString() });
+    expect(third.status).toBe(202);
+    expect(overAgain.status).toBe(402);
+    expect(overAgain.body).toMatchObject({ limit: 9, spent: 9 });
+    expect(removed.status).toBe(200);
+    expect(removed.body.spendLimit).toBeNull();
+    expect(free.status).toBe(202);
+    expect(await getBalance(store, userId)).toBe(1000 - 4 * IMAGE_COST);
+  });
+
+  test('PATCH of an unknown key, or of another account, is 404', async () => {
+    // Prepare
+    await grantCredits(store, { userId: 'spend-other', amount: 10 });
+    const owner = await sessionHeaders('spend-owner');
+    const created = await call('POST', '/api/keys', owner, { name: 'mine' });
+    const stranger = await sessionHeaders('spend-other');
+
+    // Act
+    const foreign = await call('PATCH', `/api/keys/${created.body.keyId}`, stranger, { spendLimit: null });
+    const unknown = await call('PATCH', '/api/keys/key_000000000000', owner, { spendLimit: null });
+
+    // Assert
+    expect([foreign.status, unknown.status]).toEqual([404, 404]);
+  });
+});
