@@ -34,6 +34,17 @@ export interface KeyListing {
   lastUsedAt: string | null;
   replacedBy: string | null;
   rotatedFrom: string | null;
+  /** The key's budget and what it spent this period (`resetsAt` null: a total budget). */
+  spendLimit: SpendLimit | null;
+}
+
+export type SpendPeriod = 'day' | 'month' | 'total';
+
+export interface SpendLimit {
+  credits: number;
+  period: SpendPeriod;
+  spent: number;
+  resetsAt: string | null;
 }
 
 /** `POST /api/keys` and `/rotate`: the only answers that carry `apiKey`. */
@@ -154,6 +165,9 @@ export const createKey = (body: { name: string; allowedCidrs?: string[]; expires
   request<IssuedKey>('POST', '/api/keys', body);
 export const rotateKey = (keyId: string, graceSeconds: number) =>
   request<IssuedKey>('POST', `/api/keys/${encodeURIComponent(keyId)}/rotate`, { graceSeconds });
+/** Sets (or, with null, removes) a key's spend limit; answers the key as the list shows it. */
+export const setKeyLimit = (keyId: string, spendLimit: { credits: number; period: SpendPeriod } | null) =>
+  request<KeyListing>('PATCH', `/api/keys/${encodeURIComponent(keyId)}`, { spendLimit });
 export const revokeKey = (keyId: string) =>
   request<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }>(
     'POST',

@@ -1,9 +1,20 @@
 /**
  * API keys: the list; create with a name, an allowlist and an expiry; the new key shown once with a
- * copy button; rotate with a grace period; revoke after a confirmation. The API's 400 answers are
- * shown next to the field they name.
+ * copy button; rotate with a grace period; revoke after a confirmation; a spend limit per key (what it
+ * spent this period shown in the list). The API's 400 answers are shown next to the field they name.
  */
-import { ApiError, createKey, type IssuedKey, type KeyListing, listKeys, revokeKey, rotateKey } from '../api';
+import {
+  ApiError,
+  createKey,
+  type IssuedKey,
+  type KeyListing,
+  listKeys,
+  revokeKey,
+  rotateKey,
+  type SpendLimit,
+  type SpendPeriod,
+  setKeyLimit,
+} from '../api';
 import { dataTable, field, h, replace, statusLine, uid } from '../dom';
 import { dateTime } from '../format';
 import { keyFailureText } from '../key-messages';
@@ -16,6 +27,14 @@ const GRACE_CHOICES: [number, string][] = [
   [86_400, '1 day'],
   [7 * 86_400, '7 days'],
 ];
+
+const PERIOD_WORDS: Record<SpendPeriod, string> = { day: 'today (UTC)', month: 'this month (UTC)', total: 'in total' };
+
+/** A key's budget in the list: "12 of 100 credits today (UTC)", or "None". */
+export function spendLimitText(limit: SpendLimit | null): string {
+  if (!limit) return 'None';
+  return `${limit.spent} of ${limit.credits} credits ${PERIOD_WORDS[limit.period]}`;
+}
 
 /** The panel that shows a new key once. */
 function issuedPanel(issued: IssuedKey, onDone: () => void): HTMLElement {
@@ -133,7 +152,7 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
   const keyTable = (keys: KeyListing[]) =>
     dataTable(
       'Your API keys',
-      ['Name', 'Key', 'Status', 'Allowed addresses', 'Created', 'Expires', 'Last used', 'Actions'],
+      ['Name', 'Key', 'Status', 'Allowed addresses', 'Spend limit', 'Created', 'Expires', 'Last used', 'Actions'],
       keys.map((key) => ({
         attributes: { 'data-key-id': key.keyId },
         cells: [
@@ -141,6 +160,7 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
           h('code', {}, `${key.prefix}…`),
           h('td', { class: `key-${key.status}` }, key.status, key.replacedBy ? ' (replaced)' : ''),
           key.allowedCidrs.length === 0 ? 'Any' : key.allowedCidrs.join(', '),
+          h('td', { class: 'spend-limit' }, spendLimitText(key.spendLimit)),
           dateTime(key.createdAt),
           key.expiresAt ? dateTime(key.expiresAt) : 'Never',
           dateTime(key.lastUsedAt),
@@ -153,6 +173,18 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
                 'button',
                 { type: 'button', class: 'secondary', onclick: () => rotate(key), 'aria-label': `Rotate ${key.name}` },
                 'Rotate',
+              ),
+            key.status === 'active' &&
+              !key.replacedBy &&
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary',
+                  onclick: () => limit(key),
+                  'aria-label': `Spend limit of ${key.name}`,
+                },
+                'Limit',
               ),
             key.status === 'active' &&
               h(
@@ -185,6 +217,41 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
         const issued = await rotateKey(key.keyId, Number(grace.control.value));
         notice.textContent = `Key “${key.name}” rotated.`;
         showIssued(issued);
+        await refresh();
+      },
+    );
+  };
+
+  const limit = (key: KeyListing) => {
+    const credits = field(
+      'Credits (empty: no limit)',
+      h('input', { type: 'number', min: 0, step: 1, inputmode: 'numeric', value: key.spendLimit?.credits ?? '' }),
+    );
+    const period = field(
+      'Per',
+      h(
+        'select',
+        {},
+        ...(['day', 'month', 'total'] as const).map((value) =>
+          h('option', { value, selected: value === (key.spendLimit?.period ?? 'day') }, PERIOD_WORDS[value]),
+        ),
+      ),
+    );
+    dialog(
+      `Spend limit of “${key.name}”`,
+      [
+        h('p', {}, 'A submit that would take this key past its budget is refused (402); nothing is debited.'),
+        credits.element,
+        period.element,
+      ],
+      'Save',
+      async () => {
+        const text = credits.control.value.trim();
+        const spendLimit = text === '' ? null : { credits: Number(text), period: period.control.value as SpendPeriod };
+        await setKeyLimit(key.keyId, spendLimit);
+        notice.textContent = spendLimit
+          ? `Spend limit of “${key.name}” saved.`
+          : `Spend limit of “${key.name}” removed.`;
         await refresh();
       },
     );
