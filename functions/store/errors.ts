@@ -104,10 +104,11 @@ export type AcceptOutcome =
   | { kind: 'conflict'; conflictedShards: number[] };
 
 /**
- * Maps a failed accept. Idempotency wins over credits (a replayed request gets its original answer even
- * when the balance has since run out), and an ended key over everything (a revoked key spends nothing
- * and replays nothing). Throws `UnauthorizedError` / `IdempotencyConflictError`, or rethrows what it
- * does not recognise.
+ * Maps a failed accept. Idempotency wins over credits and over the key's spend limit (a replayed request
+ * gets its original answer even when the balance or the budget has since run out), and an ended key over
+ * everything (a revoked key spends nothing and replays nothing). Throws `UnauthorizedError` /
+ * `IdempotencyConflictError` / `SpendLimitError` / `ServiceBusyError` (the key's limit changed since the
+ * authorizer read it), or rethrows what it does not recognise.
  */
 export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutcome {
   const reasons = cancellationReasons(error);

@@ -96,6 +96,9 @@ function toTaskRecord(item: Record<string, unknown>): TaskRecord {
  * - Key seen before with another hash: `IdempotencyConflictError` (checked before the balance).
  * - Not enough credits in all shards together, or no account: `InsufficientCreditsError(cost, balance)`.
  * - The caller's key revoked or past its grace end (`task.keyId`): `UnauthorizedError`, nothing written.
+ * - The caller's key has a spend limit (`task.spendLimit`): its period's counter is one more item
+ *   (store/spend.ts); past the limit, `SpendLimitError` (402), nothing written. A limit changed since the
+ *   authorizer read it fails the key-end guard: `ServiceBusyError`, nothing written.
  * - A conflict on a shard is retried at once on another shard; after `SHARD_ATTEMPTS` tries,
  *   `ServiceBusyError` (nothing written), or `InsufficientCreditsError` when the account can no longer
  *   pay by then.

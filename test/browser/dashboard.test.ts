@@ -529,6 +529,40 @@ test(
 );
 
 test(
+  "a key's spend limit set from the key list: the API refuses the submit past it (402), the list shows what it spent",
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const row = page.locator(`tr[data-key-id="${keyId}"]`);
+    await row.waitFor();
+
+    // Act: a budget of one image (3 credits) a day, set in the Limit dialog.
+    await row.getByRole('button', { name: /^Spend limit/ }).click();
+    const limitDialog = page.getByRole('dialog');
+    await limitDialog.getByLabel('Credits (empty: no limit)').fill('3');
+    await limitDialog.getByLabel('Per').selectOption('day');
+    await limitDialog.getByRole('button', { name: 'Save' }).click();
+    await row.locator('.spend-limit', { hasText: '0 of 3 credits today (UTC)' }).waitFor();
+    const submit = () =>
+      withKey(apiKey, '/api/ai/image/generate', {
+        method: 'POST',
+        json: { model: 'image-model-1', prompt: 'a lighthouse within budget' },
+      });
+    const within = await submit();
+    const past = await submit();
+    await page.reload();
+    await row.locator('.spend-limit', { hasText: '3 of 3 credits today (UTC)' }).waitFor();
+    await screenshot('keys-spend-limit');
+
+    // Assert
+    expect(within.status).toBe(202);
+    expect(past.status).toBe(402);
+    expect(await past.json()).toMatchObject({ error: 'Spend limit reached', limit: 3, period: 'day', spent: 3 });
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
   'rotating a key without grace and revoking its replacement: the API refuses each from then on',
   async () => {
     // Prepare
