@@ -161,8 +161,12 @@ export async function signOut(): Promise<void> {
 }
 
 export const listKeys = () => request<{ keys: KeyListing[] }>('GET', '/api/keys');
-export const createKey = (body: { name: string; allowedCidrs?: string[]; expiresAt?: string }) =>
-  request<IssuedKey>('POST', '/api/keys', body);
+export const createKey = (body: {
+  name: string;
+  allowedCidrs?: string[];
+  expiresAt?: string;
+  spendLimit?: { credits: number; period: SpendPeriod };
+}) => request<IssuedKey>('POST', '/api/keys', body);
 export const rotateKey = (keyId: string, graceSeconds: number) =>
   request<IssuedKey>('POST', `/api/keys/${encodeURIComponent(keyId)}/rotate`, { graceSeconds });
 /** Sets (or, with null, removes) a key's spend limit; answers the key as the list shows it. */

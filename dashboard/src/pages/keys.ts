@@ -281,6 +281,19 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
     h('input', { name: 'expiresAt', type: 'datetime-local' }),
     'Your local time. Empty: the key does not expire.',
   );
+  const budget = field(
+    'Spend limit in credits (optional)',
+    h('input', { name: 'spendLimitCredits', type: 'number', min: 0, step: 1, inputmode: 'numeric' }),
+    'Empty: no limit. A submit past it is refused (402); change it later with Limit.',
+  );
+  const budgetPeriod = field(
+    'Spend limit per',
+    h(
+      'select',
+      { name: 'spendLimitPeriod' },
+      ...(['day', 'month', 'total'] as const).map((value) => h('option', { value }, PERIOD_WORDS[value])),
+    ),
+  );
   const formError = h('p', { class: 'field-error', role: 'alert', hidden: true });
   const form = h(
     'form',
@@ -297,6 +310,8 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
     name.element,
     allowlist.element,
     expiry.element,
+    budget.element,
+    budgetPeriod.element,
     formError,
     h('button', { type: 'submit' }, 'Create key'),
   );
@@ -307,14 +322,18 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
   };
 
   const create = async () => {
-    for (const one of [name, allowlist, expiry]) one.setError(undefined);
+    for (const one of [name, allowlist, expiry, budget]) one.setError(undefined);
     formError.textContent = '';
     formError.hidden = true;
     const lines = allowlist.control.value
       .split('\n')
       .map((line) => line.trim())
       .filter((line) => line !== '');
-    const body: { name: string; allowedCidrs?: string[]; expiresAt?: string } = { name: name.control.value.trim() };
+    const body: Parameters<typeof createKey>[0] = { name: name.control.value.trim() };
+    const credits = budget.control.value.trim();
+    if (credits !== '') {
+      body.spendLimit = { credits: Number(credits), period: budgetPeriod.control.value as SpendPeriod };
+    }
     if (lines.length > 0) body.allowedCidrs = lines;
     if (expiry.control.value) {
       const when = new Date(expiry.control.value);
@@ -343,6 +362,7 @@ export async function renderKeys(main: HTMLElement, context: PageContext): Promi
         // The API's messages name the field and the value ("Expiry ... is not in the future").
         if (path === 'name') name.setError(text);
         else if (path === 'expiresAt') expiry.setError(text);
+        else if (path === 'spendLimit') budget.setError(text);
         else if (cidr) allowlistMessages.push(`Line ${Number(cidr[1]) + 1}: ${text}`);
         else if (path === 'allowedCidrs') allowlistMessages.push(text);
         else formErrorAppend(`${path}: ${text}`);
