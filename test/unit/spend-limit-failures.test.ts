@@ -1,0 +1,84 @@
+/**
+ * How a cancelled accept with a limited key is read (store/errors.ts `acceptFailure`): an ended key
+ * first (401), then the Idempotency-Key's replay, then a limit changed since the authorizer read it
+ * (503), then the spend counter (402), then the balance.
+ */
+import { type AttributeValue, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ServiceBusyError, SpendLimitError, UnauthorizedError } from '../../functions/core/errors';
+import { type AcceptLayout, acceptFailure } from '../../functions/store/errors';
+
+type Reason = { Code: string; Item?: Record<string, AttributeValue> };
+
+const cancelled = (...reasons: Reason[]) =>
+  new TransactionCanceledException({ $metadata: {}, message: 'cancelled', CancellationReasons: reasons });
+
+const none: Reason = { Code: 'None' };
+const failed = (item?: Reason['Item']): Reason => ({ Code: 'ConditionalCheckFailed', ...(item ? { Item: item } : {}) });
+
+// Items: shard 0, key-end guard 1, spend counter 2, task 3, ledger 4, idempotency 5, queue entry 6.
+const LAYOUT: AcceptLayout = {
+  shards: [7],
+  keyEnd: 1,
+  nowSeconds: 1000,
+  spend: { index: 2, limit: 30, period: 'day', resetsAt: '2026-11-02T00:00:00.000Z' },
+  task: 3,
+  ledger: 4,
+  idempotency: 5,
+  requestHash: 'hash-1',
+};
+const replayRecord = failed({ taskId: { S: 'task-1' }, requestHash: { S: 'hash-1' } });
+
+describe('acceptFailure with a spend limit', () => {
+  it('over the limit is a SpendLimitError with what was spent, and nothing else failed', () => {
+    // Act
+    const read = () =>
+      acceptFailure(cancelled(none, none, failed({ spent: { N: '28' } }), none, none, none, none), LAYOUT);
+
+    // Assert
+    expect(read).toThrow(new SpendLimitError(30, 'day', 28, '2026-11-02T00:00:00.000Z'));
+  });
+
+  it('a counter not written yet reports 0 spent (a cost above the whole limit)', () => {
+    // Act
+    const read = () => acceptFailure(cancelled(none, none, failed(), none, none, none, none), LAYOUT);
+
+    // Assert
+    expect(read).toThrow(expect.objectContaining({ spent: 0 }));
+  });
+
+  it('a replay wins over the limit', () => {
+    // Act
+    const outcome = acceptFailure(
+      cancelled(none, none, failed({ spent: { N: '30' } }), none, none, replayRecord, none),
+      LAYOUT,
+    );
+
+    // Assert
+    expect(outcome).toEqual({ kind: 'replay', replayOf: 'task-1' });
+  });
+
+  it('a guard stamped with a newer limit version is busy (503), after the replay', () => {
+    // Prepare
+    const stale = failed({ limitVersion: { N: '4' } });
+
+    // Act
+    const read = () =>
+      acceptFailure(cancelled(none, stale, failed({ spent: { N: '30' } }), none, none, none, none), LAYOUT);
+    const replay = acceptFailure(cancelled(none, stale, none, none, none, replayRecord, none), LAYOUT);
+
+    // Assert
+    expect(read).toThrow(ServiceBusyError);
+    expect(replay).toEqual({ kind: 'replay', replayOf: 'task-1' });
+  });
+
+  it('an ended key is 401 before anything, whatever stamp its guard carries', () => {
+    // Prepare
+    const ended = failed({ endsAt: { N: '999' }, limitVersion: { N: '4' } });
+
+    // Act
+    const read = () => acceptFailure(cancelled(none, ended, failed(), none, none, replayRecord, none), LAYOUT);
+
+    // Assert
+    expect(read).toThrow(UnauthorizedError);
+  });
+});
