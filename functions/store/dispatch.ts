@@ -12,9 +12,10 @@ import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { type TaskRecord, TaskStatus } from '../core/task';
 import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
 import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
-import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
 import { TABLE } from './table';
+import { conditionalUpdate } from './tasks';
 
 const CAPACITY_KEY: ItemKey = { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' };
 
@@ -479,34 +480,12 @@ const stageIs = (stage: string, placeholder: string): Expr => ({
 });
 
 /** One conditional update of a task returning the new item; undefined when the condition failed. */
-async function updateTask(
+function updateTask(
   ctx: RetryingStoreContext,
   ref: { userId: string; taskId: string },
   params: ReturnType<typeof updateParams>,
 ): Promise<TaskRecord | undefined> {
-  try {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: keys.task(ref.userId, ref.taskId),
-            ...params,
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      ctx.retry,
-    );
-    return out.Attributes ? taskOf(out.Attributes) : undefined;
-  } catch (error) {
-    lostCondition(error);
-    return undefined;
-  }
-}
-
-function taskOf(item: Record<string, unknown>): TaskRecord {
-  const { PK: _pk, SK: _sk, GSI1PK: _g1, GSI1SK: _g1s, GSI2PK: _g2, GSI2SK: _g2s, ...record } = item;
-  return record as unknown as TaskRecord;
+  return conditionalUpdate(ctx, ref.userId, ref.taskId, params);
 }
 
 /**
