@@ -10,13 +10,19 @@ export const MAX_DELAY_SECONDS = 900;
 
 let client: SQSClient | undefined;
 
+/** One client per Lambda container, made on first use. */
+function defaultClient(): SQSClient {
+  client ??= new SQSClient({});
+  return client;
+}
+
 /**
  * Sends `body` to the queue at `queueUrl`, delivered after `delaySeconds`, rounded up to whole seconds
  * (SQS's unit) and kept within 0-900.
  */
 export async function sendDelayedMessage(
   input: { queueUrl: string; body: string; delaySeconds: number },
-  sqs: SQSClient = (client ??= new SQSClient({})),
+  sqs: SQSClient = defaultClient(),
 ): Promise<void> {
   await sqs.send(
     new SendMessageCommand({
