@@ -160,7 +160,9 @@ describe('uploading a reference image', () => {
     expect(posted.status).toBe(204);
     expect(submitted.status).toBe(202);
     expect(done.status).toBe(1);
-    // The task never shows a signing query (the provider got one, made at send time).
+    // The task shows the caller's own reference, never a signing query (the provider got one, made at
+    // send time).
+    expect((JSON.parse(done.text) as { inputImageUrls?: string[] }).inputImageUrls).toEqual([upload.url]);
     expect(done.text).not.toContain('X-Amz-Signature');
     expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
     const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
@@ -377,9 +379,7 @@ describe('inline data: images', () => {
     expect(done.status).toBe(1);
     expect(done.text).not.toContain('data:image');
     expect(done.text).not.toContain('X-Amz-Signature');
-    if (task.inputImageUrls) {
-      expect(task.inputImageUrls).toEqual(['https://example.com/first.png', expect.stringMatching(/^upload:\/\//)]);
-    }
+    expect(task.inputImageUrls).toEqual(['https://example.com/first.png', expect.stringMatching(/^upload:\/\/[^?]+$/)]);
     expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
     const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
       referenceDownloads: { status: number; bytes: number }[];
