@@ -94,6 +94,15 @@ export function schemas(): Json {
     updatedAt: { type: 'string', format: 'date-time' },
   };
   const taskRequired = Object.keys(taskBase);
+  /** Optional on every task: the reference images as the caller gave them. */
+  const taskReferences = {
+    inputImageUrls: {
+      type: 'array',
+      items: { type: 'string' },
+      description:
+        "Image-to-image and image-to-video tasks: the reference images as the caller gave them (its https URLs and its `upload://` references; an inline `data:` image appears as the `upload://` reference it was stored as). Never a signed URL: the provider's short-lived links are made at each send and not shown.",
+    },
+  };
   return {
     ImageRequest: requestSchema(
       ImageRequestSchema,
@@ -111,7 +120,7 @@ export function schemas(): Json {
         status: {
           enum: [0, 1, 2],
           description:
-            "0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1.",
+            "0: accepted and queued (the provider receives it later, at its pace). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1 or 2.",
         },
         creditsUsed: { type: 'integer', minimum: 0, description: 'Credits debited for this task.' },
       },
@@ -126,6 +135,7 @@ export function schemas(): Json {
           required: [...taskRequired, 'status', 'stage'],
           properties: {
             ...taskBase,
+            ...taskReferences,
             status: { const: 0 },
             stage: STAGE,
             queuedAhead: {
@@ -142,6 +152,7 @@ export function schemas(): Json {
           required: [...taskRequired, 'status'],
           properties: {
             ...taskBase,
+            ...taskReferences,
             status: { const: 1 },
             imageUrls: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Image tasks.' },
             videoUrl: { type: 'string', format: 'uri', description: 'Video tasks.' },
@@ -159,6 +170,7 @@ export function schemas(): Json {
           required: [...taskRequired, 'status', 'errorCode', 'errorMessage'],
           properties: {
             ...taskBase,
+            ...taskReferences,
             status: { const: 2 },
             errorCode: { enum: [...ERROR_CODES] },
             errorMessage: {

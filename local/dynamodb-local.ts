@@ -11,6 +11,13 @@ import { dirname, join, resolve } from 'node:path';
 export const DYNAMODB_LOCAL_CLIENT_CONFIG = {
   region: 'local',
   credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  // DynamoDB Local runs every write under one table-wide lock and, on a machine busy with other work,
+  // answers a write that waited too long for it with a 500 ("timed out because it too long waiting for
+  // a lock. This request will succeed in actual DynamoDB API"): nothing was written. A full suite run
+  // at load average 12 (three test runs at once) failed that way in two store tests. The SDK retries a
+  // 500; more
+  // attempts than its default 3 ride such a spell out, as the real service would never have refused.
+  maxAttempts: 8,
 } as const;
 
 export interface DynamoDbLocalOptions {

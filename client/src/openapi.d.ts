@@ -497,7 +497,7 @@ export interface components {
         Submission: {
             taskId: string;
             /**
-             * @description 0 pending; 2 when the provider refused the task at once (refunded). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1.
+             * @description 0: accepted and queued (the provider receives it later, at its pace). An idempotent replay (`Idempotent-Replayed: true`) carries the task's current status, which may be 1 or 2.
              * @enum {unknown}
              */
             status: 0 | 1 | 2;
@@ -517,6 +517,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description Image-to-image and image-to-video tasks: the reference images as the caller gave them (its https URLs and its `upload://` references; an inline `data:` image appears as the `upload://` reference it was stored as). Never a signed URL: the provider's short-lived links are made at each send and not shown. */
+            inputImageUrls?: string[];
             /** @constant */
             status: 0;
             /**
@@ -538,6 +540,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description Image-to-image and image-to-video tasks: the reference images as the caller gave them (its https URLs and its `upload://` references; an inline `data:` image appears as the `upload://` reference it was stored as). Never a signed URL: the provider's short-lived links are made at each send and not shown. */
+            inputImageUrls?: string[];
             /** @constant */
             status: 1;
             /** @description Image tasks. */
@@ -564,6 +568,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description Image-to-image and image-to-video tasks: the reference images as the caller gave them (its https URLs and its `upload://` references; an inline `data:` image appears as the `upload://` reference it was stored as). Never a signed URL: the provider's short-lived links are made at each send and not shown. */
+            inputImageUrls?: string[];
             /** @constant */
             status: 2;
             /** @enum {unknown} */

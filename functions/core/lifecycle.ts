@@ -140,6 +140,9 @@ export function toTaskResource(task: TaskRecord, resultUrls: string[] = [], expi
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
   };
+  const references = task.request.inputImageUrls;
+  if (Array.isArray(references) && references.length > 0 && references.every((url) => typeof url === 'string'))
+    resource.inputImageUrls = references;
   if (task.status === TaskStatus.PENDING) resource.stage = publicStage(task);
   if (task.status === TaskStatus.COMPLETED) {
     if (task.type === 'image') resource.imageUrls = resultUrls;

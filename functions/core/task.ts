@@ -210,6 +210,11 @@ export interface TaskResource {
   status: TaskStatus;
   model: string;
   prompt: string;
+  /**
+   * The reference images as the caller gave them (https URLs, `upload://` references; inline images as
+   * the `upload://` reference they were stored as). Never a signed URL.
+   */
+  inputImageUrls?: string[];
   /** PENDING only: `queued` while it waits here, `running` once the provider has it. */
   stage?: PublicStage;
   /**

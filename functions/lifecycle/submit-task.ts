@@ -102,6 +102,9 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
       request: {
         providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt),
         outputs: paidOutputCount(input),
+        // The reference images as the caller gave them, for the Task resource (the provider request
+        // holds them under the provider's own field name).
+        ...(Array.isArray(input.request.inputImageUrls) ? { inputImageUrls: input.request.inputImageUrls } : {}),
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,

@@ -12,9 +12,10 @@ import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { type TaskRecord, TaskStatus } from '../core/task';
 import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
 import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
-import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
 import { TABLE } from './table';
+import { conditionalUpdate } from './tasks';
 
 const CAPACITY_KEY: ItemKey = { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' };
 
@@ -159,19 +160,7 @@ export async function takeSlot(
       }
     : slot;
   const condition = reservation ? and(version, notBackingOff, reservation.condition) : and(version, notBackingOff);
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ...updateParams(change, condition) }),
-        ),
-      ctx.retry,
-    );
-    return input.state.n + 1;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return undefined;
-    throw error;
-  }
+  return (await updateCapacity(ctx, updateParams(change, condition))) ? input.state.n + 1 : undefined;
 }
 
 const RUNNING = { [attr('running')]: 'running' };
@@ -248,44 +237,17 @@ export async function leaveInFlight(ctx: RetryingStoreContext, input: { key: str
   );
 }
 
-async function updateRunning(
-  ctx: RetryingStoreContext,
-  params: {
-    UpdateExpression: string;
-    ConditionExpression: string;
-    ExpressionAttributeNames: Record<string, string>;
-    ExpressionAttributeValues?: Record<string, unknown>;
-  },
-): Promise<void> {
+/** The request fields of one conditional write of the capacity item. */
+type CapacityUpdate = ReturnType<typeof updateParams>;
+
+/**
+ * The one conditional write of the capacity item every change here goes through: true when written,
+ * false when its condition did not hold (the caller decides what losing means).
+ */
+async function updateCapacity(ctx: RetryingStoreContext, params: CapacityUpdate): Promise<boolean> {
   try {
     await withRetry(
       () => ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ...params })),
-      ctx.retry,
-    );
-  } catch (error) {
-    lostCondition(error);
-  }
-}
-
-/**
- * Claims the look at `running` for entries whose removal was lost: true when nobody looked since
- * `before` (epoch ms), so at the cap one dispatcher at a time reads the listed tasks, not every step.
- */
-export async function claimHeal(ctx: RetryingStoreContext, input: { now: number; before: number }): Promise<boolean> {
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: CAPACITY_KEY,
-            ...updateParams(update({ set: { healAt: input.now } }), {
-              expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
-              names: { [attr('healAt')]: 'healAt' },
-              values: { ':healBefore': input.before },
-            }),
-          }),
-        ),
       ctx.retry,
     );
     return true;
@@ -293,6 +255,24 @@ export async function claimHeal(ctx: RetryingStoreContext, input: { now: number;
     if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
+}
+
+async function updateRunning(ctx: RetryingStoreContext, params: CapacityUpdate): Promise<void> {
+  await updateCapacity(ctx, params);
+}
+
+/**
+ * Claims the look at `running` for entries whose removal was lost: true when nobody looked since
+ * `before` (epoch ms), so at the cap one dispatcher at a time reads the listed tasks, not every step.
+ */
+export async function claimHeal(ctx: RetryingStoreContext, input: { now: number; before: number }): Promise<boolean> {
+  return updateCapacity(ctx, {
+    ...updateParams(update({ set: { healAt: input.now } }), {
+      expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
+      names: { [attr('healAt')]: 'healAt' },
+      values: { ':healBefore': input.before },
+    }),
+  });
 }
 
 /**
@@ -305,24 +285,12 @@ export async function recordAnswered(
   input: { slot: number; at: number; ring: number },
 ): Promise<void> {
   const name = answeredAttribute(input.slot, input.ring);
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: CAPACITY_KEY,
-            UpdateExpression: 'SET #answered = :answered',
-            ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
-            ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
-            ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
-          }),
-        ),
-      ctx.retry,
-    );
-  } catch (error) {
-    lostCondition(error);
-  }
+  await updateCapacity(ctx, {
+    UpdateExpression: 'SET #answered = :answered',
+    ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
+    ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
+    ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
+  });
 }
 
 /**
@@ -330,25 +298,13 @@ export async function recordAnswered(
  * already reaches further is kept.
  */
 export async function backOff(ctx: RetryingStoreContext, input: { until: number; backoffMs: number }): Promise<void> {
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: CAPACITY_KEY,
-            ...updateParams(update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }), {
-              expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} < :until`,
-              names: { [attr('backoffUntil')]: 'backoffUntil' },
-              values: { ':until': input.until },
-            }),
-          }),
-        ),
-      ctx.retry,
-    );
-  } catch (error) {
-    lostCondition(error);
-  }
+  await updateCapacity(ctx, {
+    ...updateParams(update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }), {
+      expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} < :until`,
+      names: { [attr('backoffUntil')]: 'backoffUntil' },
+      values: { ':until': input.until },
+    }),
+  });
 }
 
 /**
@@ -524,34 +480,12 @@ const stageIs = (stage: string, placeholder: string): Expr => ({
 });
 
 /** One conditional update of a task returning the new item; undefined when the condition failed. */
-async function updateTask(
+function updateTask(
   ctx: RetryingStoreContext,
   ref: { userId: string; taskId: string },
   params: ReturnType<typeof updateParams>,
 ): Promise<TaskRecord | undefined> {
-  try {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: keys.task(ref.userId, ref.taskId),
-            ...params,
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      ctx.retry,
-    );
-    return out.Attributes ? taskOf(out.Attributes) : undefined;
-  } catch (error) {
-    lostCondition(error);
-    return undefined;
-  }
-}
-
-function taskOf(item: Record<string, unknown>): TaskRecord {
-  const { PK: _pk, SK: _sk, GSI1PK: _g1, GSI1SK: _g1s, GSI2PK: _g2, GSI2SK: _g2s, ...record } = item;
-  return record as unknown as TaskRecord;
+  return conditionalUpdate(ctx, ref.userId, ref.taskId, params);
 }
 
 /**
@@ -652,25 +586,11 @@ export function awaitsSend(task: TaskRecord): boolean {
  * one of the dispatchers that must wait schedules it (no herd of wake-ups).
  */
 export async function claimWake(ctx: RetryingStoreContext, input: { at: number; now: number }): Promise<boolean> {
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: CAPACITY_KEY,
-            ...updateParams(update({ set: { wakeAt: input.at } }), {
-              expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
-              names: { [attr('wakeAt')]: 'wakeAt' },
-              values: { ':wakeNow': input.now, ':wakeAt': input.at },
-            }),
-          }),
-        ),
-      ctx.retry,
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return updateCapacity(ctx, {
+    ...updateParams(update({ set: { wakeAt: input.at } }), {
+      expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
+      names: { [attr('wakeAt')]: 'wakeAt' },
+      values: { ':wakeNow': input.now, ':wakeAt': input.at },
+    }),
+  });
 }

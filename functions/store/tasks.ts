@@ -311,7 +311,7 @@ export async function getTask(
 }
 
 /** One conditional UpdateItem returning the new item, or undefined when the condition did not hold. */
-async function conditionalUpdate(
+export async function conditionalUpdate(
   ctx: RetryingStoreContext,
   userId: string,
   taskId: string,

@@ -7,11 +7,11 @@
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { join } from 'node:path';
-import { crc32, deflateSync } from 'node:zlib';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createDocumentClient } from '../../functions/store/client';
 import { backOff } from '../../functions/store/dispatch';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { tinyPng } from '../support/png';
 import { loadBrowserContext } from './support/context';
 
 const context = loadBrowserContext();
@@ -32,31 +32,6 @@ let apiKey = '';
 let keyId = '';
 /** A task submitted with that key. */
 let keyTaskId = '';
-
-/** A real 2x2 RGB PNG (signature, IHDR, IDAT, IEND, with their CRCs). */
-function smallPng(): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(2, 0);
-  header.writeUInt32BE(2, 4);
-  header[8] = 8; // bit depth
-  header[9] = 2; // RGB
-  // Each row: filter byte 0, then two RGB pixels.
-  const rows = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(rows)),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
 
 async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: join(context.screenshotDir, `${name}.png`), fullPage: true });
@@ -650,7 +625,7 @@ test(
   'reference image files: picked and dropped files are uploaded with previews; a mislabelled, an oversize and one too many each say why and are not submitted; the image-to-image task completes',
   async () => {
     // Prepare
-    const png = smallPng();
+    const png = tinyPng();
     // A PNG's first bytes, then enough to pass the stack's 1 MB upload limit (global-setup).
     const oversize = Buffer.concat([png.subarray(0, 16), Buffer.alloc(1536 * 1024)]);
     const uploadsAsked: string[] = [];

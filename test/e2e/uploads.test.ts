@@ -7,7 +7,7 @@
  * covered on the local stack by test/integration/uploads.test.ts, as is one over the limit at submit.
  */
 import { randomUUID } from 'node:crypto';
-import { deflateSync } from 'node:zlib';
+import { tinyPng } from '../support/png';
 import { createApi, IMAGE_PATH } from './support/api';
 import { loadTarget } from './support/target';
 
@@ -23,36 +23,6 @@ interface CreatedUpload {
   uploadUrl: string;
   uploadFields: Record<string, string>;
   url: string;
-}
-
-/** A valid 1x1 PNG (IHDR, IDAT, IEND with their CRCs). */
-function tinyPng(): Buffer {
-  const crc32 = (bytes: Buffer) => {
-    let c = 0xffffffff;
-    for (const byte of bytes) {
-      c ^= byte;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    }
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, sum]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(1, 0);
-  header.writeUInt32BE(1, 4);
-  header.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(Buffer.from([0, 40, 120, 200]))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
 }
 
 const JPEG_START = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00]);

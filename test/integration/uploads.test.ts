@@ -5,7 +5,6 @@
  * reference a 400 naming its `inputImageUrls` entry with nothing debited.
  */
 import { randomUUID } from 'node:crypto';
-import { deflateSync } from 'node:zlib';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost, presignUrl } from '../../functions/aws/signer';
@@ -16,6 +15,7 @@ import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { putUpload } from '../../functions/store/uploads';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { tinyPng } from '../support/png';
 
 /** The stack's upload limit for this file: small, so a too-big file is cheap to send. */
 const MAX_BYTES = 4096;
@@ -34,38 +34,6 @@ interface CreatedUpload {
   uploadFields: Record<string, string>;
   expiresAt: string;
   url: string;
-}
-
-/** A valid 1x1 PNG (signature, IHDR, IDAT, IEND with real CRCs). */
-function tinyPng(): Buffer {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (bytes: Buffer) => {
-    let c = 0xffffffff;
-    for (const byte of bytes) c = (crcTable[(c ^ byte) & 0xff] ?? 0) ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc(body));
-    return Buffer.concat([length, body, sum]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(1, 0);
-  header.writeUInt32BE(1, 4);
-  header.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(Buffer.from([0, 255, 0, 0]))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
 }
 
 async function api(
@@ -192,7 +160,9 @@ describe('uploading a reference image', () => {
     expect(posted.status).toBe(204);
     expect(submitted.status).toBe(202);
     expect(done.status).toBe(1);
-    // The task never shows a signing query (the provider got one, made at send time).
+    // The task shows the caller's own reference, never a signing query (the provider got one, made at
+    // send time).
+    expect((JSON.parse(done.text) as { inputImageUrls?: string[] }).inputImageUrls).toEqual([upload.url]);
     expect(done.text).not.toContain('X-Amz-Signature');
     expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
     const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
@@ -409,9 +379,7 @@ describe('inline data: images', () => {
     expect(done.status).toBe(1);
     expect(done.text).not.toContain('data:image');
     expect(done.text).not.toContain('X-Amz-Signature');
-    if (task.inputImageUrls) {
-      expect(task.inputImageUrls).toEqual(['https://example.com/first.png', expect.stringMatching(/^upload:\/\//)]);
-    }
+    expect(task.inputImageUrls).toEqual(['https://example.com/first.png', expect.stringMatching(/^upload:\/\/[^?]+$/)]);
     expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
     const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
       referenceDownloads: { status: number; bytes: number }[];
