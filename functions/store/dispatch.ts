@@ -370,30 +370,7 @@ export async function countQueued(
   input: { userId: string; limit: number },
 ): Promise<number> {
   const account = queueAccount(input.userId);
-  let count = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
-            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
-            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': `${account}#`, ':to': `${account}#\uffff` },
-            Select: 'COUNT',
-            // Consistent: an entry accepted a moment ago counts (the bound is soft only by concurrency).
-            ConsistentRead: true,
-            Limit: input.limit - count,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        ),
-      ctx.retry,
-    );
-    count += out.Count ?? 0;
-    start = out.LastEvaluatedKey;
-  } while (start && count < input.limit);
-  return count;
+  return countQueueRange(ctx, { from: `${account}#`, to: `${account}#\uffff`, limit: input.limit });
 }
 
 /** The number of the account's tasks queued before this one, while it is queued (a counting Query). */
@@ -401,7 +378,21 @@ export async function queuedAhead(
   ctx: RetryingStoreContext,
   input: { userId: string; createdAt: string; taskId: string },
 ): Promise<number> {
-  const account = queueAccount(input.userId);
+  // Up to and with this task's own entry, which is then not counted.
+  const own = keys.queueEntry(input.userId, input.createdAt, input.taskId).SK;
+  const count = await countQueueRange(ctx, { from: `${queueAccount(input.userId)}#`, to: own });
+  return Math.max(0, count - 1);
+}
+
+/**
+ * Counts the queue entries whose sort keys lie from `from` to `to` (both included), paging, with one
+ * consistent counting Query per page (an entry accepted a moment ago counts); stops once `limit` are
+ * counted, when given.
+ */
+async function countQueueRange(
+  ctx: RetryingStoreContext,
+  input: { from: string; to: string; limit?: number },
+): Promise<number> {
   let count = 0;
   let start: Record<string, unknown> | undefined;
   do {
@@ -412,13 +403,10 @@ export async function queuedAhead(
             TableName: ctx.tableName,
             KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
             ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
-            ExpressionAttributeValues: {
-              ':queue': DISPATCH_QUEUE,
-              ':from': `${account}#`,
-              // Up to and with this task's own entry, which is then not counted.
-              ':to': keys.queueEntry(input.userId, input.createdAt, input.taskId).SK,
-            },
+            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': input.from, ':to': input.to },
             Select: 'COUNT',
+            ConsistentRead: true,
+            ...(input.limit === undefined ? {} : { Limit: input.limit - count }),
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         ),
@@ -426,8 +414,8 @@ export async function queuedAhead(
     );
     count += out.Count ?? 0;
     start = out.LastEvaluatedKey;
-  } while (start);
-  return Math.max(0, count - 1);
+  } while (start && (input.limit === undefined || count < input.limit));
+  return count;
 }
 
 /**
