@@ -33,6 +33,8 @@ import type { Command } from './args';
 /** `credits show` for a user the table knows nothing about: not a balance of 0. */
 export class UnknownAccountError extends DomainError {
   override readonly name: string = 'UnknownAccountError';
+  /** A CLI error; a 404 if it ever reached HTTP. */
+  readonly status: number = 404;
   constructor(userId: string) {
     super(
       `no account ${JSON.stringify(userId)}: it has no credits, keys, invitation or sessions (check --user, and the target)`,

@@ -169,6 +169,7 @@ export const IMAGE_MODELS: readonly ImageModel[] = [
 ];
 
 /** Price list from `{ resolution: { duration: credits } }`. */
+/* @__NO_SIDE_EFFECTS__ */
 function grid(table: Partial<Record<VideoResolution, Readonly<Record<number, number>>>>): VideoPrice[] {
   const prices: VideoPrice[] = [];
   for (const resolution of VIDEO_RESOLUTIONS) {
@@ -200,7 +201,11 @@ interface VideoModelSpec {
   maxReferenceImages?: number;
 }
 
-/** Fills in what follows from the spec's family rules and the price list. */
+/**
+ * Fills in what follows from the spec's family rules and the price list. Marked side-effect free (as is
+ * `grid`): a bundle that never reads the video models (submit-image) then leaves them out.
+ */
+/* @__NO_SIDE_EFFECTS__ */
 function video(spec: VideoModelSpec): VideoModel {
   const durations = durationsOf(spec.prices);
   return {
@@ -351,7 +356,7 @@ export const VIDEO_MODELS: readonly VideoModel[] = [
 ];
 
 /** Every model, images first, in spec order. */
-export const MODELS: readonly Model[] = [...IMAGE_MODELS, ...VIDEO_MODELS];
+export const MODELS: readonly Model[] = /* @__PURE__ */ (() => [...IMAGE_MODELS, ...VIDEO_MODELS])();
 
 /** The image model with this id, or undefined for anything else. */
 export function findImageModel(id: string): ImageModel | undefined {

@@ -1,6 +1,8 @@
 /**
- * The project's error classes. Domain code throws these; `functions/http/error-handler.ts` is the one
- * place that turns them into HTTP statuses and bodies.
+ * The project's error classes. Domain code throws these; each names its HTTP status, body and headers
+ * here, beside its meaning, and `functions/http/error-handler.ts` is the one place that answers with
+ * them. The answer lives on the class rather than in one `instanceof` chain so that a bundle carries
+ * only the classes its code can throw (measured: about 1 KB of the submit functions' bundle budget).
  */
 
 /**
@@ -10,6 +12,16 @@
  */
 export abstract class DomainError extends Error {
   override readonly name: string = this.constructor.name;
+  /** The HTTP status of the answer. */
+  abstract readonly status: number;
+  /** The answer's body: `{ error }` with the message, and what else the status needs. */
+  body(): Record<string, unknown> {
+    return { error: this.message };
+  }
+  /** Headers of the answer beyond the request id (`Retry-After`). */
+  headers(): Record<string, string> {
+    return {};
+  }
 }
 
 /** Field errors keyed by dotted path (`inputImageUrls.3`), plus errors about the body as a whole. */
@@ -21,6 +33,10 @@ export interface ValidationDetails {
 /** 400: the body failed validation or is not JSON. */
 export class ValidationError extends DomainError {
   override readonly name: string = 'ValidationError';
+  readonly status: number = 400;
+  override body(): Record<string, unknown> {
+    return { error: this.message, details: this.details };
+  }
   constructor(readonly details: ValidationDetails) {
     super('Invalid request');
   }
@@ -29,6 +45,7 @@ export class ValidationError extends DomainError {
 /** 415: the request body is not declared as JSON. */
 export class UnsupportedMediaTypeError extends DomainError {
   override readonly name: string = 'UnsupportedMediaTypeError';
+  readonly status: number = 415;
   constructor() {
     super('Unsupported Media Type');
   }
@@ -37,6 +54,7 @@ export class UnsupportedMediaTypeError extends DomainError {
 /** 401: missing, unknown, revoked or expired key. */
 export class UnauthorizedError extends DomainError {
   override readonly name: string = 'UnauthorizedError';
+  readonly status: number = 401;
   constructor() {
     super('Unauthorized');
   }
@@ -45,6 +63,7 @@ export class UnauthorizedError extends DomainError {
 /** 403: a valid key used from an address outside its allowlist. */
 export class ForbiddenError extends DomainError {
   override readonly name: string = 'ForbiddenError';
+  readonly status: number = 403;
   constructor() {
     super('Forbidden');
   }
@@ -53,6 +72,10 @@ export class ForbiddenError extends DomainError {
 /** 402: the account cannot pay for the task. */
 export class InsufficientCreditsError extends DomainError {
   override readonly name: string = 'InsufficientCreditsError';
+  readonly status: number = 402;
+  override body(): Record<string, unknown> {
+    return { error: this.message, required: this.required, balance: this.balance };
+  }
   constructor(
     readonly required: number,
     readonly balance: number,
@@ -64,6 +87,7 @@ export class InsufficientCreditsError extends DomainError {
 /** 409: an Idempotency-Key already used with a different request body. */
 export class IdempotencyConflictError extends DomainError {
   override readonly name: string = 'IdempotencyConflictError';
+  readonly status: number = 409;
   constructor() {
     super('Idempotency key reused with a different request');
   }
@@ -75,6 +99,13 @@ export class IdempotencyConflictError extends DomainError {
  */
 export class QueueFullError extends DomainError {
   override readonly name: string = 'QueueFullError';
+  readonly status: number = 429;
+  override body(): Record<string, unknown> {
+    return { error: this.message, limit: this.limit };
+  }
+  override headers(): Record<string, string> {
+    return { 'Retry-After': String(this.retryAfterSeconds) };
+  }
   constructor(
     readonly limit: number,
     readonly retryAfterSeconds: number,
@@ -86,6 +117,7 @@ export class QueueFullError extends DomainError {
 /** 404: the task does not exist or belongs to someone else (indistinguishable by design). */
 export class TaskNotFoundError extends DomainError {
   override readonly name: string = 'TaskNotFoundError';
+  readonly status: number = 404;
   constructor() {
     super('Task not found');
   }
@@ -97,6 +129,7 @@ export class TaskNotFoundError extends DomainError {
  */
 export class TaskStateError extends DomainError {
   override readonly name: string = 'TaskStateError';
+  readonly status: number = 409;
 }
 
 /**
@@ -105,6 +138,10 @@ export class TaskStateError extends DomainError {
  */
 export class ServiceBusyError extends DomainError {
   override readonly name: string = 'ServiceBusyError';
+  readonly status: number = 503;
+  override headers(): Record<string, string> {
+    return { 'Retry-After': String(this.retryAfterSeconds) };
+  }
   /** What `Retry-After` tells the client: the contention is gone in well under a second. */
   readonly retryAfterSeconds: number = 1;
   constructor(options?: { cause?: unknown }, message = 'Service busy, retry later') {
@@ -135,6 +172,10 @@ export const CONTROL_PLANE_RETRY_AFTER_SECONDS = 5;
  */
 export class KeyLimitError extends DomainError {
   override readonly name: string = 'KeyLimitError';
+  readonly status: number = 409;
+  override body(): Record<string, unknown> {
+    return { error: this.message, limit: this.limit };
+  }
   constructor(readonly limit: number) {
     super(
       `This account already has ${limit} active API key${limit === 1 ? '' : 's'}, the most it may hold; revoke one first`,
@@ -142,14 +183,16 @@ export class KeyLimitError extends DomainError {
   }
 }
 
-/** An operator/CLI input error (never reaches HTTP). */
+/** An operator/CLI input error (never reaches HTTP; a 400 if it did). */
 export class UsageError extends DomainError {
   override readonly name: string = 'UsageError';
+  readonly status: number = 400;
 }
 
 /** 403: the route manages keys or the account, which a leaked API key must not be able to do. */
 export class SessionRequiredError extends DomainError {
   override readonly name: string = 'SessionRequiredError';
+  readonly status: number = 403;
   constructor() {
     super('This endpoint needs a signed-in session; API keys cannot use it');
   }
@@ -161,6 +204,10 @@ export type CsrfFailure = 'missing-token' | 'bad-token' | 'missing-origin' | 'cr
 /** 403: a state-changing request with a session lacks a matching CSRF token or a same-origin `Origin`. */
 export class CsrfError extends DomainError {
   override readonly name: string = 'CsrfError';
+  readonly status: number = 403;
+  override body(): Record<string, unknown> {
+    return { error: this.message, reason: this.reason };
+  }
   constructor(readonly reason: CsrfFailure) {
     super('Cross-site request refused');
   }
@@ -169,6 +216,7 @@ export class CsrfError extends DomainError {
 /** 404: no such key, or someone else's (indistinguishable by design). */
 export class KeyNotFoundError extends DomainError {
   override readonly name: string = 'KeyNotFoundError';
+  readonly status: number = 404;
   constructor() {
     super('Key not found');
   }
@@ -177,6 +225,7 @@ export class KeyNotFoundError extends DomainError {
 /** 409: the key cannot undergo the action (rotating a revoked, expired or already rotated key). */
 export class KeyStateError extends DomainError {
   override readonly name: string = 'KeyStateError';
+  readonly status: number = 409;
 }
 
 /**
@@ -185,6 +234,11 @@ export class KeyStateError extends DomainError {
  */
 export class SpendLimitError extends DomainError {
   override readonly name: string = 'SpendLimitError';
+  readonly status: number = 402;
+  override body(): Record<string, unknown> {
+    const { limit, period, spent, resetsAt } = this;
+    return { error: this.message, limit, period, spent, resetsAt };
+  }
   constructor(
     readonly limit: number,
     readonly period: 'day' | 'month' | 'total',

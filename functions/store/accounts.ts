@@ -13,7 +13,8 @@ import {
   totalOf,
   transactCreditingOneShard,
 } from './balance';
-import { conditionParams, conditions } from './conditions';
+import * as conditions from './condition-fragments';
+import { conditionParams } from './conditions';
 import { grantFailure, isRetryable, type RetryingStoreContext } from './errors';
 import { keys } from './keys';
 import { ledgerEntryItem } from './ledger-entry';

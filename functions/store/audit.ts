@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from './client';
-import { conditionParams, conditions } from './conditions';
+import * as conditions from './condition-fragments';
+import { conditionParams } from './conditions';
 import { accountKeys } from './keys';
 import { decodeCursor, queryPage } from './pages';
 import { TABLE } from './table';

@@ -15,7 +15,8 @@
  * does not change the balance, so it needs no entry of its own.
  */
 import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { and, conditionParams, conditions, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { and, conditionParams, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
 import {
   backoffDelay,
   busy,

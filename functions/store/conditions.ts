@@ -3,7 +3,6 @@
  * `ExpressionAttributeNames` placeholder (`#status`, `#ttl`, ... are reserved words), and each fragment
  * owns distinct value placeholders, so fragments combine without clashes.
  */
-import { TaskStatus } from '../core/task';
 import { TABLE } from './table';
 
 /** A piece of a DynamoDB expression with the placeholders it uses. */
@@ -18,7 +17,8 @@ export function attr(name: string): string {
   return `#${name}`;
 }
 
-function namesOf(...attributes: string[]): Record<string, string> {
+/** The `ExpressionAttributeNames` entries of `attributes`. */
+export function namesOf(...attributes: string[]): Record<string, string> {
   return Object.fromEntries(attributes.map((name) => [attr(name), name]));
 }
 
@@ -27,90 +27,6 @@ export function and(...parts: Expr[]): Expr {
   const merged = mergePlaceholders(parts);
   return { ...merged, expression: parts.map((part) => `(${part.expression})`).join(' AND ') };
 }
-
-export const conditions = {
-  /** A put that must not overwrite: the key is not taken. */
-  itemIsNew: (): Expr => ({
-    expression: `attribute_not_exists(${attr(TABLE.partitionKey)})`,
-    names: namesOf(TABLE.partitionKey),
-    values: {},
-  }),
-
-  /** An update that must not create: the item is there. */
-  itemExists: (): Expr => ({
-    expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
-    names: namesOf(TABLE.partitionKey),
-    values: {},
-  }),
-
-  /** The balance item exists and holds at least `take` credits (a missing balance fails the comparison). */
-  balanceCovers: (take: number): Expr => ({
-    expression: `${attr('balance')} >= :take`,
-    names: namesOf('balance'),
-    values: { ':take': take },
-  }),
-
-  /**
-   * The API key has not ended by `nowSeconds`: its key-end guard (written by revoke and rotate before the
-   * key item says so, see `markKeyEnd`) is absent or still in the future.
-   */
-  keyNotEnded: (nowSeconds: number): Expr => ({
-    expression: `attribute_not_exists(${attr('endsAt')}) OR ${attr('endsAt')} > :keyNow`,
-    names: namesOf('endsAt'),
-    values: { ':keyNow': nowSeconds },
-  }),
-
-  /**
-   * The accept holds the key's current spend limit: no change of the limit newer than `version` has been
-   * stamped on the guard (store/spend.ts `stampLimitVersion`). A guard without a stamp passes.
-   */
-  limitCurrent: (version: number): Expr => ({
-    expression: `attribute_not_exists(${attr('limitVersion')}) OR ${attr('limitVersion')} <= :limitVersion`,
-    names: namesOf('limitVersion'),
-    values: { ':limitVersion': version },
-  }),
-
-  /** The task exists and is PENDING (0); fails for a missing item too. */
-  taskIsPending: (): Expr => ({
-    expression: `${attr('status')} = :pendingStatus`,
-    names: namesOf('status'),
-    values: { ':pendingStatus': TaskStatus.PENDING },
-  }),
-
-  /** The task's credits have not been given back yet. */
-  notYetRefunded: (): Expr => ({
-    expression: `${attr('creditsRefunded')} = :notRefunded`,
-    names: namesOf('creditsRefunded'),
-    values: { ':notRefunded': false },
-  }),
-
-  /**
-   * The stored task is the one the caller describes: it was charged `creditsUsed` and created at
-   * `createdAt`, so a refund computed from the caller's copy gives back exactly what was debited.
-   */
-  chargedAs: (creditsUsed: number, createdAt: string): Expr => ({
-    expression: `${attr('creditsUsed')} = :chargedCredits AND ${attr('createdAt')} = :chargedAt`,
-    names: namesOf('creditsUsed', 'createdAt'),
-    values: { ':chargedCredits': creditsUsed, ':chargedAt': createdAt },
-  }),
-
-  /** The provider task id has not been recorded yet. */
-  providerTaskNotRecorded: (): Expr => ({
-    expression: `attribute_not_exists(${attr('providerTaskId')})`,
-    names: namesOf('providerTaskId'),
-    values: {},
-  }),
-
-  /**
-   * The idempotency key is free: never used, or its record has expired. TTL deletion can lag by days,
-   * so an expired record still on the table must not block the key.
-   */
-  idempotencyKeyFree: (nowEpochSeconds: number): Expr => ({
-    expression: `attribute_not_exists(${attr(TABLE.partitionKey)}) OR ${attr(TABLE.ttlAttribute)} < :nowEpochSeconds`,
-    names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
-    values: { ':nowEpochSeconds': nowEpochSeconds },
-  }),
-} as const;
 
 /**
  * The conditions of refreshing a pending task (claims, callbacks, results ready): an object of their

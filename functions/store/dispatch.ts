@@ -11,7 +11,8 @@ import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { type TaskRecord, TaskStatus } from '../core/task';
 import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
-import { and, attr, conditions, type Expr, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { and, attr, type Expr, update, updateParams } from './conditions';
 import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
 import { TABLE } from './table';

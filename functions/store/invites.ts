@@ -11,7 +11,8 @@ import { UsageError } from '../core/errors';
 import { normalizeEmail } from '../core/session';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
-import { conditions, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
 import { accountKeys, keys } from './keys';
 

@@ -17,7 +17,8 @@ import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, Updat
 import { KeyLimitError } from '../core/errors';
 import { type Env, MAX_ACTIVE_KEYS, readEnv } from '../environment/environment';
 import type { StoreContext } from './client';
-import { and, conditions, type Expr, keyCountConditions, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { and, type Expr, keyCountConditions, update, updateParams } from './conditions';
 import { cancellationReasons, withRetry } from './errors';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';

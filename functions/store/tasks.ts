@@ -22,16 +22,8 @@ import {
   type TransactItem,
   totalOf,
 } from './balance';
-import {
-  and,
-  attr,
-  conditionParams,
-  conditions,
-  type Expr,
-  refreshConditions,
-  update,
-  updateParams,
-} from './conditions';
+import * as conditions from './condition-fragments';
+import { and, attr, conditionParams, type Expr, refreshConditions, update, updateParams } from './conditions';
 import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
 import { keys, pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';

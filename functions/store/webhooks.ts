@@ -19,7 +19,8 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
-import { attr, conditionParams, conditions, deliveryConditions, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { attr, conditionParams, deliveryConditions, update, updateParams } from './conditions';
 import {
   attemptRecordLost,
   type DeliveryOpenFailure,
