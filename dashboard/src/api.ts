@@ -86,6 +86,36 @@ export interface VideoModel {
 
 export type Model = ImageModel | VideoModel;
 
+/** How `GET /api/ai/usage` groups its rows. */
+export type UsageGroupBy = 'day' | 'key' | 'model';
+
+/** Credits moved and tasks accepted in a range (or one group of it). */
+export interface UsageFigures {
+  debited: number;
+  refunded: number;
+  /** `debited - refunded` (negative when a range refunds more than it debits). */
+  net: number;
+  tasks: { accepted: number; completed: number; failed: number; pending: number };
+}
+
+/**
+ * One row of a usage answer. `group` is a UTC day (`2026-11-25`), a key id (or `session` for tasks
+ * submitted from the dashboard) or a model id; `name` is the key's name while the key exists.
+ */
+export interface UsageRow extends UsageFigures {
+  group: string;
+  name?: string;
+}
+
+/** `GET /api/ai/usage`: the range actually used (defaults filled in), its totals and its rows. */
+export interface Usage {
+  from: string;
+  to: string;
+  groupBy: UsageGroupBy;
+  totals: UsageFigures;
+  rows: UsageRow[];
+}
+
 /** An answer other than 2xx, with the API's `{ error, ... }` body. */
 export class ApiError extends Error {
   constructor(
@@ -206,3 +236,6 @@ export const createUpload = (body: { contentType: string; size: number }) =>
     expiresAt: string;
     url: string;
   }>('POST', '/api/ai/uploads', body);
+/** Credits and tasks per UTC day, key or model; `from`/`to` (inclusive UTC days) default to the last 30 days. */
+export const getUsage = (filter: { from?: string; to?: string; groupBy: UsageGroupBy }) =>
+  request<Usage>('GET', `/api/ai/usage${query(filter)}`);
