@@ -25,6 +25,25 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return element;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * Creates an SVG element (`h` makes HTML elements, which an `<svg>` would not draw). Presentation goes
+ * in classes styled by app.css: the CSP refuses inline `style` attributes.
+ */
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | number | undefined> = {},
+  ...children: Child[]
+): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value !== undefined) element.setAttribute(name, String(value));
+  }
+  append(element, ...children);
+  return element;
+}
+
 /** Appends children, skipping `false`, `null` and `undefined`. */
 export function append(parent: Node, ...children: Child[]): void {
   for (const child of children) {

@@ -1,6 +1,6 @@
 /**
- * The dashboard: a hash router (`#/tasks`, `#/tasks/<id>`, `#/new`, `#/credits`, `#/keys`), so every
- * page is `index.html` and no server needs rewrite rules, and the header with the balance, which
+ * The dashboard: a hash router (`#/tasks`, `#/tasks/<id>`, `#/new`, `#/credits`, `#/usage`, `#/keys`), so
+ * every page is `index.html` and no server needs rewrite rules, and the header with the balance, which
  * every page refreshes after anything that can change it.
  */
 import { ApiError, type Session, session, signOut, whenSignedOut } from './api';
@@ -12,6 +12,7 @@ import { renderNewTask } from './pages/new-task';
 import type { PageContext } from './pages/page';
 import { renderTask } from './pages/task';
 import { renderTasks } from './pages/tasks';
+import { renderUsage } from './pages/usage';
 
 const main = document.getElementById('main') as HTMLElement;
 const account = document.getElementById('account') as HTMLElement;
@@ -118,6 +119,9 @@ async function route(moveFocus: boolean): Promise<void> {
   } else if (path === '/credits') {
     markNav('credits');
     page = renderCredits(main, context);
+  } else if (path === '/usage') {
+    markNav('usage');
+    page = renderUsage(main, context);
   } else if (path === '/keys') {
     markNav('keys');
     page = renderKeys(main, context);
