@@ -58,12 +58,18 @@ export interface ChartGeometry {
   bars: DayBar[];
   /** Grid lines with their value, at `y`. */
   yTicks: { value: number; y: number }[];
-  /** Day labels under the bars, centred on `x`; spaced so that they never overlap. */
-  xLabels: { day: string; x: number; text: string }[];
+  /**
+   * Day labels under the bars, spaced so that they never overlap: centred on `x` under their day, or,
+   * for one that would stick out of the chart (the last day of a long range), ending (starting) at `x`.
+   */
+  xLabels: { day: string; x: number; text: string; anchor: 'start' | 'middle' | 'end' }[];
 }
 
-/** Pixel sizes of the chart's text (12 px, set in app.css): the margins the axis labels need. */
-const FONT = { digit: 7.5, height: 12 } as const;
+/**
+ * Pixel sizes of the chart's text (12 px, set in app.css): the margins the axis labels need, and how
+ * wide a label may be (a generous average per character: it only decides where a label is anchored).
+ */
+const FONT = { digit: 7.5, char: 7.5, height: 12 } as const;
 /** The least room one day label takes, so labels of a long range skip days instead of colliding. */
 const MIN_LABEL_SPACING = 64;
 
@@ -120,7 +126,14 @@ export function chartGeometry(
   const every = Math.max(1, Math.ceil(MIN_LABEL_SPACING / slotWidth));
   const xLabels = bars
     .filter((_bar, index) => (rows.length - 1 - index) % every === 0)
-    .map((bar) => ({ day: bar.day, x: px(bar.slot.x + bar.slot.width / 2), text: formatDay(bar.day) }));
+    .map((bar) => {
+      const text = formatDay(bar.day);
+      const centre = bar.slot.x + bar.slot.width / 2;
+      const half = (text.length * FONT.char) / 2;
+      if (centre + half > size.width) return { day: bar.day, x: px(plot.right), text, anchor: 'end' as const };
+      if (centre - half < 0) return { day: bar.day, x: 0, text, anchor: 'start' as const };
+      return { day: bar.day, x: px(centre), text, anchor: 'middle' as const };
+    });
   const yTicks = scale.ticks.map((value) => ({ value, y: px(plot.bottom - (value / scale.top) * plotHeight) }));
   return { width: size.width, height: size.height, plot, scale, bars, yTicks, xLabels };
 }

@@ -106,6 +106,25 @@ describe('the geometry of the usage chart', () => {
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(64);
   });
 
+  test('a label that would stick out of the chart ends at its right edge; the others are centred under their day', () => {
+    // Prepare: 12 px a day leave the last label (centred) 6 px from the edge, less than half its width.
+    const rows = Array.from({ length: 30 }, (_, index) => row(`2026-11-${String(index + 1).padStart(2, '0')}`, 1, 0));
+
+    // Act
+    const chart = chartGeometry(rows, size, (day) => `Nov ${Number(day.slice(8))}`);
+
+    // Assert
+    const last = chart.xLabels.at(-1)!;
+    const lastBar = chart.bars.at(-1)!;
+    expect(last).toMatchObject({ text: 'Nov 30', anchor: 'end', x: chart.plot.right });
+    expect(chart.xLabels.slice(0, -1).every((label) => label.anchor === 'middle')).toBe(true);
+    for (const label of chart.xLabels.slice(0, -1)) {
+      const bar = chart.bars.find((one) => one.day === label.day)!;
+      expect(label.x).toBeCloseTo(bar.slot.x + bar.slot.width / 2, 1);
+    }
+    expect(lastBar.slot.x + lastBar.slot.width).toBeCloseTo(chart.plot.right, 1);
+  });
+
   test('every day of a short range has its label', () => {
     // Act
     const chart = chartGeometry([row('2026-11-24', 1, 0), row('2026-11-25', 2, 0)], size, label);
