@@ -6,8 +6,9 @@
  * ledger's debit and refund, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { createDocumentClient } from '../../functions/store/client';
 import { backOff } from '../../functions/store/dispatch';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
@@ -79,6 +80,28 @@ async function fieldError(label: string): Promise<string> {
   const error = page.locator(`[id="${errorId}"]`);
   await error.waitFor({ state: 'visible' });
   return (await error.textContent()) ?? '';
+}
+
+/** Debited and refunded credits per UTC day, as the ledger has them (grants left out). */
+function creditsPerDay(
+  entries: readonly { kind: string; delta: number; at: string }[],
+): Map<string, { debited: number; refunded: number }> {
+  const days = new Map<string, { debited: number; refunded: number }>();
+  for (const entry of entries) {
+    if (entry.kind === 'grant') continue;
+    const day = new Date(entry.at).toISOString().slice(0, 10);
+    const figures = days.get(day) ?? { debited: 0, refunded: 0 };
+    if (entry.kind === 'debit') figures.debited -= entry.delta;
+    else figures.refunded += entry.delta;
+    days.set(day, figures);
+  }
+  return days;
+}
+
+/** Clicks `button` and returns the file the page offers for download: its name and its text. */
+async function downloaded(button: Locator): Promise<{ name: string; text: string }> {
+  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+  return { name: download.suggestedFilename(), text: await readFile(await download.path(), 'utf8') };
 }
 
 beforeAll(async () => {
@@ -725,6 +748,149 @@ test(
     expect(sent.inputImageUrls).toEqual([expect.stringMatching(/^upload:\/\//), expect.stringMatching(/^upload:\/\//)]);
     expect(task).toMatchObject({ status: 1, type: 'image' });
     expect(JSON.stringify(task)).not.toContain('X-Amz-Signature');
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the Usage page charts the credits of each day as the ledger has them, totals them by key and by model, and downloads each table as CSV',
+  async () => {
+    // Prepare: a key of its own, named so that its CSV field needs quoting, and two tasks with it on a
+    // model no other step uses: one completes, the provider fails the other (its credits come back).
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'Create a key' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('usage, "report"');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const shown = page.getByLabel('API key', { exact: true });
+    await shown.waitFor();
+    const usageKey = await shown.inputValue();
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    const usageKeyId = await keyRowIdOf(usageKey);
+    const submit = async (prompt: string, providerInput?: Record<string, string>) => {
+      const answer = await withKey(usageKey, '/api/ai/image/generate', {
+        method: 'POST',
+        json: { model: 'image-model-2', prompt, ...(providerInput ? { providerInput } : {}) },
+      });
+      expect(answer.status).toBe(202);
+      return (await answer.json()) as { taskId: string; creditsUsed: number };
+    };
+    const completed = await submit('a usage chart, drawn');
+    const failed = await submit('a usage chart, never drawn', { mockOutcome: 'fail', mockFailMsg: 'out of ink' });
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${completed.taskId}"][data-status="1"]`).waitFor();
+    await page.locator(`[data-list-for="#/tasks"] tr[data-task-id="${failed.taskId}"][data-status="2"]`).waitFor();
+    // The ledger, whole: what the chart must show for each day.
+    const ledger = (await (await withKey(usageKey, '/api/ai/credits?limit=100')).json()) as {
+      entries: { kind: string; delta: number; at: string; taskId?: string }[];
+      next: string | null;
+    };
+    const expectedDays = creditsPerDay(ledger.entries);
+    const refundEntry = ledger.entries.find((entry) => entry.kind === 'refund' && entry.taskId === failed.taskId);
+    const refundDay = new Date(refundEntry?.at ?? Number.NaN).toISOString().slice(0, 10);
+
+    // Act
+    await page.getByRole('link', { name: 'Usage', exact: true }).click();
+    const keyRow = page.locator(`[data-usage-for="#/usage"] [data-usage="key"] tr[data-group="${usageKeyId}"]`);
+    const modelRow = page.locator('[data-usage="model"] tr[data-group="image-model-2"]');
+    await keyRow.waitFor();
+    await page.getByRole('img', { name: /^Credits per day, / }).waitFor();
+    const bars = await page.locator('svg.chart g.day').evaluateAll((groups) =>
+      groups.map((group) => ({
+        day: group.getAttribute('data-day') ?? '',
+        debited: Number(group.getAttribute('data-debited')),
+        refunded: Number(group.getAttribute('data-refunded')),
+        debitedHeight: Number(group.querySelector('rect.debited')?.getAttribute('height') ?? 0),
+        refundedHeight: Number(group.querySelector('rect.refunded')?.getAttribute('height') ?? 0),
+        tooltip: group.querySelector('title')?.textContent ?? '',
+      })),
+    );
+    const from = await page.getByLabel('From', { exact: true }).inputValue();
+    const to = await page.getByLabel('To', { exact: true }).inputValue();
+    const totals = await page.locator('.usage-totals').textContent();
+    const keyCells = await keyRow.locator('td').allTextContents();
+    const modelCells = await modelRow.locator('td').allTextContents();
+    const keyGroups = await page
+      .locator('[data-usage="key"] tr[data-group]')
+      .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.group));
+    const keyCsv = await downloaded(page.getByRole('button', { name: 'Download CSV of usage by key' }));
+    const modelCsv = await downloaded(page.getByRole('button', { name: 'Download CSV of usage by model' }));
+    await screenshot('usage');
+
+    // Assert: the chart, day by day, is the ledger.
+    expect(ledger.next).toBeNull();
+    expect(bars).toHaveLength(30);
+    expect([bars[0]?.day, bars.at(-1)?.day]).toEqual([from, to]);
+    expect([...expectedDays.keys()].every((day) => day >= from && day <= to)).toBe(true);
+    expect(bars.map(({ day, debited, refunded }) => ({ day, debited, refunded }))).toEqual(
+      bars.map(({ day }) => ({ day, ...(expectedDays.get(day) ?? { debited: 0, refunded: 0 }) })),
+    );
+    // The day of the refund (today, unless the run crossed midnight UTC) has both bars, in proportion.
+    const active = bars.find((bar) => bar.day === refundDay);
+    expect(active?.refundedHeight).toBeGreaterThan(0);
+    expect(active?.debitedHeight).toBeCloseTo(
+      ((active?.refundedHeight ?? 0) * (active?.debited ?? 0)) / (active?.refunded ?? 1),
+      0,
+    );
+    expect(active?.tooltip).toMatch(new RegExp(`: ${active?.debited} credits? debited, ${active?.refunded} refunded$`));
+    const sum = (field: 'debited' | 'refunded') =>
+      [...expectedDays.values()].reduce((total, figures) => total + figures[field], 0);
+    expect(totals).toContain(
+      `${sum('debited')} credits debited, ${sum('refunded')} refunded, net ${sum('debited') - sum('refunded')};`,
+    );
+    // Assert: the key's and the model's rows are the two tasks.
+    const debited = completed.creditsUsed + failed.creditsUsed;
+    const figures = [debited, failed.creditsUsed, completed.creditsUsed, 2, 1, 1, 0].map(String);
+    expect(keyCells).toEqual([`usage, "report" ${usageKeyId}`, ...figures]);
+    expect(modelCells).toEqual(['image-model-2', ...figures]);
+    // Assert: the CSVs hold the rows shown, in order, with the key name quoted.
+    const keyLines = keyCsv.text.split('\r\n');
+    expect(keyCsv.name).toBe(`usage-by-key-${from}-to-${to}.csv`);
+    expect(keyLines[0]).toBe('\uFEFFKey ID,Key name,Debited,Refunded,Net,Accepted,Completed,Failed,Pending');
+    expect(keyLines).toContain(`${usageKeyId},"usage, ""report""",${figures.join(',')}`);
+    expect(keyLines.at(-1)).toBe('');
+    expect(keyLines.slice(1, -1).map((line) => line.split(',')[0])).toEqual(keyGroups);
+    expect(modelCsv.name).toBe(`usage-by-model-${from}-to-${to}.csv`);
+    expect(modelCsv.text).toMatch(/^\uFEFFModel,Debited,Refunded,Net,Accepted,Completed,Failed,Pending\r\n/);
+    expect(modelCsv.text).toContain(`\r\nimage-model-2,${figures.join(',')}\r\n`);
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the Usage page shows the range chosen: a single day is one bar, and a range that ends before it starts is explained next to the field',
+  async () => {
+    // Prepare: the page of the last 30 days (the step before leaves it on screen).
+    await page.locator('[data-usage-for="#/usage"] svg.chart').waitFor();
+    const today = await page.getByLabel('To', { exact: true }).inputValue();
+    const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    const answered = (from: string, to: string) => page.locator(`[data-usage-for="#/usage?from=${from}&to=${to}"]`);
+
+    // Act: one day.
+    await page.getByLabel('From', { exact: true }).fill(today);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    const oneDay = answered(today, today).locator('svg.chart g.day');
+    await oneDay.first().waitFor();
+    const days = await oneDay.evaluateAll((groups) => groups.map((group) => group.getAttribute('data-day')));
+
+    // Act: from after to.
+    await page.getByLabel('From', { exact: true }).fill(tomorrow);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await answered(tomorrow, today).waitFor({ state: 'attached' });
+    const fromError = await fieldError('From');
+    const fromInvalid = await page.getByLabel('From', { exact: true }).getAttribute('aria-invalid');
+    const chartsAfterRefusal = await page.locator('svg.chart').count();
+    await screenshot('usage-range-refused');
+    await page.getByRole('link', { name: 'Back to the last 30 days' }).click();
+    const backTo30 = page.locator('[data-usage-for="#/usage"] svg.chart g.day');
+    await backTo30.first().waitFor();
+
+    // Assert
+    expect(days).toEqual([today]);
+    expect(fromError).not.toBe('');
+    expect(fromInvalid).toBe('true');
+    expect(chartsAfterRefusal).toBe(0);
+    expect(await backTo30.count()).toBe(30);
+    expect(await page.getByLabel('From', { exact: true }).getAttribute('aria-invalid')).toBeNull();
   },
   STEP_TIMEOUT_MS,
 );
