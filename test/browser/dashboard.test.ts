@@ -3,7 +3,7 @@
  * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
  * client, follow tasks to their end in the list and on their page, run a video task from the form,
  * cancel a queued task from the list, rotate and revoke keys and see the API refuse them, read the
- * ledger's debit and refund, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * ledger's debit and refund, read the Usage page and download its CSVs, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { readFile } from 'node:fs/promises';
