@@ -237,7 +237,9 @@ export async function renderUsage(main: HTMLElement, context: PageContext): Prom
       }
       const fieldNamed = error instanceof ApiError && (error.fieldErrors.from || error.fieldErrors.to);
       if (!fieldNamed) {
-        failure.textContent = `Could not load the usage: ${(error as Error).message}`;
+        const formErrors = error instanceof ApiError ? error.formErrors : [];
+        const reason = formErrors.length > 0 ? formErrors.join(' ') : (error as Error).message;
+        failure.textContent = `Could not load the usage: ${reason}`;
         failure.hidden = false;
       }
       replace(content);
