@@ -8,7 +8,7 @@ import { authorizeKey } from '../../functions/auth/authorize-key';
 import { usageKeyName } from '../../functions/core/rate-plan';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
-import { keys } from '../../functions/store/keys';
+import * as keys from '../../functions/store/task-keys';
 import { writeStackState } from '../../local/stack-state';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 
