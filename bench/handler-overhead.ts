@@ -5,7 +5,7 @@
  * document client: same process, same engine, same connection pool.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { keys } from '../functions/store/keys';
+import * as keys from '../functions/store/task-keys';
 import {
   completedTask,
   createUser,

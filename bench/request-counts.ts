@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { keys } from '../functions/store/keys';
+import * as keys from '../functions/store/task-keys';
 import { ROUTES } from '../lib/routes';
 import { createGateway } from '../local/gateway';
 import { attachRequestCounter } from '../test/support/request-counter';

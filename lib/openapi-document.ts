@@ -198,6 +198,33 @@ function operations(): Record<string, Json> {
         ...commonErrors(),
       },
     },
+    'GET /api/ai/usage': {
+      summary: "The account's usage: credits and tasks by day, API key or model",
+      description:
+        "Credits debited, refunded and net, and tasks by status, for the caller's account (whichever key or session asks). Credits count on the UTC day they moved (as the ledger: a debit on its accept's day, a refund on its own day), so a range's totals equal the ledger's for the same days; tasks count on the day they were accepted, by their status now. Read from counters kept in the same transactions as the credits, so any range costs the same whatever the number of tasks.",
+      parameters: [
+        {
+          name: 'from',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', format: 'date' },
+          description: 'First UTC day, included (default: 29 days before `to`).',
+        },
+        {
+          name: 'to',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', format: 'date' },
+          description: 'Last UTC day, included (default: today). At most 366 days from `from`.',
+        },
+        { name: 'groupBy', in: 'query', required: false, schema: { enum: ['day', 'key', 'model'], default: 'day' } },
+      ],
+      responses: {
+        '200': json(ref('Usage'), 'The totals and one row per day, key or model.'),
+        '400': json(ref('ValidationError'), 'A bad parameter.'),
+        ...commonErrors(),
+      },
+    },
     'GET /api/ai/models': {
       summary: 'The models with their modes, limits and prices',
       responses: { '200': json(ref('Models'), 'The catalog.'), ...commonErrors() },

@@ -233,6 +233,59 @@ export function schemas(): Json {
         next: { type: ['string', 'null'] },
       },
     },
+    UsageFigures: {
+      type: 'object',
+      required: ['debited', 'refunded', 'net', 'tasks'],
+      properties: {
+        debited: { type: 'integer', minimum: 0, description: 'Credits debited (tasks accepted).' },
+        refunded: { type: 'integer', minimum: 0, description: 'Credits refunded (tasks failed or cancelled).' },
+        net: { type: 'integer', description: '`debited - refunded`.' },
+        tasks: {
+          type: 'object',
+          required: ['accepted', 'completed', 'failed', 'pending'],
+          description:
+            'Tasks accepted on these days, by their status now; `pending` is neither completed nor failed yet.',
+          properties: {
+            accepted: { type: 'integer', minimum: 0 },
+            completed: { type: 'integer', minimum: 0 },
+            failed: { type: 'integer', minimum: 0 },
+            pending: { type: 'integer', minimum: 0 },
+          },
+        },
+      },
+    },
+    Usage: {
+      type: 'object',
+      required: ['from', 'to', 'groupBy', 'totals', 'rows'],
+      properties: {
+        from: { type: 'string', format: 'date' },
+        to: { type: 'string', format: 'date' },
+        groupBy: { enum: ['day', 'key', 'model'] },
+        totals: ref('UsageFigures'),
+        rows: {
+          type: 'array',
+          description:
+            '`day`: every day of the range, oldest first, days without activity as zeros. `key` and `model`: each with activity, most debited first.',
+          items: {
+            allOf: [
+              ref('UsageFigures'),
+              {
+                type: 'object',
+                required: ['group'],
+                properties: {
+                  group: {
+                    type: 'string',
+                    description:
+                      'The day (`YYYY-MM-DD`), the API key id (`session` for tasks submitted from the dashboard), or the model id.',
+                  },
+                  name: { type: 'string', description: "`groupBy=key`: the key's name, while the key exists." },
+                },
+              },
+            ],
+          },
+        },
+      },
+    },
     Models: {
       type: 'object',
       required: ['models'],

@@ -156,6 +156,15 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     needs: ownReadNeeds,
   },
   {
+    // Usage from the counters under the account (USER#<id>/USAGE#...) and, by key, the key listings.
+    name: 'get-usage',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/ai/usage',
+    entry: 'functions/get-usage/handler.ts',
+    needs: ownReadNeeds,
+  },
+  {
     name: 'list-models',
     trigger: 'route',
     method: 'GET',

@@ -27,6 +27,7 @@ export type Command =
   | { kind: 'version' }
   | { kind: 'credits grant'; userId: string; amount: number }
   | { kind: 'credits show'; userId: string }
+  | { kind: 'credits usage'; userId: string; from?: string; to?: string; groupBy?: string }
   | {
       kind: 'keys create';
       userId: string;
@@ -74,6 +75,9 @@ const OPTIONS = {
   quota: { type: 'string' },
   url: { type: 'string' },
   task: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  'group-by': { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -88,6 +92,7 @@ const COMMANDS: Record<
 > = {
   'credits grant': { allowed: ['user', 'amount'], required: ['user', 'amount'] },
   'credits show': { allowed: ['user'], required: ['user'] },
+  'credits usage': { allowed: ['user', 'from', 'to', 'group-by'], required: ['user'] },
   'keys create': {
     allowed: ['user', 'name', 'allow-ip', 'expires-at', 'spend-limit', 'per'],
     required: ['user', 'name'],
@@ -123,6 +128,13 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
   'credits show': {
     synopsis: 'credits show --user U',
     about: ['Print { userId, balance }. Exit 1 if the account does not exist (no credits, keys or invitation).'],
+  },
+  'credits usage': {
+    synopsis: 'credits usage --user U [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by day|key|model]',
+    about: [
+      "U's usage, as GET /api/ai/usage answers it: credits debited, refunded and net, and tasks by status.",
+      'UTC days, both included (default: the last 30 days, by day; at most 366 days).',
+    ],
   },
   'keys create': {
     synopsis: 'keys create --user U --name N [--allow-ip CIDR]... [--expires-at ISO] [--spend-limit N --per P]',
@@ -394,6 +406,16 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     case 'credits show':
     case 'keys list':
       command = { kind, userId: userId(str('user')) };
+      break;
+    case 'credits usage':
+      // The range and grouping are judged by the rule the API uses (functions/lifecycle/usage.ts).
+      command = {
+        kind,
+        userId: userId(str('user')),
+        ...(v.from === undefined ? {} : { from: v.from }),
+        ...(v.to === undefined ? {} : { to: v.to }),
+        ...(v['group-by'] === undefined ? {} : { groupBy: v['group-by'] }),
+      };
       break;
     case 'keys create': {
       const created: Command = {

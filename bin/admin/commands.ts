@@ -9,8 +9,9 @@ import {
   setAccountLimits,
   type UsageEnrollment,
 } from '../../functions/auth/rate-limits';
-import { DomainError } from '../../functions/core/errors';
+import { DomainError, UsageError, ValidationError } from '../../functions/core/errors';
 import type { RatePlan } from '../../functions/core/rate-plan';
+import { usageReportOf } from '../../functions/lifecycle/usage';
 import {
   clearAccountWebhookUrl,
   describeDeliveries,
@@ -106,6 +107,20 @@ export async function runCommand(
         throw new UnknownAccountError(command.userId);
       }
       return { output: { userId: command.userId, balance: await getBalance(ctx, command.userId) }, ok: true };
+    }
+    case 'credits usage': {
+      const query = { from: command.from, to: command.to, groupBy: command.groupBy };
+      try {
+        const { report } = await usageReportOf(ctx, { userId: command.userId, query, now });
+        return { output: { userId: command.userId, ...report }, ok: true };
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        const option = (field: string) => (field === 'groupBy' ? '--group-by' : `--${field}`);
+        const problems = Object.entries(error.details.fieldErrors).map(
+          ([field, messages]) => `${option(field)}: ${messages.join('; ')}`,
+        );
+        throw new UsageError(problems.join(', '));
+      }
     }
     case 'keys create': {
       const issued = await issueKey(ctx, options.usage, {

@@ -13,6 +13,7 @@ export type Submission = Schemas['Submission'];
 export type Task = Schemas['Task'];
 export type TaskList = Schemas['TaskList'];
 export type Credits = Schemas['Credits'];
+export type Usage = Schemas['Usage'];
 export type Models = Schemas['Models'];
 
 /** An answer other than the one expected: the status and the `{ error, ... }` body. */
@@ -183,6 +184,18 @@ export class GenerationClient {
 
   credits(query: { limit?: number; cursor?: string } = {}, options: RequestOptions = {}): Promise<Credits> {
     return this.request<Credits>('GET', `/api/ai/credits${queryString(query)}`, 200, options);
+  }
+
+  /**
+   * The account's usage (`GET /api/ai/usage`): credits debited, refunded and net, and tasks by status,
+   * by day (every day of the range), API key or model. Days are UTC `YYYY-MM-DD`, both included;
+   * the default is the last 30 days by day.
+   */
+  usage(
+    query: { from?: string; to?: string; groupBy?: 'day' | 'key' | 'model' } = {},
+    options: RequestOptions = {},
+  ): Promise<Usage> {
+    return this.request<Usage>('GET', `/api/ai/usage${queryString(query)}`, 200, options);
   }
 
   models(options: RequestOptions = {}): Promise<Models> {

@@ -149,6 +149,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/ai/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's usage: credits and tasks by day, API key or model
+         * @description Credits debited, refunded and net, and tasks by status, for the caller's account (whichever key or session asks). Credits count on the UTC day they moved (as the ledger: a debit on its accept's day, a refund on its own day), so a range's totals equal the ledger's for the same days; tasks count on the day they were accepted, by their status now. Read from counters kept in the same transactions as the credits, so any range costs the same whatever the number of tasks.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ai/models": {
         parameters: {
             query?: never;
@@ -620,6 +640,37 @@ export interface components {
                 grantId?: string;
             }[];
             next: string | null;
+        };
+        UsageFigures: {
+            /** @description Credits debited (tasks accepted). */
+            debited: number;
+            /** @description Credits refunded (tasks failed or cancelled). */
+            refunded: number;
+            /** @description `debited - refunded`. */
+            net: number;
+            /** @description Tasks accepted on these days, by their status now; `pending` is neither completed nor failed yet. */
+            tasks: {
+                accepted: number;
+                completed: number;
+                failed: number;
+                pending: number;
+            };
+        };
+        Usage: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            /** @enum {unknown} */
+            groupBy: "day" | "key" | "model";
+            totals: components["schemas"]["UsageFigures"];
+            /** @description `day`: every day of the range, oldest first, days without activity as zeros. `key` and `model`: each with activity, most debited first. */
+            rows: (components["schemas"]["UsageFigures"] & {
+                /** @description The day (`YYYY-MM-DD`), the API key id (`session` for tasks submitted from the dashboard), or the model id. */
+                group: string;
+                /** @description `groupBy=key`: the key's name, while the key exists. */
+                name?: string;
+            })[];
         };
         Models: {
             models: Record<string, never>[];
@@ -1308,6 +1359,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Credits"];
+                };
+            };
+            /** @description A bad parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description First UTC day, included (default: 29 days before `to`). */
+                from?: string;
+                /** @description Last UTC day, included (default: today). At most 366 days from `from`. */
+                to?: string;
+                groupBy?: "day" | "key" | "model";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The totals and one row per day, key or model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
                 };
             };
             /** @description A bad parameter. */

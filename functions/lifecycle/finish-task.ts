@@ -141,6 +141,7 @@ export async function completeWithResults(
     taskId: task.taskId,
     resultKeys,
     now: lc.now(),
+    task,
   });
   if (completed) {
     await leaveUpstream(lc, [task, completed], log);

@@ -16,9 +16,9 @@ import {
 import * as conditions from './condition-fragments';
 import { conditionParams } from './conditions';
 import { grantFailure, isRetryable, type RetryingStoreContext } from './errors';
-import { keys } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 /**
  * Adds `amount` credits to a user's account, spread evenly over its balance shards (or, when that

@@ -27,9 +27,10 @@ import {
   realSleep,
   withRetry,
 } from './errors';
-import { balanceShardOf, type ItemKey, keys } from './keys';
+import { balanceShardOf, type ItemKey } from './keys';
 import { queryAllWithPrefix } from './pages';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 

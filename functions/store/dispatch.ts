@@ -14,8 +14,9 @@ import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/
 import * as conditions from './condition-fragments';
 import { and, attr, type Expr, update, updateParams } from './conditions';
 import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
-import { DISPATCH_QUEUE, type ItemKey, keys, queueAccount } from './keys';
+import { DISPATCH_QUEUE, type ItemKey, queueAccount } from './keys';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 import { conditionalUpdate } from './tasks';
 
 const CAPACITY_KEY: ItemKey = { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' };

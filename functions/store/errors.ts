@@ -167,6 +167,16 @@ export function refundFailure(error: unknown, layout: { task: number; ledger: nu
   throw error;
 }
 
+/**
+ * Maps a failed completion (the task's update and its usage counter, one transaction): true when the
+ * task was no longer pending (another caller ended it), so nothing was written. Rethrows anything else.
+ */
+export function completionLost(error: unknown, layout: { task: number }): true {
+  const reasons = cancellationReasons(error);
+  if (reasons && failedCondition(reasons, layout.task)) return true;
+  throw error;
+}
+
 /** Maps a failed grant: the same grant id at the same instant was recorded already. */
 export function grantFailure(error: unknown, layout: { ledger: number; grantId: string }): never {
   const reasons = cancellationReasons(error);

@@ -14,7 +14,8 @@ import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
-import { accountKeys, keys } from './keys';
+import { accountKeys } from './keys';
+import * as keys from './task-keys';
 
 export interface Invite {
   email: string;

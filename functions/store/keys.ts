@@ -9,76 +9,15 @@ export interface ItemKey {
   SK: string;
 }
 
-const USER = 'USER#';
-const BALANCE_PREFIX = 'ACCOUNT';
+export const USER = 'USER#';
+export const BALANCE_PREFIX = 'ACCOUNT';
 const WEBHOOK = 'WEBHOOK#';
+/** The sort-key prefix of the usage counters (`keys.usageCounter`). */
+export const USAGE = 'USAGE#';
 /** The partition of the dispatch queue's entries (`keys.queueEntry`). */
 export const DISPATCH_QUEUE = 'DISPATCH#QUEUE';
 /** The due-index partition of API Gateway keys to reconcile (few: one per key event, so one partition). */
 export const GATEWAY_KEY_DUE = 'GATEWAYKEYDUE';
-
-export const keys = {
-  /** The account's first balance shard; also the single balance item of accounts made before sharding. */
-  account: (userId: string): ItemKey => keys.balanceShard(userId, 0),
-  /**
-   * Balance shard `n` of a user (0 <= n < TABLE.balanceShards). Shard 0 is `ACCOUNT`, the others
-   * `ACCOUNT#<n>`: one `begins_with(SK, 'ACCOUNT')` Query reads them all, and an account written before
-   * sharding is simply an account whose credits all sit in shard 0.
-   */
-  balanceShard: (userId: string, shard: number): ItemKey => ({
-    PK: `${USER}${userId}`,
-    SK: shard === 0 ? BALANCE_PREFIX : `${BALANCE_PREFIX}#${shard}`,
-  }),
-  balancePrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: BALANCE_PREFIX }),
-  /**
-   * Key-end guard `n` of API key `keyId` (one per balance shard): when the key ends, for the accept that
-   * debits shard `n` with that key. Items of their own, not attributes of the shards, so ending keys
-   * never grows the items every accept writes.
-   */
-  keyEndGuard: (userId: string, keyId: string, shard: number): ItemKey => ({
-    PK: `${USER}${userId}`,
-    SK: `KEYEND#${keyId}#${shard}`,
-  }),
-  /**
-   * The spend counter of key `budgetKeyId`'s limit for one period (`2026-11-25`, `2026-11`, `total`):
-   * `spent` is what accepts with a limited key added in that period, less refunds (store/spend.ts).
-   */
-  spendCounter: (userId: string, budgetKeyId: string, periodName: string): ItemKey => ({
-    PK: `${USER}${userId}`,
-    SK: `KEYSPEND#${budgetKeyId}#${periodName}`,
-  }),
-  /** A spend counter by the sort key a task recorded (`TaskRecord.spendCounter`). */
-  spendCounterBySk: (userId: string, sk: string): ItemKey => ({ PK: `${USER}${userId}`, SK: sk }),
-  task: (userId: string, taskId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: `TASK#${taskId}` }),
-  /** `time` first so a user's ledger reads in order; the id and kind make the entry unique. */
-  ledger: (userId: string, isoTime: string, refId: string, kind: LedgerKind): ItemKey => ({
-    PK: `${USER}${userId}`,
-    SK: `LEDGER#${isoTime}#${refId}#${kind}`,
-  }),
-  ledgerPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'LEDGER#' }),
-  idempotency: (userId: string, idempotencyKey: string): ItemKey => ({
-    PK: `${USER}${userId}`,
-    SK: `IDEMPOTENCY#${idempotencyKey}`,
-  }),
-  /** A task's entry in the user's task listing (`GSI2`), newest first by creation time. */
-  taskListing: (userId: string, taskId: string, createdAtIso: string): { GSI2PK: string; GSI2SK: string } => ({
-    GSI2PK: `${USER}${userId}`,
-    GSI2SK: `${createdAtIso}#${taskId}`,
-  }),
-  /**
-   * A queued task's entry in the dispatch queue: one partition for every account, sorted by account,
-   * then by age, so one Query finds the next account after a cursor and its oldest task.
-   */
-  queueEntry: (userId: string, createdAtIso: string, taskId: string): ItemKey => ({
-    PK: DISPATCH_QUEUE,
-    SK: `${queueAccount(userId)}#${createdAtIso}#${taskId}`,
-  }),
-  /** Sparse pending-task index entry; the shard spreads a burst over index partitions. */
-  pendingIndex: (taskId: string, createdAtIso: string): { GSI1PK: string; GSI1SK: string } => ({
-    GSI1PK: pendingShardKey(shardOf(taskId)),
-    GSI1SK: `${createdAtIso}#${taskId}`,
-  }),
-} as const;
 
 /**
  * The keys of credentials, sessions, invitations, audit entries and rate plans. An object of their own

@@ -2,7 +2,8 @@
  * The shape of a ledger entry, shared by every operation that moves credits (grant, accept, refund)
  * and by the audit that sums them.
  */
-import { type ItemKey, keys, type LedgerKind } from './keys';
+import type { ItemKey, LedgerKind } from './keys';
+import * as keys from './task-keys';
 
 /** One movement of credits; the balance must always equal the sum of a user's deltas. */
 export interface LedgerEntry {

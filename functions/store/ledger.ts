@@ -6,10 +6,11 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { getBalance } from './accounts';
 import { attr } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
-import { keys, userIdFromPk } from './keys';
+import { userIdFromPk } from './keys';
 import type { LedgerEntry } from './ledger-entry';
 import { decodeCursor, type Page, queryAllWithPrefix, queryPage } from './pages';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 export type { LedgerEntry } from './ledger-entry';
 

@@ -23,8 +23,8 @@ import { spendPeriodOf } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
 import type { TransactItem } from './balance';
 import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
-import { keys } from './keys';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 /** How long a period's counter is kept after the period ends (a refund of a late task still finds it). */
 export const SPEND_COUNTER_KEEP_SECONDS = 7 * 24 * 60 * 60;

@@ -5,9 +5,9 @@
 import type { PublicStage } from '../core/task';
 import { TaskStatus, type TaskType } from '../core/task';
 import type { RetryingStoreContext } from './errors';
-import { keys } from './keys';
 import { decodeCursor, type Listing, type Page, queryPage } from './pages';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 /** What a listing shows of a task. */
 export interface TaskSummary {

@@ -8,6 +8,7 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyConflictError, InsufficientCreditsError, SpendLimitError, UsageError } from '../core/errors';
 import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
+import { usageDay } from '../core/usage';
 import {
   type DebitPlan,
   type KeyGuard,
@@ -24,11 +25,21 @@ import {
 } from './balance';
 import * as conditions from './condition-fragments';
 import { and, attr, conditionParams, type Expr, refreshConditions, update, updateParams } from './conditions';
-import { acceptFailure, busy, lostCondition, type RetryingStoreContext, refundFailure, withRetry } from './errors';
-import { keys, pendingShardKey, userIdFromPk } from './keys';
+import {
+  acceptFailure,
+  busy,
+  completionLost,
+  lostCondition,
+  type RetryingStoreContext,
+  refundFailure,
+  withRetry,
+} from './errors';
+import { pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
 import { readSpent, spendCounterDebit, spendCounterOf, spendCounterRefund } from './spend';
 import { TABLE } from './table';
+import * as keys from './task-keys';
+import { usageCounterChange, usageRefundChanges } from './usage';
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
@@ -209,7 +220,16 @@ export async function acceptTask(
     try {
       // A new command per try: the SDK gives each one a fresh ClientRequestToken, so a retried
       // (cancelled) transaction is evaluated again rather than answered from the token cache.
-      await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...shardItems, ...items] }));
+      // Usage: the day's counters, on the shard this try debits (store/usage.ts). Last, so the indexes
+      // acceptFailure reads stay as they are.
+      const usage = usageCounterChange(ctx, {
+        userId: task.userId,
+        day: usageDay(createdAt),
+        shard: plan[0]?.shard ?? target,
+        subject: { keyId: task.keyId, model: task.model },
+        change: { debited: cost, accepted: 1 },
+      });
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...shardItems, ...items, usage] }));
       return { task: record, replayed: false };
     } catch (error) {
       const outcome = acceptFailure(error, {
@@ -436,24 +456,57 @@ export async function recordProviderTask(
 
 /**
  * Completes a pending task (`status 0 -> 1`) with its result media keys and takes it out of the
- * pending index. Undefined when the task is missing or already terminal.
+ * pending index, and counts it in the usage of its accept's day (store/usage.ts), in one transaction.
+ * `task` is the pending record the caller holds (omitted: read first); the returned task is that copy
+ * completed. Undefined when the task is missing or already terminal.
  */
 export async function completeTask(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; resultKeys: string[]; now: Date },
+  input: { userId: string; taskId: string; resultKeys: string[]; now: Date; task?: TaskRecord },
 ): Promise<TaskRecord | undefined> {
-  return conditionalUpdate(
-    ctx,
-    input.userId,
-    input.taskId,
-    updateParams(
-      update({
-        set: { status: TaskStatus.COMPLETED, resultKeys: input.resultKeys, updatedAt: input.now.toISOString() },
-        remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
-      }),
-      conditions.taskIsPending(),
-    ),
-  );
+  const base = input.task ?? (await getTask(ctx, input.userId, input.taskId));
+  if (!base || base.status !== TaskStatus.PENDING) return undefined;
+  if (base.userId !== input.userId || base.taskId !== input.taskId) {
+    throw new Error('completeTask: the given task is not the one addressed by userId/taskId');
+  }
+  const updatedAt = input.now.toISOString();
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: ctx.tableName,
+                  Key: keys.task(input.userId, input.taskId),
+                  ...updateParams(
+                    update({
+                      set: { status: TaskStatus.COMPLETED, resultKeys: input.resultKeys, updatedAt },
+                      remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
+                    }),
+                    conditions.taskIsPending(),
+                  ),
+                },
+              },
+              usageCounterChange(ctx, {
+                userId: input.userId,
+                day: usageDay(base.createdAt),
+                shard: randomShard(undefined, ctx.retry?.random),
+                subject: { keyId: base.keyId, model: base.model },
+                change: { completed: 1 },
+              }),
+            ],
+          }),
+        ),
+      // Racing pollers and callbacks want the same task item, as for refunds.
+      { maxAttempts: 20, ...ctx.retry },
+    );
+  } catch (error) {
+    completionLost(error, { task: 0 });
+    return undefined;
+  }
+  return { ...base, status: TaskStatus.COMPLETED, resultKeys: input.resultKeys, updatedAt };
 }
 
 /** Input of `failAndRefund`. */
@@ -559,6 +612,15 @@ export async function failAndRefund(
     ...(base.spendCounter
       ? [spendCounterRefund(ctx, { userId: input.userId, sk: base.spendCounter, credits, at: input.now })]
       : []),
+    // Usage: the refund on its day, the failed task on its accept's day (store/usage.ts).
+    ...usageRefundChanges(ctx, {
+      userId: input.userId,
+      shard,
+      subject: { keyId: base.keyId, model: base.model },
+      credits,
+      acceptedAt: base.createdAt,
+      at: updatedAt,
+    }),
   ];
 
   try {

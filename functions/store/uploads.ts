@@ -6,8 +6,8 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { UploadContentType } from '../core/uploads';
 import { type RetryingStoreContext, withRetry } from './errors';
-import { keys } from './keys';
 import { TABLE } from './table';
+import * as keys from './task-keys';
 
 export interface UploadRecord {
   userId: string;

@@ -94,6 +94,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // A pending task's stage: the account's queue entries in the page's time range.
   'list-tasks': [readOnly('USER#*,DISPATCH#QUEUE'), ownLogs('ListTasks')],
   'get-credits': [readOnly('USER#*'), ownLogs('GetCredits')],
+  'get-usage': [readOnly('USER#*'), ownLogs('GetUsage')],
   'list-models': [ownLogs('ListModels')],
   openapi: [ownLogs('Openapi')],
   'auth-sign-in': [

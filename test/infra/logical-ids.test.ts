@@ -69,6 +69,8 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'CancelTaskLogsB74D82CE'],
   // PATCH /api/keys/{keyId} (spend limits).
   ['AWS::Logs::LogGroup', 'KeysUpdateLogs73F8566E'],
+  // GET /api/ai/usage.
+  ['AWS::Logs::LogGroup', 'GetUsageLogs7CD9A4FC'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

@@ -393,6 +393,7 @@ describe('least privilege', () => {
       // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.
       'cancel-task': ['USER#*'],
       'get-credits': ['USER#*'],
+      'get-usage': ['USER#*'],
     };
 
     // Sign-in, the OpenAPI document and the model catalog touch no table.

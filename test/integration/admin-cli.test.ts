@@ -8,9 +8,11 @@ import { authorizeKey } from '../../functions/auth/authorize-key';
 import { usageKeyName } from '../../functions/core/rate-plan';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
-import { keys } from '../../functions/store/keys';
+import * as keys from '../../functions/store/task-keys';
+import { acceptTask } from '../../functions/store/tasks';
 import { writeStackState } from '../../local/stack-state';
 import { createTestStore, type TestStore } from '../support/dynamodb';
+import { newTask } from '../support/store-fixtures';
 
 // Each command is a fresh Node process running the bundled CLI (the first one builds it).
 jest.setTimeout(120_000);
@@ -282,6 +284,37 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect([both.code, badPeriod.code, alone.code]).toEqual([2, 2, 2]);
     expect(badPeriod.error).toEqual({ error: '--per must be day, month or total' });
     expect(alone.error).toEqual({ error: '--spend-limit and --per go together' });
+  });
+
+  it('credits usage prints the usage report the API gives, and refuses a bad range with the option named', async () => {
+    // Prepare: one accepted task of 3 credits with a key, one of 2 from the dashboard, today.
+    const userId = 'cli-usage';
+    await grantCredits(store, { userId, amount: 20 });
+    const now = new Date();
+    await acceptTask(store, { task: newTask(userId, 3, { keyId: 'key-cli', now }) });
+    await acceptTask(store, { task: newTask(userId, 2, { keyId: undefined, model: 'image-model-2', now }) });
+
+    // Act
+    const byKey = await admin(['credits', 'usage', '--user', userId, '--group-by', 'key']);
+    const byDay = await admin(['credits', 'usage', '--user', userId]);
+    const reversed = await admin(['credits', 'usage', '--user', userId, '--from', '2026-11-02', '--to', '2026-11-01']);
+    const badGroup = await admin(['credits', 'usage', '--user', userId, '--group-by', 'week']);
+
+    // Assert
+    expect(byKey.code).toBe(0);
+    expect(byKey.json).toMatchObject({
+      userId,
+      groupBy: 'key',
+      totals: { debited: 5, refunded: 0, net: 5, tasks: { accepted: 2, pending: 2 } },
+    });
+    expect((byKey.json.rows as Array<Record<string, unknown>>).map((row) => [row.group, row.debited])).toEqual([
+      ['key-cli', 3],
+      ['session', 2],
+    ]);
+    expect(byDay.json.rows).toHaveLength(30);
+    expect([reversed.code, badGroup.code]).toEqual([2, 2]);
+    expect(reversed.error).toEqual({ error: '--from: Must not be after to' });
+    expect(badGroup.error).toEqual({ error: '--group-by: Must be one of day, key, model' });
   });
 
   it.each([

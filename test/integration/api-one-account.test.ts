@@ -6,9 +6,9 @@
  */
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { putApiKey, revokeApiKey } from '../../functions/store/api-keys';
-import { keys } from '../../functions/store/keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
+import * as keys from '../../functions/store/task-keys';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import { untilForwarded } from '../support/dynamodb';
 import {

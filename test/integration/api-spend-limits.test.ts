@@ -10,7 +10,7 @@ import { createSession } from '../../functions/store/sessions';
 import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
-import { IMAGE_COST, imageRequest } from '../support/service-harness';
+import { IMAGE_COST, imageRequest, videoRequest } from '../support/service-harness';
 
 jest.setTimeout(240_000);
 
@@ -158,5 +158,112 @@ describe('spend limits per key through the local gateway', () => {
 
     // Assert
     expect([foreign.status, unknown.status]).toEqual([404, 404]);
+  });
+});
+
+describe('usage through the local gateway (GET /api/ai/usage)', () => {
+  /** Polls the task until it has ended: its refund (or completion) is then counted. */
+  async function ended(apiKey: string, taskId: string): Promise<Record<string, unknown>> {
+    for (;;) {
+      const task = await call('GET', `/api/ai/tasks/${taskId}`, { Authorization: `Bearer ${apiKey}` });
+      if (task.body.status !== 0) return task.body;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  test('spending by key, model and day, for the key and the dashboard alike; another account sees none of it', async () => {
+    // Prepare: two keys; one completes an image and fails a video (refunded), the other one image.
+    const userId = 'usage-http';
+    await grantCredits(store, { userId, amount: 1000 });
+    const session = await sessionHeaders(userId);
+    const alpha = await call('POST', '/api/keys', session, { name: 'alpha' });
+    const beta = await call('POST', '/api/keys', session, { name: 'beta' });
+    const alphaKey = String(alpha.body.apiKey);
+    const betaKey = String(beta.body.apiKey);
+    const submitWith = (apiKey: string, path: string, body: unknown) =>
+      call('POST', path, { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body);
+    const image = await submitWith(alphaKey, '/api/ai/image/generate', imageRequest());
+    const video = await submitWith(alphaKey, '/api/ai/video/generate', videoRequest({ mockOutcome: 'fail' }));
+    const other = await submitWith(betaKey, '/api/ai/image/generate', imageRequest());
+    expect([image.status, video.status, other.status]).toEqual([202, 202, 202]);
+    const videoCost = Number(video.body.creditsUsed);
+    expect((await ended(alphaKey, String(image.body.taskId))).status).toBe(1);
+    expect((await ended(alphaKey, String(video.body.taskId))).status).toBe(2);
+    expect((await ended(betaKey, String(other.body.taskId))).status).toBe(1);
+    await grantCredits(store, { userId: 'usage-stranger', amount: 10 });
+    const stranger = await sessionHeaders('usage-stranger');
+
+    // Act
+    const byKey = await call('GET', '/api/ai/usage?groupBy=key', { Authorization: `Bearer ${betaKey}` });
+    const byModel = await call('GET', '/api/ai/usage?groupBy=model', session);
+    const byDay = await call('GET', '/api/ai/usage', { Authorization: `Bearer ${alphaKey}` });
+    const strangers = await call('GET', '/api/ai/usage?groupBy=key', stranger);
+
+    // Assert
+    const today = new Date().toISOString().slice(0, 10);
+    const figures = (debited: number, refunded: number, tasks: Record<string, number>) => ({
+      debited,
+      refunded,
+      net: debited - refunded,
+      tasks: { accepted: 0, completed: 0, failed: 0, pending: 0, ...tasks },
+    });
+    expect(byKey.status).toBe(200);
+    expect(byKey.body).toEqual({
+      from: expect.any(String),
+      to: today,
+      groupBy: 'key',
+      totals: figures(2 * IMAGE_COST + videoCost, videoCost, { accepted: 3, completed: 2, failed: 1 }),
+      rows: [
+        {
+          group: alpha.body.keyId,
+          name: 'alpha',
+          ...figures(IMAGE_COST + videoCost, videoCost, { accepted: 2, completed: 1, failed: 1 }),
+        },
+        { group: beta.body.keyId, name: 'beta', ...figures(IMAGE_COST, 0, { accepted: 1, completed: 1 }) },
+      ],
+    });
+    expect(byModel.body.rows).toEqual([
+      { group: 'video-b-2-text-to-video', ...figures(videoCost, videoCost, { accepted: 1, failed: 1 }) },
+      { group: 'image-model-1', ...figures(2 * IMAGE_COST, 0, { accepted: 2, completed: 2 }) },
+    ]);
+    const days = byDay.body.rows as Array<{ group: string }>;
+    expect(days).toHaveLength(30);
+    expect(days.at(-1)).toEqual({
+      group: today,
+      ...figures(2 * IMAGE_COST + videoCost, videoCost, { accepted: 3, completed: 2, failed: 1 }),
+    });
+    expect(strangers.body).toMatchObject({ totals: figures(0, 0, {}), rows: [] });
+  });
+
+  test('bad ranges and groupings are 400 with a message per parameter; no credential is 401', async () => {
+    // Prepare
+    await grantCredits(store, { userId: 'usage-bad', amount: 1 });
+    const session = await sessionHeaders('usage-bad');
+
+    // Act
+    const reversed = await call('GET', '/api/ai/usage?from=2026-11-20&to=2026-11-10', session);
+    const tooLong = await call('GET', '/api/ai/usage?from=2024-01-01&to=2026-11-10', session);
+    const notADay = await call('GET', '/api/ai/usage?from=2026-02-30&to=yesterday&groupBy=week', session);
+    const anonymous = await fetch(`${stack.baseUrl}/api/ai/usage`);
+
+    // Assert
+    expect(reversed).toEqual({
+      status: 400,
+      body: { error: 'Invalid request', details: { fieldErrors: { from: ['Must not be after to'] }, formErrors: [] } },
+    });
+    expect(tooLong.body.details).toEqual({
+      fieldErrors: { from: ['The range may cover at most 366 days'] },
+      formErrors: [],
+    });
+    expect(notADay.body.details).toEqual({
+      fieldErrors: {
+        from: ['Must be a day YYYY-MM-DD (UTC)'],
+        to: ['Must be a day YYYY-MM-DD (UTC)'],
+        groupBy: ['Must be one of day, key, model'],
+      },
+      formErrors: [],
+    });
+    expect(anonymous.status).toBe(401);
+    await anonymous.body?.cancel();
   });
 });

@@ -22,9 +22,9 @@ import { handler as listTasksHandler } from '../../functions/list-tasks/handler'
 import { logger } from '../../functions/observability/logger';
 import { putApiKey } from '../../functions/store/api-keys';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
-import { keys } from '../../functions/store/keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { createSession } from '../../functions/store/sessions';
+import * as keys from '../../functions/store/task-keys';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import { ROUTES } from '../../lib/routes';

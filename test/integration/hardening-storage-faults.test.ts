@@ -16,8 +16,8 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
-import { keys } from '../../functions/store/keys';
 import { auditAll } from '../../functions/store/ledger';
+import * as keys from '../../functions/store/task-keys';
 import {
   DYNAMODB_LOCAL_CLIENT_CONFIG,
   type DynamoDbLocalHandle,

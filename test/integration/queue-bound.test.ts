@@ -12,8 +12,8 @@ import { QUEUE_FULL_RETRY_AFTER_SECONDS } from '../../functions/lifecycle/submit
 import { sweepPendingTasks } from '../../functions/lifecycle/sweep';
 import { logger } from '../../functions/observability/logger';
 import { countQueued } from '../../functions/store/dispatch';
-import { keys } from '../../functions/store/keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
+import * as keys from '../../functions/store/task-keys';
 import { listTasks } from '../../functions/store/task-list';
 import { failAndRefund, getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';

@@ -101,15 +101,15 @@ describe('DynamoDB requests per store operation', () => {
     expect(counter.counts).toEqual({ UpdateItemCommand: 2 });
   });
 
-  it('completing costs 1 request', async () => {
+  it('completing with the caller’s copy costs 1 request (the task and its usage counter, one transaction)', async () => {
     // Prepare
     const task = await pendingTask();
 
     // Act
-    await completeTask(store, { userId: task.userId, taskId: task.taskId, resultKeys: ['a'], now: T0 });
+    await completeTask(store, { userId: task.userId, taskId: task.taskId, resultKeys: ['a'], now: T0, task });
 
     // Assert
-    expect(counter.counts).toEqual({ UpdateItemCommand: 1 });
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 1 });
   });
 
   it('fail-and-refund with the caller’s copy costs 1 request', async () => {
