@@ -1,14 +1,21 @@
 /**
  * The dashboard's one way to the API: same-origin `fetch` with the session cookie, and on every
  * state-changing request the CSRF token from `GET /api/session` (the browser adds `Origin` itself).
- * Task, listing and ledger shapes are the typed client's (generated from the OpenAPI document); the
+ * Task, listing, ledger and usage shapes are the typed client's (generated from the OpenAPI document); the
  * session, key and model shapes the document leaves open are written out here.
  */
-import type { Credits, Task, TaskList } from '../../client/src/index';
+import type { Credits, Task, TaskList, Usage } from '../../client/src/index';
 
-export type { Credits, Task, TaskList };
+export type { Credits, Task, TaskList, Usage };
 export type TaskSummary = TaskList['tasks'][number];
 export type LedgerEntry = Credits['entries'][number];
+/** How `GET /api/ai/usage` groups its rows. */
+export type UsageGroupBy = Usage['groupBy'];
+/**
+ * One row of a usage answer: `group` is a UTC day (`2026-11-25`), a key id (or `session` for tasks
+ * submitted from the dashboard) or a model id; `name` is the key's name while the key exists.
+ */
+export type UsageRow = Usage['rows'][number];
 
 /** `GET /api/session`. */
 export interface Session {
@@ -85,36 +92,6 @@ export interface VideoModel {
 }
 
 export type Model = ImageModel | VideoModel;
-
-/** How `GET /api/ai/usage` groups its rows. */
-export type UsageGroupBy = 'day' | 'key' | 'model';
-
-/** Credits moved and tasks accepted in a range (or one group of it). */
-export interface UsageFigures {
-  debited: number;
-  refunded: number;
-  /** `debited - refunded` (negative when a range refunds more than it debits). */
-  net: number;
-  tasks: { accepted: number; completed: number; failed: number; pending: number };
-}
-
-/**
- * One row of a usage answer. `group` is a UTC day (`2026-11-25`), a key id (or `session` for tasks
- * submitted from the dashboard) or a model id; `name` is the key's name while the key exists.
- */
-export interface UsageRow extends UsageFigures {
-  group: string;
-  name?: string;
-}
-
-/** `GET /api/ai/usage`: the range actually used (defaults filled in), its totals and its rows. */
-export interface Usage {
-  from: string;
-  to: string;
-  groupBy: UsageGroupBy;
-  totals: UsageFigures;
-  rows: UsageRow[];
-}
 
 /** An answer other than 2xx, with the API's `{ error, ... }` body. */
 export class ApiError extends Error {
