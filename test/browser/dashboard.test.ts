@@ -886,7 +886,7 @@ test(
 
     // Assert
     expect(days).toEqual([today]);
-    expect(fromError).not.toBe('');
+    expect(fromError).toBe('Must not be after to');
     expect(fromInvalid).toBe('true');
     expect(chartsAfterRefusal).toBe(0);
     expect(await backTo30.count()).toBe(30);
