@@ -14,6 +14,7 @@ import { loadTimes } from './load-time';
 import { oneAccount } from './one-account';
 import { cliTimes, startTimes } from './operator';
 import { requestCounts } from './request-counts';
+import { spendFigures } from './spend';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 import { uploadFigures } from './uploads';
 import { workerMemory } from './worker-memory';
@@ -31,6 +32,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   'worker-memory': workerMemory,
   dispatch: dispatchFigures,
   uploads: uploadFigures,
+  spend: spendFigures,
 };
 
 async function main(): Promise<void> {
