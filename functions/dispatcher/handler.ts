@@ -22,6 +22,7 @@ import { uploadReaderFromEnv } from '../media/uploads';
 import { logger, withInvocation } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { providerLifecycleFromEnv, withMaxInFlightFromEnv } from '../runtime/provider-lifecycle-from-env';
+import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { claimWake } from '../store/dispatch';
 
 /** Leaves this much of the Lambda's time unused so sends in flight can finish. */
@@ -42,12 +43,13 @@ export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
 
 /**
  * The provider lifecycle plus the uploads (UPLOADS_BUCKET, read per run: the local stack changes it
- * between runs): the dispatcher is the one function that sends, so the one that signs each upload's
- * short-lived GET URL for the provider.
+ * between runs) and the provider profile: the dispatcher is the one function that sends, so the one
+ * that builds each provider request and signs each upload's short-lived GET URL for the provider.
  */
 function dispatcherLifecycle(): ProviderLifecycle {
   const uploads = uploadReaderFromEnv();
-  const lc = providerLifecycleFromEnv();
+  // The profile builds each provider request at the send (lifecycle/send-to-provider.ts).
+  const lc = { ...providerLifecycleFromEnv(), profile: providerProfileFromEnv() };
   return uploads ? { ...lc, uploads } : lc;
 }
 

@@ -40,7 +40,6 @@ export interface SubmitRules<TRequest extends { model: string; prompt: string }>
   /** Throws ValidationError. The profile's billed keys and output limits are part of the rules. */
   validate: (body: unknown, profile: ProviderProfile) => TRequest;
   price: (request: TRequest) => number;
-  providerRequest: (request: TRequest, profile: ProviderProfile) => { model: string; input: Record<string, unknown> };
 }
 
 /** 202 Accepted with `Location` to poll; an idempotent replay says so in `Idempotent-Replayed`. */
@@ -84,7 +83,6 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         type: rules.type,
         request: request as TRequest & Record<string, unknown>,
         cost: rules.price(request),
-        providerRequest: rules.providerRequest(request, profile),
         webhookUrl,
         idempotency,
         maxQueued: maxQueuedTasksFromEnv(),

@@ -2,7 +2,9 @@
  * What the lifecycle operations need, passed in explicitly so the handlers, the sweeper, the local
  * stack and the tests can each supply their own (real) parts.
  */
+
 import type { LifecycleConfig } from '../core/lifecycle';
+import type { ProviderProfile } from '../core/profiles/profile';
 import type { MediaStore } from '../media/port';
 import type { UploadReader } from '../media/uploads';
 import type { Logger } from '../observability/logger';
@@ -22,6 +24,11 @@ export interface ProviderLifecycle {
   callbacks?: ProviderCallbacks;
   /** Callers' uploads (reference images): checked at submission, signed for the provider at each send. */
   uploads?: UploadReader;
+  /**
+   * The provider profile, for the dispatcher: it builds each task's provider request at the send, from
+   * the request stored at acceptance (send-to-provider.ts), so the submit functions carry no builder.
+   */
+  profile?: ProviderProfile;
 }
 
 /** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */

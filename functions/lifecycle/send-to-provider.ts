@@ -2,31 +2,45 @@
  * Creating a task at the provider, as the dispatcher does it (lifecycle/dispatch.ts), from the request
  * stored at acceptance.
  */
+import { buildImageProviderRequest, buildVideoProviderRequest } from '../core/provider-request';
+import type { ImageRequest, VideoRequest } from '../core/request-schemas';
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
 import { withSignedUploads } from './uploads';
 
-/** The provider request kept on the task at acceptance, so a retry sends exactly the same thing. */
+/** A provider request as tasks accepted before 2026-11-25 kept it (newer tasks keep their request). */
 export interface StoredProviderRequest {
   model: string;
   input: Record<string, unknown>;
 }
 
 /**
- * The provider request as stored: without `input.prompt` when it is the task's prompt, which the task
- * item holds already. An input built from a request always has a `prompt`, so a stored one without it
- * means "the task's prompt" (tasks stored before this rule keep theirs and are read as they are).
+ * The validated request as the task keeps it (`task.request.body`): without the fields the task holds
+ * already (prompt, model, reference images), so nothing is stored twice (a 20,000-character prompt
+ * stored twice doubled the write units of every accept).
  */
-export function withoutTaskPrompt(request: StoredProviderRequest, taskPrompt: string): StoredProviderRequest {
-  const { prompt, ...input } = request.input;
-  return prompt === taskPrompt ? { ...request, input } : request;
+export function storedRequestBody(request: Record<string, unknown>): Record<string, unknown> {
+  const { prompt: _prompt, model: _model, inputImageUrls: _images, webhookUrl: _webhook, ...body } = request;
+  return body;
 }
 
-function storedProviderRequest(task: TaskRecord): StoredProviderRequest {
+/**
+ * The provider request of a task: built now with the profile from the request stored at acceptance, so
+ * a resend sends the same; or, for a task accepted before that, the provider request it stored then.
+ */
+function providerRequestOf(lc: ProviderLifecycle, task: TaskRecord): StoredProviderRequest {
   const stored = task.request.providerRequest as StoredProviderRequest | undefined;
-  if (!stored || typeof stored.model !== 'string') throw new Error(`Task ${task.taskId} has no provider request`);
-  return 'prompt' in stored.input ? stored : { ...stored, input: { prompt: task.prompt, ...stored.input } };
+  if (stored && typeof stored.model === 'string') {
+    return 'prompt' in stored.input ? stored : { ...stored, input: { prompt: task.prompt, ...stored.input } };
+  }
+  const body = task.request.body as Record<string, unknown> | undefined;
+  if (!body || !lc.profile) throw new Error(`Task ${task.taskId} has no request to send, or no profile to send it by`);
+  const images = task.request.inputImageUrls;
+  const request = { ...body, model: task.model, prompt: task.prompt, ...(images ? { inputImageUrls: images } : {}) };
+  return task.type === 'image'
+    ? buildImageProviderRequest(request as ImageRequest, lc.profile)
+    : buildVideoProviderRequest(request as VideoRequest, lc.profile);
 }
 
 /**
@@ -38,7 +52,7 @@ export async function createAtProvider(
   task: TaskRecord,
   log: Logger,
 ): Promise<{ providerTaskId: string }> {
-  const request = storedProviderRequest(task);
+  const request = providerRequestOf(lc, task);
   const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
   // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
   const signed = await withSignedUploads(lc, task.userId, request);

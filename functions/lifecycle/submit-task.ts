@@ -11,7 +11,7 @@ import { metrics } from '../observability/metrics';
 import type { StoreContext } from '../store/client';
 import { countQueued } from '../store/dispatch';
 import { acceptTask, findIdempotentReplay } from '../store/tasks';
-import { type StoredProviderRequest, withoutTaskPrompt } from './send-to-provider';
+import { storedRequestBody } from './send-to-provider';
 
 export interface SubmitInput {
   caller: Caller;
@@ -20,7 +20,6 @@ export interface SubmitInput {
   request: { model: string; prompt: string } & Record<string, unknown>;
   /** Credits to debit, from the catalog; the only figure clients ever see. */
   cost: number;
-  providerRequest: StoredProviderRequest;
   /** Where to POST the signed event when the task ends (checked by the caller). */
   webhookUrl?: string;
   idempotency?: { key: string; requestHash: string };
@@ -95,12 +94,11 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
       type: input.type,
       model: input.request.model,
       prompt: input.request.prompt,
-      // Only what a resend needs, and the prompt once: it is on the task already, so the stored provider
-      // request leaves it out when it is the same text (a 20,000-character prompt stored twice doubled
-      // the write units of every accept). createAtProvider puts it back. `outputs`: the number of results
-      // paid for, so no provider answer stores more.
+      // The validated request, each field once (the prompt and model are on the task): the dispatcher
+      // builds the provider request from it at the send (send-to-provider.ts). `outputs`: the number of
+      // results paid for, so no provider answer stores more.
       request: {
-        providerRequest: withoutTaskPrompt(input.providerRequest, input.request.prompt),
+        body: storedRequestBody(input.request),
         outputs: paidOutputCount(input),
         // The reference images as the caller gave them, for the Task resource (the provider request
         // holds them under the provider's own field name).

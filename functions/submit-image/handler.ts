@@ -3,7 +3,6 @@
  */
 
 import { priceImage } from '../core/pricing';
-import { buildImageProviderRequest } from '../core/provider-request';
 import { validateImageRequest } from '../core/validation';
 import { submitHandler } from '../http/submit-handler';
 
@@ -11,5 +10,4 @@ export const handler = submitHandler({
   type: 'image',
   validate: validateImageRequest,
   price: priceImage,
-  providerRequest: buildImageProviderRequest,
 });

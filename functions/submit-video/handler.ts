@@ -3,7 +3,6 @@
  */
 
 import { priceVideo } from '../core/pricing';
-import { buildVideoProviderRequest } from '../core/provider-request';
 import { validateVideoRequest } from '../core/validation';
 import { submitHandler } from '../http/submit-handler';
 
@@ -11,5 +10,4 @@ export const handler = submitHandler({
   type: 'video',
   validate: validateVideoRequest,
   price: priceVideo,
-  providerRequest: buildVideoProviderRequest,
 });

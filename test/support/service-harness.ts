@@ -9,6 +9,7 @@
  * harness per test file (jest gives every file its own `process.env` and module registry); dispose it
  * in `afterAll`.
  */
+
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
@@ -54,6 +55,7 @@ import { handler as mediaWorker } from '../../functions/media-worker/handler';
 import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
+import { providerProfileFromEnv } from '../../functions/runtime/provider-profile-from-env';
 import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
@@ -275,7 +277,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     },
 
     lifecycle(now) {
-      return { ...lifecycleFromEnv(), now };
+      // With the profile, as the dispatcher's: tests that dispatch with it build provider requests.
+      return { ...lifecycleFromEnv(), now, profile: providerProfileFromEnv() };
     },
 
     async withClock(now, fn) {
