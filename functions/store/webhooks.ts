@@ -1,6 +1,7 @@
 /**
  * Webhooks in DynamoDB: an account's settings (default endpoint, sealed signing secret), one delivery
- * per ended task, and one item per attempt. A delivery moves between states only by conditional
+ * per ended task or account event (keyed by the task's id, or the event's `evt_...` id), and one item
+ * per attempt. A delivery moves between states only by conditional
  * writes, so a redelivered stream record, two workers or a worker and the sweeper never record one
  * attempt twice:
  *
@@ -16,7 +17,15 @@
  * that it is below the bound, and down in the one that records its last attempt. A delivery over the
  * bound is written `failed` from the start, with its `dropReason`.
  */
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { type AccountEventData, isAccountEventId } from '../core/account-events';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
 import * as conditions from './condition-fragments';
@@ -29,7 +38,7 @@ import {
   type RetryingStoreContext,
   withRetry,
 } from './errors';
-import { userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
+import { type ItemKey, userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
@@ -48,13 +57,18 @@ export interface WebhookSettings {
 
 export type DeliveryState = 'sending' | 'waiting' | 'delivered' | 'failed';
 
-/** A task's webhook delivery. */
+/** A task's webhook delivery, or an account event's (`eventId` and `data` in place of `taskId`). */
 export interface WebhookDelivery {
   userId: string;
-  taskId: string;
+  /** The task whose end it announces; absent on an account event's delivery. */
+  taskId?: string;
+  /** An account event's id (`evt_...`): its delivery is keyed by it. */
+  eventId?: string;
+  /** An account event's `data`, as every attempt sends it. */
+  data?: AccountEventData;
   /** `webhook-id`: the same on every attempt. */
   webhookId: string;
-  /** The endpoint, fixed when the task ended. */
+  /** The endpoint, fixed when the task ended (or the account event was seen). */
   url: string;
   eventType: WebhookEventType;
   /** When the task ended (ISO 8601): the payload's `timestamp`. */
@@ -92,6 +106,7 @@ export type AfterAttempt = { state: 'delivered' } | { state: 'waiting'; dueAt: D
 /** A delivery the due index lists: enough to claim it. */
 export interface DueDeliveryRef {
   userId: string;
+  /** The delivery's key: its task's id, or an account event's id (`evt_...`). */
   taskId: string;
   /** Its due-index sort key as listed; the claim requires it unchanged. */
   dueKey: string;
@@ -177,6 +192,22 @@ export function putWebhookSecret(
 /** What opening a delivery did. */
 export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
 
+/** What every delivery is opened with, whatever its event. */
+interface DeliveryOpening {
+  userId: string;
+  webhookId: string;
+  url: string;
+  eventType: WebhookEventType;
+  eventAt: string;
+  claimId: string;
+  leaseUntil: Date;
+  now: Date;
+  /** The account's bound on open deliveries. */
+  maxOpen: number;
+  /** Recorded on the delivery when the bound drops it. */
+  dropReason: string;
+}
+
 /**
  * Creates a task's delivery with its first attempt claimed (`sending`); this write, through the
  * stream, starts the attempt. In the same transaction the account's count of open deliveries goes up
@@ -184,29 +215,65 @@ export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
  * as `failed` with `dropReason` and no attempt (nothing is sent, the operator sees why). `exists`:
  * the task has a delivery already (a redelivered record); nothing was written.
  */
-export async function createDelivery(
+export function createDelivery(
   ctx: RetryingStoreContext,
-  input: {
-    userId: string;
-    taskId: string;
-    webhookId: string;
-    url: string;
-    eventType: WebhookEventType;
-    eventAt: string;
-    claimId: string;
-    leaseUntil: Date;
-    now: Date;
-    /** The account's bound on open deliveries. */
-    maxOpen: number;
-    /** Recorded on the delivery when the bound drops it. */
-    dropReason: string;
+  input: DeliveryOpening & { taskId: string },
+): Promise<DeliveryOpened> {
+  const { taskId, ...opening } = input;
+  return openDeliveryItem(ctx, opening, taskId, { taskId });
+}
+
+/**
+ * Creates the delivery of an account event (core/account-events.ts) as `createDelivery` creates a
+ * task's, keyed by the event's id (`evt_...`) where a task's is keyed by the task id, with its `data`
+ * on the item (there is no task to read at each attempt). `marker` is the item that makes the event
+ * once-only (a key budget's threshold in a period, a crossing of the low-balance threshold): it is put
+ * in the same transaction, only when missing, also when the bound drops the delivery. `exists`: the
+ * marker is there, the event was opened before; nothing was written.
+ */
+export function createEventDelivery(
+  ctx: RetryingStoreContext,
+  input: DeliveryOpening & {
+    eventId: string;
+    data: AccountEventData;
+    marker: ItemKey;
+    /** When the marker may go (epoch seconds; a period's end and then some); undefined: kept. */
+    markerExpiresAt?: number;
   },
+): Promise<DeliveryOpened> {
+  const { eventId, data, marker, markerExpiresAt, ...opening } = input;
+  const markerPut: TransactItem = {
+    Put: {
+      TableName: ctx.tableName,
+      Item: {
+        ...marker,
+        userId: input.userId,
+        eventId,
+        eventType: input.eventType,
+        createdAt: input.now.toISOString(),
+        ...(markerExpiresAt === undefined ? {} : { [TABLE.ttlAttribute]: markerExpiresAt }),
+      },
+      ...conditionParams(conditions.itemIsNew()),
+    },
+  };
+  return openDeliveryItem(ctx, opening, eventId, { eventId, data }, markerPut);
+}
+
+/** A write of a transaction (as `TransactWriteCommand` takes it). */
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+async function openDeliveryItem(
+  ctx: RetryingStoreContext,
+  input: DeliveryOpening,
+  id: string,
+  subject: Pick<WebhookDelivery, 'taskId' | 'eventId' | 'data'>,
+  markerPut?: TransactItem,
 ): Promise<DeliveryOpened> {
   const leaseIso = input.leaseUntil.toISOString();
   const now = input.now.toISOString();
   const base = {
     userId: input.userId,
-    taskId: input.taskId,
+    ...subject,
     webhookId: input.webhookId,
     url: input.url,
     eventType: input.eventType,
@@ -223,7 +290,7 @@ export async function createDelivery(
     countsOpen: true,
   };
   const ttl = { [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400 };
-  const layout = { delivery: 0, counter: 1 };
+  const layout = { delivery: 0, counter: 1, ...(markerPut ? { marker: 2 } : {}) };
   let failure: DeliveryOpenFailure;
   try {
     await withRetry(
@@ -235,8 +302,8 @@ export async function createDelivery(
                 Put: {
                   TableName: ctx.tableName,
                   Item: {
-                    ...webhookKeys.delivery(input.userId, input.taskId),
-                    ...webhookKeys.due(input.taskId, leaseIso),
+                    ...webhookKeys.delivery(input.userId, id),
+                    ...webhookKeys.due(id, leaseIso),
                     ...delivery,
                     ...ttl,
                   },
@@ -253,6 +320,7 @@ export async function createDelivery(
                   ),
                 },
               },
+              ...(markerPut ? [markerPut] : []),
             ],
           }),
         ),
@@ -264,21 +332,21 @@ export async function createDelivery(
   }
   if (failure === 'exists') return 'exists';
   const dropped: WebhookDelivery = { ...base, deliveryState: 'failed', gaveUpAt: now, dropReason: input.dropReason };
+  const droppedPut = {
+    TableName: ctx.tableName,
+    Item: { ...webhookKeys.delivery(input.userId, id), ...dropped, ...ttl },
+    ...conditionParams(conditions.itemIsNew()),
+  };
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new PutCommand({
-            TableName: ctx.tableName,
-            Item: { ...webhookKeys.delivery(input.userId, input.taskId), ...dropped, ...ttl },
-            ...conditionParams(conditions.itemIsNew()),
-          }),
-        ),
-      ctx.retry,
-    );
+    // An account event's marker goes with its dropped delivery: dropped, it was still sent once.
+    await withRetry(async () => {
+      if (markerPut) await ctx.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: droppedPut }, markerPut] }));
+      else await ctx.doc.send(new PutCommand(droppedPut));
+    }, ctx.retry);
     return 'dropped';
   } catch (error) {
-    lostCondition(error);
+    if (markerPut) deliveryOpenFailure(error, { delivery: 0, marker: 1 });
+    else lostCondition(error);
     return 'exists';
   }
 }
@@ -365,6 +433,7 @@ export async function recordAttempt(
   ctx: RetryingStoreContext,
   input: {
     userId: string;
+    /** The delivery's key: its task's id, or an account event's id (`evt_...`). */
     taskId: string;
     claimId: string;
     attempt: WebhookAttempt;
@@ -409,7 +478,7 @@ export async function recordAttempt(
                   Item: {
                     ...webhookKeys.attempt(input.userId, input.taskId, input.attempt.attempt),
                     userId: input.userId,
-                    taskId: input.taskId,
+                    ...(isAccountEventId(input.taskId) ? { eventId: input.taskId } : { taskId: input.taskId }),
                     ...input.attempt,
                     [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
                   },
@@ -520,8 +589,9 @@ export async function getDeliveryWithAttempts(
       const {
         userId: _u,
         taskId: _t,
+        eventId: _e,
         ...attempt
-      } = withoutKeys<WebhookAttempt & { userId: string; taskId: string }>(item);
+      } = withoutKeys<WebhookAttempt & { userId: string; taskId?: string; eventId?: string }>(item);
       attempts.push(attempt);
     }
   }
