@@ -25,7 +25,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { type AccountEventData, isAccountEventId } from '../core/account-events';
+import { ACCOUNT_EVENT_ID_PREFIX, type AccountEventData, isAccountEventId } from '../core/account-events';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
 import * as conditions from './condition-fragments';
@@ -603,4 +603,38 @@ export async function allDueDeliveries(ctx: RetryingStoreContext, now: Date): Pr
   const shards = Array.from({ length: TABLE.webhookDueShards }, (_, shard) => shard);
   const pages = await Promise.all(shards.map((shard) => listDueDeliveries(ctx, { shard, now })));
   return pages.flat();
+}
+
+/** The account's account-event deliveries (not their attempts), oldest first by id order (one Query per page). */
+export async function listAccountEventDeliveries(
+  ctx: RetryingStoreContext,
+  userId: string,
+): Promise<WebhookDelivery[]> {
+  const prefix = webhookKeys.deliveryPrefix(userId, ACCOUNT_EVENT_ID_PREFIX);
+  const deliveries: WebhookDelivery[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :sk)`,
+            ExpressionAttributeNames: {
+              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
+              [attr(TABLE.sortKey)]: TABLE.sortKey,
+            },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      if (!String(item[TABLE.sortKey]).includes('#ATTEMPT#')) deliveries.push(withoutKeys<WebhookDelivery>(item));
+    }
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return deliveries;
 }
