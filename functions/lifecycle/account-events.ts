@@ -141,9 +141,7 @@ async function noticeLowBalance(
   if (threshold === undefined) return false;
   const balance = await getBalance(ctx.store, userId);
   if (!isCreditsLow(balance, threshold)) {
-    if (!alerts.lowBalanceSent) return false;
-    await rearmLowBalance(ctx.store, userId);
-    return true;
+    return alerts.lowBalanceSent && (await rearmLowBalance(ctx.store, userId));
   }
   if (!alerts.lowBalanceSent) {
     await open({
@@ -165,8 +163,7 @@ async function noticeLowBalance(
 export async function rearmAfterCredit(store: StoreContext, userId: string, balance: number): Promise<boolean> {
   const alerts = await getAccountAlerts(store, userId);
   if (!alerts.lowBalanceSent || isCreditsLow(balance, alerts.lowBalanceThreshold)) return false;
-  await rearmLowBalance(store, userId);
-  return true;
+  return rearmLowBalance(store, userId);
 }
 
 /**

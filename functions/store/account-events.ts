@@ -7,13 +7,17 @@
  *
  * - a key budget's threshold in a period: `KEYSPEND#<budgetKeyId>#<period>#ALERT<80|100>`, beside the
  *   period's spend counter (one Query reads both); it expires with the counter (a `total` one never);
- * - `credits.low`: `ALERTS#LOWBALANCE`, beside the settings (one Query reads both); deleted when the
- *   balance is seen at or above the threshold again (re-armed), or the threshold changes.
+ * - `credits.low`: `ALERTS#LOWBALANCE`, beside the settings (one Query reads both); re-armed when the
+ *   balance is seen at or above the threshold again, or the threshold changes.
+ *
+ * A marker counts while it has `sentAt`. Re-arming removes that attribute (an update): the item may stay,
+ * and the next event's put replaces it. So nothing here deletes, and the dispatcher, which re-arms, needs
+ * no DeleteItem on the account's items.
  */
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeySpendLimit } from '../core/task';
 import { attr } from './conditions';
-import { type RetryingStoreContext, withRetry } from './errors';
+import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { accountKeys, keys, webhookKeys } from './keys';
 import { TABLE } from './table';
 
@@ -52,14 +56,16 @@ export async function getAccountAlerts(ctx: RetryingStoreContext, userId: string
   const threshold = settings?.lowBalanceThreshold;
   return {
     ...(typeof threshold === 'number' ? { lowBalanceThreshold: threshold } : {}),
-    lowBalanceSent: items.some((item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK),
+    lowBalanceSent: items.some(
+      (item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK && item.sentAt !== undefined,
+    ),
   };
 }
 
 /**
  * Sets (a number) or removes (null) the account's low-balance threshold. Either way the `credits.low`
- * marker goes in the same transaction: a new threshold starts armed (a balance already below it sends
- * the event once, at the next task).
+ * marker is re-armed in the same transaction: a new threshold starts armed (a balance already below it
+ * sends the event once, at the next task).
  */
 export async function setLowBalanceThreshold(
   ctx: RetryingStoreContext,
@@ -91,7 +97,15 @@ export async function setLowBalanceThreshold(
                 },
               },
             },
-            { Delete: { TableName: ctx.tableName, Key: webhookKeys.lowBalanceMarker(userId) } },
+            {
+              Update: {
+                TableName: ctx.tableName,
+                Key: webhookKeys.lowBalanceMarker(userId),
+                UpdateExpression: 'SET #userId = :userId REMOVE #sentAt',
+                ExpressionAttributeNames: { '#userId': 'userId', '#sentAt': 'sentAt' },
+                ExpressionAttributeValues: { ':userId': userId },
+              },
+            },
           ],
         }),
       ),
@@ -101,14 +115,29 @@ export async function setLowBalanceThreshold(
 }
 
 /**
- * Re-arms `credits.low`: deletes the marker of the crossing it was sent for (the balance was seen at or
- * above the threshold again). Idempotent.
+ * Re-arms `credits.low`: clears the marker of the crossing it was sent for (the balance was seen at or
+ * above the threshold again). Idempotent; false when it was not set.
  */
-export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string): Promise<void> {
-  await withRetry(
-    () => ctx.doc.send(new DeleteCommand({ TableName: ctx.tableName, Key: webhookKeys.lowBalanceMarker(userId) })),
-    ctx.retry,
-  );
+export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string): Promise<boolean> {
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: webhookKeys.lowBalanceMarker(userId),
+            UpdateExpression: 'REMOVE #sentAt',
+            ConditionExpression: 'attribute_exists(#sentAt)',
+            ExpressionAttributeNames: { '#sentAt': 'sentAt' },
+          }),
+        ),
+      ctx.retry,
+    );
+    return true;
+  } catch (error) {
+    lostCondition(error);
+    return false;
+  }
 }
 
 /** A key budget's period as the events see it: what was spent, and the thresholds already sent. */
@@ -133,7 +162,7 @@ export async function readBudgetPeriod(
   for (const item of items) {
     const sk = String(item[TABLE.sortKey]);
     if (sk === counter.SK && typeof item.spent === 'number') state.spent = item.spent;
-    else if (sk.startsWith(markerPrefix)) {
+    else if (sk.startsWith(markerPrefix) && item.sentAt !== undefined) {
       const threshold = Number(sk.slice(markerPrefix.length));
       if (Number.isSafeInteger(threshold)) state.sent.add(threshold);
     }

@@ -228,7 +228,8 @@ export function createDelivery(
  * task's, keyed by the event's id (`evt_...`) where a task's is keyed by the task id, with its `data`
  * on the item (there is no task to read at each attempt). `marker` is the item that makes the event
  * once-only (a key budget's threshold in a period, a crossing of the low-balance threshold): it is put
- * in the same transaction, only when missing, also when the bound drops the delivery. `exists`: the
+ * in the same transaction, only when missing (or re-armed: without `sentAt`), also when the bound
+ * drops the delivery. `exists`: the
  * marker is there, the event was opened before; nothing was written.
  */
 export function createEventDelivery(
@@ -242,6 +243,8 @@ export function createEventDelivery(
   },
 ): Promise<DeliveryOpened> {
   const { eventId, data, marker, markerExpiresAt, ...opening } = input;
+  // Missing, or re-armed (`sentAt` removed, store/account-events.ts): a re-arm is an update, never a
+  // delete, so the functions that re-arm need no DeleteItem on the account's items.
   const markerPut: TransactItem = {
     Put: {
       TableName: ctx.tableName,
@@ -250,10 +253,11 @@ export function createEventDelivery(
         userId: input.userId,
         eventId,
         eventType: input.eventType,
-        createdAt: input.now.toISOString(),
+        sentAt: input.now.toISOString(),
         ...(markerExpiresAt === undefined ? {} : { [TABLE.ttlAttribute]: markerExpiresAt }),
       },
-      ...conditionParams(conditions.itemIsNew()),
+      ConditionExpression: `attribute_not_exists(${attr('markerPk')}) OR attribute_not_exists(${attr('sentAt')})`,
+      ExpressionAttributeNames: { [attr('markerPk')]: TABLE.partitionKey, [attr('sentAt')]: 'sentAt' },
     },
   };
   return openDeliveryItem(ctx, opening, eventId, { eventId, data }, markerPut);
