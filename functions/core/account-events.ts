@@ -6,6 +6,7 @@
  * (store/account-events.ts keeps the markers). Pure: thresholds, payloads and the threshold setting.
  */
 import { randomBytes } from 'node:crypto';
+import { ValidationError } from './errors';
 import type { SpendPeriod } from './spend-limit';
 
 export type AccountEventType = 'key.spend_limit.warning' | 'key.spend_limit.reached' | 'credits.low';
@@ -94,4 +95,27 @@ export interface AccountAlertsView {
   lowBalanceThreshold: number | null;
   /** Whether `credits.low` was sent for the current crossing (re-armed once the balance is seen at or above the threshold). */
   lowBalanceSent: boolean;
+}
+
+/**
+ * `PUT /api/account/alerts` body: `{ lowBalanceThreshold: number | null }` (null removes it).
+ * @throws ValidationError (400) naming the field
+ */
+export function parseAccountAlerts(body: unknown): { lowBalanceThreshold: number | null } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError({ fieldErrors: {}, formErrors: ['Request body must be a JSON object'] });
+  }
+  const input = body as Record<string, unknown>;
+  const fieldErrors: Record<string, string[]> = {};
+  for (const field of Object.keys(input)) {
+    if (field !== 'lowBalanceThreshold') fieldErrors[field] = [`Unknown field "${field}"`];
+  }
+  if (!('lowBalanceThreshold' in input))
+    fieldErrors.lowBalanceThreshold = ['Required: a whole number of credits or null'];
+  else {
+    const problem = lowBalanceThresholdProblem(input.lowBalanceThreshold);
+    if (problem) fieldErrors.lowBalanceThreshold = [`Threshold ${problem}`];
+  }
+  if (Object.keys(fieldErrors).length > 0) throw new ValidationError({ fieldErrors, formErrors: [] });
+  return { lowBalanceThreshold: input.lowBalanceThreshold as number | null };
 }
