@@ -32,7 +32,7 @@ import type { Logger } from '../observability/logger';
 import { getAccountAlerts, readBudgetPeriod, readKeySpendLimit, rearmLowBalance } from '../store/account-events';
 import { getBalance } from '../store/accounts';
 import type { StoreContext } from '../store/client';
-import { webhookKeys } from '../store/keys';
+import { keys, webhookKeys } from '../store/keys';
 import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import { createEventDelivery, type DeliveryOpened, getWebhookSettings, type WebhookSettings } from '../store/webhooks';
 
@@ -63,7 +63,7 @@ export interface NoticedEvents {
  */
 export async function noticeSpending(
   ctx: AccountEventsContext,
-  task: Pick<TaskRecord, 'userId' | 'keyId' | 'spendCounter'>,
+  task: Pick<TaskRecord, 'userId' | 'keyId' | 'spendCounter' | 'createdAt'>,
   log: Logger,
 ): Promise<NoticedEvents> {
   const noticed: NoticedEvents = { events: [], rearmed: false };
@@ -93,15 +93,18 @@ interface OpeningEvent {
 
 async function noticeKeySpending(
   ctx: AccountEventsContext,
-  task: Pick<TaskRecord, 'userId' | 'keyId' | 'spendCounter'>,
+  task: Pick<TaskRecord, 'userId' | 'keyId' | 'spendCounter' | 'createdAt'>,
   open: (event: OpeningEvent) => Promise<void>,
 ): Promise<void> {
   // Only a task of a limited key recorded the counter it spent into.
   if (task.keyId === undefined || task.spendCounter === undefined) return;
   const limit = await readKeySpendLimit(ctx.store, task.userId, task.keyId);
   if (!limit) return;
-  const now = ctx.now();
-  const period = spendPeriodOf(limit.period, now);
+  // The period the task was accepted in (the counter it spent into), not the one of this look: the last
+  // task of a day, taken from the queue after midnight, still tells of that day's crossing.
+  const period = spendPeriodOf(limit.period, new Date(task.createdAt));
+  // The limit changed budget or period since the accept: the tasks under the new one are looked at.
+  if (keys.spendCounter(task.userId, limit.budgetKeyId, period.name).SK !== task.spendCounter) return;
   const state = await readBudgetPeriod(ctx.store, {
     userId: task.userId,
     budgetKeyId: limit.budgetKeyId,
@@ -141,7 +144,8 @@ async function noticeLowBalance(
   if (threshold === undefined) return false;
   const balance = await getBalance(ctx.store, userId);
   if (!isCreditsLow(balance, threshold)) {
-    return alerts.lowBalanceSent && (await rearmLowBalance(ctx.store, userId));
+    // Only the marker this look read: one put by a later crossing meanwhile stays.
+    return alerts.lowBalanceSentBy !== undefined && (await rearmLowBalance(ctx.store, userId, alerts.lowBalanceSentBy));
   }
   if (!alerts.lowBalanceSent) {
     await open({
@@ -162,8 +166,8 @@ async function noticeLowBalance(
  */
 export async function rearmAfterCredit(store: StoreContext, userId: string, balance: number): Promise<boolean> {
   const alerts = await getAccountAlerts(store, userId);
-  if (!alerts.lowBalanceSent || isCreditsLow(balance, alerts.lowBalanceThreshold)) return false;
-  return rearmLowBalance(store, userId);
+  if (alerts.lowBalanceSentBy === undefined || isCreditsLow(balance, alerts.lowBalanceThreshold)) return false;
+  return rearmLowBalance(store, userId, alerts.lowBalanceSentBy);
 }
 
 /**

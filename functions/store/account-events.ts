@@ -26,6 +26,8 @@ export interface AccountAlerts {
   lowBalanceThreshold?: number;
   /** The marker of the current crossing is there: `credits.low` was sent, and is not sent again until re-armed. */
   lowBalanceSent: boolean;
+  /** The event id the marker holds, while it is there (a re-arm clears only the marker it read). */
+  lowBalanceSentBy?: string;
 }
 
 /** Items of one partition whose sort keys begin with `prefix` (consistent, one page: a few items). */
@@ -54,11 +56,13 @@ export async function getAccountAlerts(ctx: RetryingStoreContext, userId: string
   const items = await itemsWithPrefix(ctx, webhookKeys.alerts(userId));
   const settings = items.find((item) => item[TABLE.sortKey] === webhookKeys.alerts(userId).SK);
   const threshold = settings?.lowBalanceThreshold;
+  const marker = items.find(
+    (item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK && item.sentAt !== undefined,
+  );
   return {
     ...(typeof threshold === 'number' ? { lowBalanceThreshold: threshold } : {}),
-    lowBalanceSent: items.some(
-      (item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK && item.sentAt !== undefined,
-    ),
+    lowBalanceSent: marker !== undefined,
+    ...(typeof marker?.eventId === 'string' ? { lowBalanceSentBy: marker.eventId } : {}),
   };
 }
 
@@ -116,9 +120,11 @@ export async function setLowBalanceThreshold(
 
 /**
  * Re-arms `credits.low`: clears the marker of the crossing it was sent for (the balance was seen at or
- * above the threshold again). Idempotent; false when it was not set.
+ * above the threshold again), only while it is the one put by event `eventId` (as read): a look whose
+ * reads were overtaken by a top-up and a new crossing must not clear the new crossing's marker.
+ * Idempotent; false when that marker is no longer there.
  */
-export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string): Promise<boolean> {
+export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string, eventId: string): Promise<boolean> {
   try {
     await withRetry(
       () =>
@@ -127,8 +133,9 @@ export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string)
             TableName: ctx.tableName,
             Key: webhookKeys.lowBalanceMarker(userId),
             UpdateExpression: 'REMOVE #sentAt',
-            ConditionExpression: 'attribute_exists(#sentAt)',
-            ExpressionAttributeNames: { '#sentAt': 'sentAt' },
+            ConditionExpression: 'attribute_exists(#sentAt) AND #eventId = :eventId',
+            ExpressionAttributeNames: { '#sentAt': 'sentAt', '#eventId': 'eventId' },
+            ExpressionAttributeValues: { ':eventId': eventId },
           }),
         ),
       ctx.retry,

@@ -17,10 +17,10 @@ import { attemptDelivery, type WebhookLifecycle } from '../../functions/lifecycl
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
-import { setLowBalanceThreshold } from '../../functions/store/account-events';
+import { getAccountAlerts, rearmLowBalance, setLowBalanceThreshold } from '../../functions/store/account-events';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
-import { acceptTask, type NewTask } from '../../functions/store/tasks';
+import { acceptTask, failAndRefund, type NewTask } from '../../functions/store/tasks';
 import { listAccountEventDeliveries } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
@@ -107,11 +107,15 @@ describe('account events (key spend limits, low balance)', () => {
     return { keyId: issued.keyId, spendLimit: record.spendLimit, spendLimitVersion: record.spendLimitVersion };
   }
 
-  /** Accepts `count` tasks of `cost` side by side (as parallel submits do); the busy ones retried. */
+  /**
+   * Accepts `count` tasks of `cost` side by side (as parallel submits do), the busy ones retried, each
+   * with the provider request the submit functions store (the dispatcher sends it).
+   */
   function acceptAll(userId: string, count: number, cost: number, key: Partial<NewTask> = {}) {
+    const request = { providerRequest: { model: 'provider-image-model', input: { prompt: 'a lighthouse' } } };
     return Promise.all(
       Array.from({ length: count }, () =>
-        retriedWhileBusy(() => acceptTask(store, { task: newTask(userId, cost, { ...key, now: clock }) })),
+        retriedWhileBusy(() => acceptTask(store, { task: newTask(userId, cost, { ...key, request, now: clock }) })),
       ),
     );
   }
@@ -287,22 +291,76 @@ describe('account events (key spend limits, low balance)', () => {
     expect(await listAccountEventDeliveries(store, userId)).toHaveLength(1);
   });
 
+  it("the last task of a day, taken from the queue after midnight, still tells of that day's crossing", async () => {
+    // Prepare: a daily budget of 4 spent by tasks accepted just before midnight.
+    const userId = await account(1000);
+    const key = await limitedKey(userId, 4, 'day');
+    clock = new Date('2026-11-05T23:59:59.000Z');
+    const accepted = await acceptAll(userId, 2, 2, key);
+
+    // Act: the dispatcher looks after midnight.
+    clock = new Date('2026-11-06T00:00:01.000Z');
+    for (const { task } of accepted) await noticeSpending({ store, now: () => clock }, task, logger);
+    await deliver(userId);
+
+    // Assert
+    const events = eventsOf(userId);
+    expect(events.map((event) => event.type).sort()).toEqual(['key.spend_limit.reached', 'key.spend_limit.warning']);
+    for (const event of events) expect(event.data).toMatchObject({ spent: 4, resetsAt: '2026-11-06T00:00:00.000Z' });
+  });
+
+  it('a refund lifting the balance re-arms credits.low at the next look; a stale re-arm leaves a newer crossing alone', async () => {
+    // Prepare: credits.low sent at 7 of a threshold of 10.
+    const userId = await account(10);
+    await setLowBalanceThreshold(store, { userId, threshold: 10, now: clock });
+    const [first] = await acceptAll(userId, 1, 3);
+    if (!first) throw new Error('nothing accepted');
+    await noticeSpending({ store, now: () => clock }, first.task, logger);
+    const firstMarker = (await getAccountAlerts(store, userId)).lowBalanceSentBy ?? '';
+
+    // Act: the refund lifts it to 10, which the next look sees (re-armed); a debit takes it to 7 again.
+    await failAndRefund(store, {
+      userId,
+      taskId: first.task.taskId,
+      errorCode: 'PROVIDER_ERROR',
+      errorMessage: 'failed',
+      now: clock,
+    });
+    const afterRefund = await noticeSpending({ store, now: () => clock }, first.task, logger);
+    const [second] = await acceptAll(userId, 1, 3);
+    if (!second) throw new Error('nothing accepted');
+    const again = await noticeSpending({ store, now: () => clock }, second.task, logger);
+    const stale = await rearmLowBalance(store, userId, firstMarker);
+    await deliver(userId);
+
+    // Assert
+    expect(afterRefund).toEqual({ events: [], rearmed: true });
+    expect(again.events).toEqual([{ type: 'credits.low', outcome: 'opened' }]);
+    expect(stale).toBe(false);
+    expect((await getAccountAlerts(store, userId)).lowBalanceSent).toBe(true);
+    expect(eventsOf(userId).map((event) => event.data)).toEqual([
+      { balance: 7, threshold: 10 },
+      { balance: 7, threshold: 10 },
+    ]);
+  });
+
   it('an account without a default endpoint gets no event and no marker: it is sent once an endpoint is set', async () => {
     // Prepare: a secret but no endpoint.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 10, now: clock });
     secrets.set(userId, (await rotateWebhookSecret(store, box, { userId, now: clock })).secret);
     await setLowBalanceThreshold(store, { userId, threshold: 9, now: clock });
-    const [first] = await acceptAll(userId, 1, 3);
+    const [accepted] = await acceptAll(userId, 1, 3);
+    if (!accepted) throw new Error('nothing accepted');
 
     // Act
-    const withoutEndpoint = await noticeSpending({ store, now: () => clock }, first?.task ?? { userId }, logger);
+    const withoutEndpoint = await noticeSpending({ store, now: () => clock }, accepted.task, logger);
     await setAccountWebhookUrl(store, webhookTargetPolicy({ WEBHOOK_INSECURE_ORIGINS: origin }), {
       userId,
       url: `${origin}/${userId}`,
       now: clock,
     });
-    const withEndpoint = await noticeSpending({ store, now: () => clock }, first?.task ?? { userId }, logger);
+    const withEndpoint = await noticeSpending({ store, now: () => clock }, accepted.task, logger);
     await deliver(userId);
 
     // Assert

@@ -293,7 +293,12 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     await store.doc.send(
       new PutCommand({
         TableName: store.tableName,
-        Item: { ...webhookKeys.lowBalanceMarker(userId), userId, sentAt: new Date().toISOString() },
+        Item: {
+          ...webhookKeys.lowBalanceMarker(userId),
+          userId,
+          eventId: 'evt_0123456789abcdef0123456789abcdef',
+          sentAt: new Date().toISOString(),
+        },
       }),
     );
 
