@@ -88,6 +88,8 @@ interface OpeningEvent {
   type: AccountEventType;
   data: AccountEventData;
   marker: { PK: string; SK: string };
+  /** The marker's version as read (a re-armed `credits.low`); undefined: it must be missing. */
+  markerRead?: string;
   markerExpiresAt?: number;
 }
 
@@ -145,7 +147,11 @@ async function noticeLowBalance(
   const balance = await getBalance(ctx.store, userId);
   if (!isCreditsLow(balance, threshold)) {
     // Only the marker this look read: one put by a later crossing meanwhile stays.
-    return alerts.lowBalanceSentBy !== undefined && (await rearmLowBalance(ctx.store, userId, alerts.lowBalanceSentBy));
+    return (
+      alerts.lowBalanceSent &&
+      alerts.lowBalanceMarkerId !== undefined &&
+      (await rearmLowBalance(ctx.store, userId, alerts.lowBalanceMarkerId))
+    );
   }
   if (!alerts.lowBalanceSent) {
     await open({
@@ -153,6 +159,8 @@ async function noticeLowBalance(
       type: 'credits.low',
       data: { balance, threshold },
       marker: webhookKeys.lowBalanceMarker(userId),
+      // Opened only if the marker is still as read: no re-arm nor other event since this look's reads.
+      ...(alerts.lowBalanceMarkerId === undefined ? {} : { markerRead: alerts.lowBalanceMarkerId }),
     });
   }
   return false;
@@ -160,14 +168,15 @@ async function noticeLowBalance(
 
 /**
  * Re-arms `credits.low` after credits were added (a grant): when the balance is now at or above the
- * threshold, the next fall below it sends the event again. Cheap: one Query, and a delete only when it
+ * threshold, the next fall below it sends the event again. Cheap: one Query, and an update only when it
  * was sent. (Refunds re-arm at the dispatcher's next look, which sees the balance above.)
  * @returns whether it was re-armed
  */
 export async function rearmAfterCredit(store: StoreContext, userId: string, balance: number): Promise<boolean> {
   const alerts = await getAccountAlerts(store, userId);
-  if (alerts.lowBalanceSentBy === undefined || isCreditsLow(balance, alerts.lowBalanceThreshold)) return false;
-  return rearmLowBalance(store, userId, alerts.lowBalanceSentBy);
+  if (!alerts.lowBalanceSent || alerts.lowBalanceMarkerId === undefined) return false;
+  if (isCreditsLow(balance, alerts.lowBalanceThreshold)) return false;
+  return rearmLowBalance(store, userId, alerts.lowBalanceMarkerId);
 }
 
 /**
@@ -196,6 +205,7 @@ async function openAccountEvent(
     eventId,
     data: event.data,
     marker: event.marker,
+    ...(event.markerRead === undefined ? {} : { markerRead: event.markerRead }),
     ...(event.markerExpiresAt === undefined ? {} : { markerExpiresAt: event.markerExpiresAt }),
     webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
     url: settings.url,

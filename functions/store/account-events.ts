@@ -10,10 +10,14 @@
  * - `credits.low`: `ALERTS#LOWBALANCE`, beside the settings (one Query reads both); re-armed when the
  *   balance is seen at or above the threshold again, or the threshold changes.
  *
- * A marker counts while it has `sentAt`. Re-arming removes that attribute (an update): the item may stay,
+ * A marker counts while it has `sentAt`. Re-arming removes that attribute (an update): the item stays,
  * and the next event's put replaces it. So nothing here deletes, and the dispatcher, which re-arms, needs
- * no DeleteItem on the account's items.
+ * no DeleteItem on the account's items. Every write of the `credits.low` marker sets a new `markerId`,
+ * and every write requires the one its writer read: opening an event, re-arming it, opening the next are
+ * a chain of compare-and-sets, so a look overtaken by another (a stale balance, a top-up between its
+ * reads and its write) writes nothing.
  */
+import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeySpendLimit } from '../core/task';
 import { attr } from './conditions';
@@ -26,8 +30,11 @@ export interface AccountAlerts {
   lowBalanceThreshold?: number;
   /** The marker of the current crossing is there: `credits.low` was sent, and is not sent again until re-armed. */
   lowBalanceSent: boolean;
-  /** The event id the marker holds, while it is there (a re-arm clears only the marker it read). */
-  lowBalanceSentBy?: string;
+  /**
+   * The marker's version (`markerId`: the event id that put it, or a fresh id from each re-arm), when
+   * there is a marker: opening the next event and re-arming both require it unchanged (compare-and-set).
+   */
+  lowBalanceMarkerId?: string;
 }
 
 /** Items of one partition whose sort keys begin with `prefix` (consistent, one page: a few items). */
@@ -56,13 +63,11 @@ export async function getAccountAlerts(ctx: RetryingStoreContext, userId: string
   const items = await itemsWithPrefix(ctx, webhookKeys.alerts(userId));
   const settings = items.find((item) => item[TABLE.sortKey] === webhookKeys.alerts(userId).SK);
   const threshold = settings?.lowBalanceThreshold;
-  const marker = items.find(
-    (item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK && item.sentAt !== undefined,
-  );
+  const marker = items.find((item) => item[TABLE.sortKey] === webhookKeys.lowBalanceMarker(userId).SK);
   return {
     ...(typeof threshold === 'number' ? { lowBalanceThreshold: threshold } : {}),
-    lowBalanceSent: marker !== undefined,
-    ...(typeof marker?.eventId === 'string' ? { lowBalanceSentBy: marker.eventId } : {}),
+    lowBalanceSent: marker?.sentAt !== undefined,
+    ...(typeof marker?.markerId === 'string' ? { lowBalanceMarkerId: marker.markerId } : {}),
   };
 }
 
@@ -102,12 +107,13 @@ export async function setLowBalanceThreshold(
               },
             },
             {
+              // Re-armed, with a new version: an opening that read the marker before this write fails.
               Update: {
                 TableName: ctx.tableName,
                 Key: webhookKeys.lowBalanceMarker(userId),
-                UpdateExpression: 'SET #userId = :userId REMOVE #sentAt',
-                ExpressionAttributeNames: { '#userId': 'userId', '#sentAt': 'sentAt' },
-                ExpressionAttributeValues: { ':userId': userId },
+                UpdateExpression: 'SET #userId = :userId, #markerId = :markerId REMOVE #sentAt',
+                ExpressionAttributeNames: { '#userId': 'userId', '#sentAt': 'sentAt', '#markerId': 'markerId' },
+                ExpressionAttributeValues: { ':userId': userId, ':markerId': `rearm_${randomUUID()}` },
               },
             },
           ],
@@ -120,11 +126,11 @@ export async function setLowBalanceThreshold(
 
 /**
  * Re-arms `credits.low`: clears the marker of the crossing it was sent for (the balance was seen at or
- * above the threshold again), only while it is the one put by event `eventId` (as read): a look whose
- * reads were overtaken by a top-up and a new crossing must not clear the new crossing's marker.
- * Idempotent; false when that marker is no longer there.
+ * above the threshold again), only while it is the version `markerId` read: a look whose reads were
+ * overtaken by a top-up and a new crossing must not clear the new crossing's marker. The re-armed marker
+ * gets a new version. False when the marker changed meanwhile.
  */
-export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string, eventId: string): Promise<boolean> {
+export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string, markerId: string): Promise<boolean> {
   try {
     await withRetry(
       () =>
@@ -132,10 +138,10 @@ export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string,
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: webhookKeys.lowBalanceMarker(userId),
-            UpdateExpression: 'REMOVE #sentAt',
-            ConditionExpression: 'attribute_exists(#sentAt) AND #eventId = :eventId',
-            ExpressionAttributeNames: { '#sentAt': 'sentAt', '#eventId': 'eventId' },
-            ExpressionAttributeValues: { ':eventId': eventId },
+            UpdateExpression: 'SET #markerId = :rearmed REMOVE #sentAt',
+            ConditionExpression: 'attribute_exists(#sentAt) AND #markerId = :markerId',
+            ExpressionAttributeNames: { '#sentAt': 'sentAt', '#markerId': 'markerId' },
+            ExpressionAttributeValues: { ':markerId': markerId, ':rearmed': `rearm_${randomUUID()}` },
           }),
         ),
       ctx.retry,

@@ -228,8 +228,8 @@ export function createDelivery(
  * task's, keyed by the event's id (`evt_...`) where a task's is keyed by the task id, with its `data`
  * on the item (there is no task to read at each attempt). `marker` is the item that makes the event
  * once-only (a key budget's threshold in a period, a crossing of the low-balance threshold): it is put
- * in the same transaction, only when missing (or re-armed: without `sentAt`), also when the bound
- * drops the delivery. `exists`: the
+ * in the same transaction, only when it is as the caller read it (missing, or re-armed: without
+ * `sentAt`), also when the bound drops the delivery. `exists`: the
  * marker is there, the event was opened before; nothing was written.
  */
 export function createEventDelivery(
@@ -238,26 +238,46 @@ export function createEventDelivery(
     eventId: string;
     data: AccountEventData;
     marker: ItemKey;
+    /**
+     * The `markerId` of the re-armed marker the caller read, or undefined when it read none: the put
+     * requires the marker unchanged since (a compare-and-set).
+     */
+    markerRead?: string;
     /** When the marker may go (epoch seconds; a period's end and then some); undefined: kept. */
     markerExpiresAt?: number;
   },
 ): Promise<DeliveryOpened> {
-  const { eventId, data, marker, markerExpiresAt, ...opening } = input;
-  // Missing, or re-armed (`sentAt` removed, store/account-events.ts): a re-arm is an update, never a
-  // delete, so the functions that re-arm need no DeleteItem on the account's items.
+  const { eventId, data, marker, markerExpiresAt, markerRead, ...opening } = input;
+  // The marker exactly as the caller read it: missing, or re-armed (`sentAt` removed by an update, never
+  // a delete, so the functions that re-arm need no DeleteItem) with the `markerId` read. Any write since
+  // (another event, a re-arm) changed `markerId`, and this one finds the event opened ('exists').
+  const condition =
+    markerRead === undefined
+      ? {
+          ConditionExpression: `attribute_not_exists(${attr('markerPk')})`,
+          names: { [attr('markerPk')]: TABLE.partitionKey },
+          values: undefined,
+        }
+      : {
+          ConditionExpression: `${attr('markerId')} = :markerRead AND attribute_not_exists(${attr('sentAt')})`,
+          names: { [attr('markerId')]: 'markerId', [attr('sentAt')]: 'sentAt' },
+          values: { ':markerRead': markerRead },
+        };
   const markerPut: TransactItem = {
     Put: {
       TableName: ctx.tableName,
       Item: {
         ...marker,
         userId: input.userId,
+        markerId: eventId,
         eventId,
         eventType: input.eventType,
         sentAt: input.now.toISOString(),
         ...(markerExpiresAt === undefined ? {} : { [TABLE.ttlAttribute]: markerExpiresAt }),
       },
-      ConditionExpression: `attribute_not_exists(${attr('markerPk')}) OR attribute_not_exists(${attr('sentAt')})`,
-      ExpressionAttributeNames: { [attr('markerPk')]: TABLE.partitionKey, [attr('sentAt')]: 'sentAt' },
+      ConditionExpression: condition.ConditionExpression,
+      ExpressionAttributeNames: condition.names,
+      ...(condition.values ? { ExpressionAttributeValues: condition.values } : {}),
     },
   };
   return openDeliveryItem(ctx, opening, eventId, { eventId, data }, markerPut);

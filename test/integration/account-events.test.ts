@@ -9,6 +9,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
+import { newAccountEventId } from '../../functions/core/account-events';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
 import { noticeSpending, rearmAfterCredit } from '../../functions/lifecycle/account-events';
 import { dispatchQueued } from '../../functions/lifecycle/dispatch';
@@ -20,8 +21,9 @@ import type { GenerationProvider } from '../../functions/provider/port';
 import { getAccountAlerts, rearmLowBalance, setLowBalanceThreshold } from '../../functions/store/account-events';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
+import { webhookKeys } from '../../functions/store/keys';
 import { acceptTask, failAndRefund, type NewTask } from '../../functions/store/tasks';
-import { listAccountEventDeliveries } from '../../functions/store/webhooks';
+import { createEventDelivery, listAccountEventDeliveries } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
 import { createTestStore, type TestStore } from '../support/dynamodb';
@@ -316,7 +318,7 @@ describe('account events (key spend limits, low balance)', () => {
     const [first] = await acceptAll(userId, 1, 3);
     if (!first) throw new Error('nothing accepted');
     await noticeSpending({ store, now: () => clock }, first.task, logger);
-    const firstMarker = (await getAccountAlerts(store, userId)).lowBalanceSentBy ?? '';
+    const firstMarker = (await getAccountAlerts(store, userId)).lowBalanceMarkerId ?? '';
 
     // Act: the refund lifts it to 10, which the next look sees (re-armed); a debit takes it to 7 again.
     await failAndRefund(store, {
@@ -342,6 +344,47 @@ describe('account events (key spend limits, low balance)', () => {
       { balance: 7, threshold: 10 },
       { balance: 7, threshold: 10 },
     ]);
+  });
+
+  it('the credits.low marker is a compare-and-set: an opening or re-arm on a stale read writes nothing', async () => {
+    // Prepare
+    const userId = await account(5);
+    const marker = webhookKeys.lowBalanceMarker(userId);
+    const open = (markerRead?: string) =>
+      createEventDelivery(store, {
+        userId,
+        eventId: newAccountEventId(),
+        data: { balance: 5, threshold: 10 },
+        marker,
+        ...(markerRead === undefined ? {} : { markerRead }),
+        webhookId: `msg_${newAccountEventId().slice(4)}`,
+        url: `${origin}/${userId}`,
+        eventType: 'credits.low',
+        eventAt: clock.toISOString(),
+        claimId: 'claim',
+        leaseUntil: new Date(clock.getTime() + 120_000),
+        now: clock,
+        maxOpen: 100,
+        dropReason: 'dropped',
+      });
+
+    // Act
+    const first = await open();
+    const sentId = (await getAccountAlerts(store, userId)).lowBalanceMarkerId ?? '';
+    const twice = await open();
+    const rearmed = await rearmLowBalance(store, userId, sentId);
+    const rearmedId = (await getAccountAlerts(store, userId)).lowBalanceMarkerId ?? '';
+    const staleRearm = await rearmLowBalance(store, userId, sentId);
+    const staleAbsent = await open();
+    const staleSent = await open(sentId);
+    const next = await open(rearmedId);
+    const nextAgain = await open(rearmedId);
+
+    // Assert
+    expect([first, twice, rearmed, staleRearm]).toEqual(['opened', 'exists', true, false]);
+    expect(rearmedId).toMatch(/^rearm_/);
+    expect([staleAbsent, staleSent, next, nextAgain]).toEqual(['exists', 'exists', 'opened', 'exists']);
+    expect(await listAccountEventDeliveries(store, userId)).toHaveLength(2);
   });
 
   it('an account without a default endpoint gets no event and no marker: it is sent once an endpoint is set', async () => {

@@ -296,7 +296,7 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
         Item: {
           ...webhookKeys.lowBalanceMarker(userId),
           userId,
-          eventId: 'evt_0123456789abcdef0123456789abcdef',
+          markerId: 'evt_0123456789abcdef0123456789abcdef',
           sentAt: new Date().toISOString(),
         },
       }),
@@ -321,7 +321,10 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(fraction.error).toEqual({ error: '--low-balance must be a whole number of credits from 0 to 1000000000' });
     expect(cleared.json).toEqual({ userId, lowBalanceThreshold: null, lowBalanceSent: false });
     expect(events.json).toEqual({ userId, events: [] });
-    expect(await getAccountAlerts(store, userId)).toEqual({ lowBalanceSent: false });
+    expect(await getAccountAlerts(store, userId)).toEqual({
+      lowBalanceSent: false,
+      lowBalanceMarkerId: expect.stringMatching(/^rearm_/),
+    });
   });
 
   it.each([
