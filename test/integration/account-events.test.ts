@@ -22,7 +22,7 @@ import { getAccountAlerts, rearmLowBalance, setLowBalanceThreshold } from '../..
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
 import { webhookKeys } from '../../functions/store/keys';
-import { acceptTask, failAndRefund, type NewTask } from '../../functions/store/tasks';
+import { acceptTask, failAndRefund, getTask, type NewTask } from '../../functions/store/tasks';
 import { createEventDelivery, listAccountEventDeliveries } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
@@ -385,6 +385,28 @@ describe('account events (key spend limits, low balance)', () => {
     expect(rearmedId).toMatch(/^rearm_/);
     expect([staleAbsent, staleSent, next, nextAgain]).toEqual(['exists', 'exists', 'opened', 'exists']);
     expect(await listAccountEventDeliveries(store, userId)).toHaveLength(2);
+  });
+
+  it('a look that fails never holds up or fails the send beside it; the run waits for every look', async () => {
+    // Prepare
+    const userId = await account(100);
+    const accepted = await acceptAll(userId, 3, 1);
+    const looked: string[] = [];
+
+    // Act (other tests' tasks still queued go too: only this account's are asserted)
+    const run = await dispatchQueued(lifecycle(), {}, logger, {
+      onClaimed: async (task) => {
+        await Promise.resolve();
+        if (task.userId === userId) looked.push(task.taskId);
+        throw new Error('the table is down');
+      },
+    });
+    const stored = await Promise.all(accepted.map(({ task }) => getTask(store, userId, task.taskId)));
+
+    // Assert
+    expect(run.idle).toBe(true);
+    expect(looked.sort()).toEqual(accepted.map(({ task }) => task.taskId).sort());
+    for (const task of stored) expect(task).toMatchObject({ stage: 'running', providerTaskId: expect.any(String) });
   });
 
   it('an account without a default endpoint gets no event and no marker: it is sent once an endpoint is set', async () => {
