@@ -116,7 +116,7 @@ export type StreamFilter = Readonly<Record<string, unknown>>;
 /** A function behind an API route. */
 export interface RouteDefinition extends LambdaBase {
   trigger: 'route';
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
   /** API Gateway path, `{param}` for path parameters. */
   path: string;
   /**

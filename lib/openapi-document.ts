@@ -234,6 +234,44 @@ function operations(): Record<string, Json> {
       security: [],
       responses: { '200': json({ type: 'object' }, 'The OpenAPI document.') },
     },
+    'GET /api/account/alerts': {
+      summary: "The account's alert settings (session only)",
+      description:
+        "The low-balance threshold below which the account's default webhook endpoint gets `credits.low` (see `webhooks`), and whether it was sent for the current crossing.",
+      security: [{ session: [] }],
+      responses: { '200': json(ref('AccountAlerts'), 'The settings.'), ...commonErrors() },
+    },
+    'PUT /api/account/alerts': {
+      summary: 'Set or remove the low-balance threshold (session only)',
+      description:
+        "`credits.low` is POSTed to the account's default webhook endpoint when the balance falls below `lowBalanceThreshold`, once per crossing: again only after the balance was seen at or above it (a top-up). Setting or removing it re-arms the event. The CSRF rules of every session write apply (`Origin` and `X-CSRF-Token`).",
+      security: [{ session: [] }],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['lowBalanceThreshold'],
+              additionalProperties: false,
+              properties: {
+                lowBalanceThreshold: {
+                  type: ['integer', 'null'],
+                  minimum: 0,
+                  description: 'Whole credits (0 or more); null removes it.',
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '200': json(ref('AccountAlerts'), 'The settings as stored.'),
+        '400': json(ref('ValidationError'), 'Not a whole number of credits from 0, nor null.'),
+        '415': json(ref('Error'), 'Content-Type is not JSON.'),
+        ...commonErrors(),
+      },
+    },
     'POST /api/provider/callbacks/{taskId}': {
       summary: "The upstream provider's task-ended callback (not for API clients)",
       description:
@@ -290,7 +328,10 @@ const WEBHOOK_HEADERS: Json[] = [
   },
 ];
 
-/** What the service sends: one event per task, when it ends (OpenAPI 3.1 `webhooks`). */
+/**
+ * What the service sends (OpenAPI 3.1 `webhooks`): one event per task, when it ends, and the account
+ * events (a key's spend limit, a low balance).
+ */
 function webhooks(): Json {
   return {
     taskEnded: {
@@ -320,6 +361,46 @@ function webhooks(): Json {
         },
         responses: { '2XX': { description: 'Delivered; no retry.' } },
       },
+    },
+    keySpendLimit: accountEvent(
+      'A key reached 80% (key.spend_limit.warning) or 100% (key.spend_limit.reached) of its spend limit',
+      'Sent once per key budget, period and threshold, to the account\'s default endpoint (none: not sent), when the dispatcher takes the task that crossed it (README "Webhooks"). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.',
+      ['key.spend_limit.warning', 'key.spend_limit.reached'],
+      'KeySpendLimitEvent',
+    ),
+    creditsLow: accountEvent(
+      'The balance fell below the account threshold (credits.low)',
+      "Sent once per crossing of the account's `lowBalanceThreshold` (PUT /api/account/alerts), to its default endpoint (none: not sent); again only after the balance was seen at or above the threshold. Signed and retried like the task events.",
+      ['credits.low'],
+      'CreditsLowEvent',
+    ),
+  };
+}
+
+/** An account event's webhook: the envelope of every delivery with its own `data`. */
+function accountEvent(summary: string, description: string, types: string[], data: string): Json {
+  return {
+    post: {
+      summary,
+      description,
+      parameters: WEBHOOK_HEADERS,
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['type', 'timestamp', 'data'],
+              properties: {
+                type: { type: 'string', enum: types },
+                timestamp: { type: 'string', format: 'date-time', description: 'When the crossing was seen.' },
+                data: ref(data),
+              },
+            },
+          },
+        },
+      },
+      responses: { '2XX': { description: 'Delivered; no retry.' } },
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
+import { MAX_LOW_BALANCE_THRESHOLD } from '../functions/core/account-events';
 import { IMAGE_MODELS, VIDEO_MODELS } from '../functions/core/catalog';
 import { ERROR_CODES } from '../functions/core/task';
 import { ImageRequestSchema, VideoRequestSchema } from '../functions/core/validation';
@@ -333,6 +334,50 @@ export function schemas(): Json {
           format: 'date-time',
           description: 'When the next period starts (UTC); null for a `total` limit.',
         },
+      },
+    },
+    AccountAlerts: {
+      type: 'object',
+      required: ['lowBalanceThreshold', 'lowBalanceSent'],
+      properties: {
+        lowBalanceThreshold: {
+          type: ['integer', 'null'],
+          minimum: 0,
+          maximum: MAX_LOW_BALANCE_THRESHOLD,
+          description:
+            "The account's default webhook endpoint gets `credits.low` when the balance falls below this many credits, once per crossing; null: never.",
+        },
+        lowBalanceSent: {
+          type: 'boolean',
+          description:
+            '`credits.low` was sent for the current crossing; it is sent again only after the balance was seen at or above the threshold (a top-up).',
+        },
+      },
+    },
+    KeySpendLimitEvent: {
+      type: 'object',
+      required: ['keyId', 'limit', 'period', 'spent', 'resetsAt'],
+      properties: {
+        keyId: {
+          type: 'string',
+          description: 'The key whose task crossed the threshold (a rotation chain shares one budget).',
+        },
+        limit: { type: 'integer', description: "The key's limit in credits per period." },
+        period: { type: 'string', enum: ['day', 'month', 'total'], description: 'UTC day, UTC month, or ever.' },
+        spent: { type: 'integer', description: 'Credits counted in this period when the crossing was seen.' },
+        resetsAt: {
+          type: ['string', 'null'],
+          format: 'date-time',
+          description: 'When the next period starts (UTC); null for a `total` limit.',
+        },
+      },
+    },
+    CreditsLowEvent: {
+      type: 'object',
+      required: ['balance', 'threshold'],
+      properties: {
+        balance: { type: 'integer', description: 'The balance when the crossing was seen.' },
+        threshold: { type: 'integer', description: "The account's `lowBalanceThreshold`." },
       },
     },
     QueueFull: {

@@ -281,6 +281,25 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     // The account's audit entries (USER#<id>/AUDIT#...).
     needs: ownReadNeeds,
   },
+  {
+    name: 'account-alerts-get',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/account/alerts',
+    entry: 'functions/account-alerts-get/handler.ts',
+    // The account's alert settings and its credits.low marker (USER#<id>/ALERTS...).
+    needs: ownReadNeeds,
+  },
+  {
+    name: 'account-alerts-update',
+    trigger: 'route',
+    method: 'PUT',
+    path: '/api/account/alerts',
+    entry: 'functions/account-alerts-update/handler.ts',
+    // Sets the low-balance threshold and re-arms credits.low (an update of its marker, never a delete):
+    // the account's own items only, no deletes.
+    needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none' },
+  },
 ];
 
 /**

@@ -3,6 +3,7 @@
  * store call, so a bad invocation changes nothing.
  */
 import { parseArgs } from 'node:util';
+import { lowBalanceThresholdProblem, MAX_LOW_BALANCE_THRESHOLD } from '../../functions/core/account-events';
 import { isKeyIdFormat } from '../../functions/core/api-key';
 import { UsageError } from '../../functions/core/errors';
 import {
@@ -50,7 +51,11 @@ export type Command =
   | { kind: 'webhooks show'; userId: string }
   | { kind: 'webhooks clear'; userId: string }
   | { kind: 'webhooks secret'; userId: string }
-  | { kind: 'webhooks deliveries'; userId: string; taskId: string };
+  | { kind: 'webhooks deliveries'; userId: string; taskId: string }
+  | { kind: 'webhooks events'; userId: string }
+  | { kind: 'alerts set'; userId: string; lowBalanceThreshold: number }
+  | { kind: 'alerts show'; userId: string }
+  | { kind: 'alerts clear'; userId: string };
 
 export interface Invocation {
   command: Command;
@@ -78,6 +83,7 @@ const OPTIONS = {
   from: { type: 'string' },
   to: { type: 'string' },
   'group-by': { type: 'string' },
+  'low-balance': { type: 'string' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -112,6 +118,10 @@ const COMMANDS: Record<
   'webhooks clear': { allowed: ['user'], required: ['user'] },
   'webhooks secret': { allowed: ['user'], required: ['user'] },
   'webhooks deliveries': { allowed: ['user', 'task'], required: ['user', 'task'] },
+  'webhooks events': { allowed: ['user'], required: ['user'] },
+  'alerts set': { allowed: ['user', 'low-balance'], required: ['user', 'low-balance'] },
+  'alerts show': { allowed: ['user'], required: ['user'] },
+  'alerts clear': { allowed: ['user'], required: ['user'] },
 };
 
 type CommandKind = Exclude<Command['kind'], 'help' | 'version'>;
@@ -218,7 +228,32 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
   },
   'webhooks deliveries': {
     synopsis: 'webhooks deliveries --user U --task T',
-    about: ["Task T's webhook delivery (state, next attempt) and every attempt: time, status or error, duration."],
+    about: [
+      "Task T's webhook delivery (state, next attempt) and every attempt: time, status or error, duration.",
+      'An account event is named by its id: --task evt_...',
+    ],
+  },
+  'webhooks events': {
+    synopsis: 'webhooks events --user U',
+    about: [
+      "U's account event deliveries (key.spend_limit.warning/reached, credits.low): id, type, state, data.",
+      "Each one's attempts: webhooks deliveries --user U --task evt_...",
+    ],
+  },
+  'alerts set': {
+    synopsis: 'alerts set --user U --low-balance N',
+    about: [
+      `Send credits.low to U's default webhook endpoint when the balance falls below N credits (0 to ${MAX_LOW_BALANCE_THRESHOLD}),`,
+      'once per crossing: again after the balance was seen at or above N (a grant re-arms it). Re-arms it now.',
+    ],
+  },
+  'alerts show': {
+    synopsis: 'alerts show --user U',
+    about: ["U's { lowBalanceThreshold, lowBalanceSent }."],
+  },
+  'alerts clear': {
+    synopsis: 'alerts clear --user U',
+    about: ['No more credits.low for U.'],
   },
 };
 
@@ -467,8 +502,19 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     case 'webhooks show':
     case 'webhooks clear':
     case 'webhooks secret':
+    case 'webhooks events':
+    case 'alerts show':
+    case 'alerts clear':
       command = { kind, userId: userId(str('user')) };
       break;
+    case 'alerts set': {
+      const text = v['low-balance'] ?? '';
+      const threshold = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+      const problem = lowBalanceThresholdProblem(threshold);
+      if (problem) throw new UsageError(`--low-balance ${problem.replace(/, or null$/, '')}`);
+      command = { kind, userId: userId(str('user')), lowBalanceThreshold: threshold };
+      break;
+    }
     case 'webhooks deliveries': {
       const task = v.task ?? '';
       if (!TASK_ID.test(task)) throw new UsageError('--task must be a task id (printable characters, no spaces)');

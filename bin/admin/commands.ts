@@ -11,9 +11,12 @@ import {
 } from '../../functions/auth/rate-limits';
 import { DomainError, UsageError, ValidationError } from '../../functions/core/errors';
 import type { RatePlan } from '../../functions/core/rate-plan';
+import { setAccountAlerts, showAccountAlerts } from '../../functions/lifecycle/account-alerts';
+import { rearmAfterCredit } from '../../functions/lifecycle/account-events';
 import { usageReportOf } from '../../functions/lifecycle/usage';
 import {
   clearAccountWebhookUrl,
+  describeAccountEvents,
   describeDeliveries,
   rotateWebhookSecret,
   setAccountWebhookUrl,
@@ -100,6 +103,8 @@ export async function runCommand(
   switch (command.kind) {
     case 'credits grant': {
       const result = await grantCredits(ctx, { userId: command.userId, amount: command.amount, now });
+      // A grant that lifts the balance to the low-balance threshold or above re-arms credits.low.
+      await rearmAfterCredit(ctx, command.userId, result.balance);
       return { output: { userId: result.userId, balance: result.balance }, ok: true };
     }
     case 'credits show': {
@@ -266,5 +271,29 @@ export async function runCommand(
     }
     case 'webhooks deliveries':
       return { output: await describeDeliveries(ctx, command.userId, command.taskId), ok: true };
+    case 'webhooks events':
+      return { output: await describeAccountEvents(ctx, command.userId), ok: true };
+    case 'alerts set':
+      return {
+        output: {
+          userId: command.userId,
+          ...(await setAccountAlerts(ctx, {
+            userId: command.userId,
+            lowBalanceThreshold: command.lowBalanceThreshold,
+            now,
+          })),
+        },
+        ok: true,
+      };
+    case 'alerts show':
+      return { output: { userId: command.userId, ...(await showAccountAlerts(ctx, command.userId)) }, ok: true };
+    case 'alerts clear':
+      return {
+        output: {
+          userId: command.userId,
+          ...(await setAccountAlerts(ctx, { userId: command.userId, lowBalanceThreshold: null, now })),
+        },
+        ok: true,
+      };
   }
 }

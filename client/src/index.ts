@@ -15,6 +15,21 @@ export type TaskList = Schemas['TaskList'];
 export type Credits = Schemas['Credits'];
 export type Usage = Schemas['Usage'];
 export type Models = Schemas['Models'];
+/** The account's alert settings (`GET`/`PUT /api/account/alerts`, session only: the dashboard's). */
+export type AccountAlerts = Schemas['AccountAlerts'];
+/** `data` of `key.spend_limit.warning` and `key.spend_limit.reached`. */
+export type KeySpendLimitEvent = Schemas['KeySpendLimitEvent'];
+/** `data` of `credits.low`. */
+export type CreditsLowEvent = Schemas['CreditsLowEvent'];
+
+/**
+ * The body of a webhook delivery, once its signature is verified (`standardwebhooks`' `Webhook.verify`):
+ * discriminate on `type`.
+ */
+export type WebhookEvent =
+  | { type: 'task.completed' | 'task.failed'; timestamp: string; data: Task }
+  | { type: 'key.spend_limit.warning' | 'key.spend_limit.reached'; timestamp: string; data: KeySpendLimitEvent }
+  | { type: 'credits.low'; timestamp: string; data: CreditsLowEvent };
 
 /** An answer other than the one expected: the status and the `{ error, ... }` body. */
 /** A finished upload: put `url` in `inputImageUrls` before `expiresAt`. */

@@ -374,6 +374,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/account/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's alert settings (session only)
+         * @description The low-balance threshold below which the account's default webhook endpoint gets `credits.low` (see `webhooks`), and whether it was sent for the current crossing.
+         */
+        get: operations["accountAlertsGet"];
+        /**
+         * Set or remove the low-balance threshold (session only)
+         * @description `credits.low` is POSTed to the account's default webhook endpoint when the balance falls below `lowBalanceThreshold`, once per crossing: again only after the balance was seen at or above it (a top-up). Setting or removing it re-arms the event. The CSRF rules of every session write apply (`Origin` and `X-CSRF-Token`).
+         */
+        put: operations["accountAlertsUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEnded: {
@@ -415,6 +439,120 @@ export interface webhooks {
                         timestamp: string;
                         /** @description The Task resource as GET /api/ai/tasks/{id} shows it at the time of the attempt. */
                         data: components["schemas"]["Task"];
+                    };
+                };
+            };
+            responses: {
+                /** @description Delivered; no retry. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    keySpendLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A key reached 80% (key.spend_limit.warning) or 100% (key.spend_limit.reached) of its spend limit
+         * @description Sent once per key budget, period and threshold, to the account's default endpoint (none: not sent), when the dispatcher takes the task that crossed it (README "Webhooks"). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The delivery id (`msg_...`): the same on every retry of one event, so receivers can drop duplicates. */
+                    "webhook-id": string;
+                    /** @description Seconds since the epoch when this attempt was signed; refuse values far from now (replays). */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the account's signing secret (`whsec_...`, Standard Webhooks). Verify with the `standardwebhooks` package: `new Webhook(secret).verify(body, headers)`. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        type: "key.spend_limit.warning" | "key.spend_limit.reached";
+                        /**
+                         * Format: date-time
+                         * @description When the crossing was seen.
+                         */
+                        timestamp: string;
+                        data: components["schemas"]["KeySpendLimitEvent"];
+                    };
+                };
+            };
+            responses: {
+                /** @description Delivered; no retry. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    creditsLow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The balance fell below the account threshold (credits.low)
+         * @description Sent once per crossing of the account's `lowBalanceThreshold` (PUT /api/account/alerts), to its default endpoint (none: not sent); again only after the balance was seen at or above the threshold. Signed and retried like the task events.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The delivery id (`msg_...`): the same on every retry of one event, so receivers can drop duplicates. */
+                    "webhook-id": string;
+                    /** @description Seconds since the epoch when this attempt was signed; refuse values far from now (replays). */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the account's signing secret (`whsec_...`, Standard Webhooks). Verify with the `standardwebhooks` package: `new Webhook(secret).verify(body, headers)`. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        type: "credits.low";
+                        /**
+                         * Format: date-time
+                         * @description When the crossing was seen.
+                         */
+                        timestamp: string;
+                        data: components["schemas"]["CreditsLowEvent"];
                     };
                 };
             };
@@ -713,6 +851,36 @@ export interface components {
              * @description When the next period starts (UTC); null for a `total` limit.
              */
             resetsAt: string | null;
+        };
+        AccountAlerts: {
+            /** @description The account's default webhook endpoint gets `credits.low` when the balance falls below this many credits, once per crossing; null: never. */
+            lowBalanceThreshold: number | null;
+            /** @description `credits.low` was sent for the current crossing; it is sent again only after the balance was seen at or above the threshold (a top-up). */
+            lowBalanceSent: boolean;
+        };
+        KeySpendLimitEvent: {
+            /** @description The key whose task crossed the threshold (a rotation chain shares one budget). */
+            keyId: string;
+            /** @description The key's limit in credits per period. */
+            limit: number;
+            /**
+             * @description UTC day, UTC month, or ever.
+             * @enum {string}
+             */
+            period: "day" | "month" | "total";
+            /** @description Credits counted in this period when the crossing was seen. */
+            spent: number;
+            /**
+             * Format: date-time
+             * @description When the next period starts (UTC); null for a `total` limit.
+             */
+            resetsAt: string | null;
+        };
+        CreditsLowEvent: {
+            /** @description The balance when the crossing was seen. */
+            balance: number;
+            /** @description The account's `lowBalanceThreshold`. */
+            threshold: number;
         };
         QueueFull: {
             /** @constant */
@@ -1876,6 +2044,147 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    accountAlertsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountAlerts"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    accountAlertsUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Whole credits (0 or more); null removes it. */
+                    lowBalanceThreshold: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountAlerts"];
+                };
+            };
+            /** @description Not a whole number of credits from 0, nor null. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
         };

@@ -4,9 +4,9 @@
  * Task, listing, ledger and usage shapes are the typed client's (generated from the OpenAPI document); the
  * session, key and model shapes the document leaves open are written out here.
  */
-import type { Credits, Task, TaskList, Usage } from '../../client/src/index';
+import type { AccountAlerts, Credits, Task, TaskList, Usage } from '../../client/src/index';
 
-export type { Credits, Task, TaskList, Usage };
+export type { AccountAlerts, Credits, Task, TaskList, Usage };
 export type TaskSummary = TaskList['tasks'][number];
 export type LedgerEntry = Credits['entries'][number];
 /** How `GET /api/ai/usage` groups its rows. */
@@ -201,6 +201,11 @@ export const cancelTask = (taskId: string) =>
   request<Task>('POST', `/api/ai/tasks/${encodeURIComponent(taskId)}/cancel`);
 export const getCredits = (cursor?: string) =>
   request<Credits>('GET', `/api/ai/credits${query({ cursor, limit: '20' })}`);
+/** The account's low-balance threshold for `credits.low` (session only). */
+export const getAccountAlerts = () => request<AccountAlerts>('GET', '/api/account/alerts');
+/** Sets (or, with null, removes) the low-balance threshold; answers the settings as stored. */
+export const setAccountAlerts = (lowBalanceThreshold: number | null) =>
+  request<AccountAlerts>('PUT', '/api/account/alerts', { lowBalanceThreshold });
 export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');
 export const submitTask = (type: 'image' | 'video', body: Record<string, unknown>) =>
   request<{ taskId: string; status: number; creditsUsed: number }>('POST', `/api/ai/${type}/generate`, body);

@@ -4,17 +4,24 @@
  * payload, our retry schedule and the secret's format. No I/O here.
  */
 import { randomBytes } from 'node:crypto';
+import type { AccountEventData, AccountEventType } from './account-events';
 import { type TaskRecord, type TaskResource, TaskStatus } from './task';
 
 /** The events a task sends: one per task, when it ends. */
-export type WebhookEventType = 'task.completed' | 'task.failed';
+export type TaskEventType = 'task.completed' | 'task.failed';
 
-/** The body of every delivery (JSON). `data` is the Task resource as `GET /api/ai/tasks/{id}` shows it. */
+/** Every event a delivery may carry: a task's, or an account event (core/account-events.ts). */
+export type WebhookEventType = TaskEventType | AccountEventType;
+
+/**
+ * The body of every delivery (JSON). For a task's event `data` is the Task resource as
+ * `GET /api/ai/tasks/{id}` shows it; for an account event, what the event is about.
+ */
 export interface WebhookPayload {
   type: WebhookEventType;
-  /** When the task ended (ISO 8601); the same on every attempt of one delivery. */
+  /** When the task ended, or the account event was seen (ISO 8601); the same on every attempt of one delivery. */
   timestamp: string;
-  data: TaskResource;
+  data: TaskResource | AccountEventData;
 }
 
 /**
@@ -53,7 +60,7 @@ export function newWebhookSecret(): string {
 }
 
 /** The event a task that ended sends; undefined while it is pending. */
-export function webhookEventOf(status: TaskStatus): WebhookEventType | undefined {
+export function webhookEventOf(status: TaskStatus): TaskEventType | undefined {
   if (status === TaskStatus.COMPLETED) return 'task.completed';
   if (status === TaskStatus.FAILED) return 'task.failed';
   return undefined;
@@ -109,7 +116,11 @@ export function droppedDeliveryReason(maxOpen: number): string {
 }
 
 /** The body of a delivery. */
-export function webhookPayload(type: WebhookEventType, timestamp: string, data: TaskResource): WebhookPayload {
+export function webhookPayload(
+  type: WebhookEventType,
+  timestamp: string,
+  data: TaskResource | AccountEventData,
+): WebhookPayload {
   return { type, timestamp, data };
 }
 

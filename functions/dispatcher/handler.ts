@@ -15,7 +15,9 @@ import {
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
   readEnv,
+  WEBHOOK_MAX_OPEN_DELIVERIES,
 } from '../environment/environment';
+import { noticeSpending } from '../lifecycle/account-events';
 import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
 import { uploadReaderFromEnv } from '../media/uploads';
@@ -65,8 +67,13 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
   const base = dispatcherLifecycle();
   // Its own failures (refused inputs) are finishes too: a task sent under the cap leaves the count.
   const lc = { ...base, config: withMaxInFlightFromEnv(base.config) };
+  const maxOpenDeliveries = readEnv(WEBHOOK_MAX_OPEN_DELIVERIES);
+  const events = { store: lc.store, now: lc.now, ...(maxOpenDeliveries ? { maxOpenDeliveries } : {}) };
   const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {
     hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
+    // Every accepted task is claimed here once, after its accept: the place that sees every spending
+    // off the request path, so the account events are noticed here (lifecycle/account-events.ts).
+    onClaimed: (task) => noticeSpending(events, task, log),
   });
   const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
   if (run.waitMs !== undefined && queueUrl) {

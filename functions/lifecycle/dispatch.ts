@@ -200,6 +200,7 @@ export async function dispatchNext(
   for (const ref of candidates) {
     const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now, inFlightSlot: inFlight });
     if (claimed) {
+      observe?.claimed?.(claimed);
       // The slot's reservation becomes the task's entry, which its finish removes.
       if (inFlight) {
         await holdInFlight(lc.store, { slot: slotNumber, userId: ref.userId, taskId: ref.taskId, sentAt: slotAt });
@@ -331,10 +332,12 @@ async function leaveIfHeld(lc: ProviderLifecycle, task: TaskRecord): Promise<voi
   if (task.inFlightSlot) await leaveInFlight(lc.store, { key: task.taskId });
 }
 
-/** What a step saw, for the run's metrics. */
+/** What a step saw, for the run's metrics and its `onClaimed`. */
 export interface DispatchObserver {
   /** A queue entry the step looked at. */
   queued(ref: QueuedRef): void;
+  /** The task the step claimed for sending (once per accepted task that reaches a send). */
+  claimed?(task: TaskRecord): void;
 }
 
 export interface DispatchRun {
@@ -356,6 +359,12 @@ export interface DispatchRunOptions {
   workers?: number;
   /** Stop starting steps once this returns false (a Lambda's time nearly spent). */
   hasTime?: () => boolean;
+  /**
+   * Runs beside the send of every task a step claims (not before it: the send never waits for it); the
+   * run ends once all have settled. Its failures are logged, never the send's. The dispatcher's entry
+   * notices account events here (lifecycle/account-events.ts); this module knows nothing of them.
+   */
+  onClaimed?: (task: TaskRecord) => Promise<unknown>;
 }
 
 /** Contended steps in a row after which a worker stops (others are sending; the next run goes on). */
@@ -374,11 +383,24 @@ export async function dispatchQueued(
   const run: DispatchRun = { sent: 0, failed: 0, idle: false };
   const hasTime = options.hasTime ?? (() => true);
   let oldestAt: number | undefined;
+  const besideSends: Promise<unknown>[] = [];
+  const onClaimed = options.onClaimed;
   const observe: DispatchObserver = {
     queued(ref) {
       const at = Date.parse(ref.createdAt);
       if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
     },
+    ...(onClaimed
+      ? {
+          claimed(task: TaskRecord) {
+            besideSends.push(
+              onClaimed(task).catch((error: unknown) =>
+                log.warn('What runs beside a send failed; the send goes on', { taskId: task.taskId, error }),
+              ),
+            );
+          },
+        }
+      : {}),
   };
   let idleWorkers = 0;
   const worker = async () => {
@@ -406,6 +428,7 @@ export async function dispatchQueued(
   };
   const workers = Math.max(1, options.workers ?? 4);
   await Promise.all(Array.from({ length: workers }, worker));
+  await Promise.all(besideSends);
   run.idle = idleWorkers === workers;
   if (oldestAt === undefined && !run.idle) {
     // It waited (the upstream's window full, a backoff) without looking at the queue: look now.

@@ -10,6 +10,7 @@ import {
   clearWebhookUrl,
   getDeliveryWithAttempts,
   getWebhookSettings,
+  listAccountEventDeliveries,
   putWebhookSecret,
   setWebhookUrl,
   type WebhookSettings,
@@ -101,5 +102,27 @@ export async function describeDeliveries(store: StoreContext, userId: string, ta
       statusCode: attempt.statusCode ?? null,
       error: attempt.error ?? null,
     })),
+  };
+}
+
+/**
+ * The account's account-event deliveries (key spend limits, low balance), newest first, for the
+ * operator; each one's attempts are `describeDeliveries` of its `eventId`.
+ */
+export async function describeAccountEvents(store: StoreContext, userId: string) {
+  const deliveries = await listAccountEventDeliveries(store, userId);
+  return {
+    userId,
+    events: deliveries
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+      .map((delivery) => ({
+        eventId: delivery.eventId ?? null,
+        type: delivery.eventType,
+        at: delivery.eventAt,
+        data: delivery.data ?? null,
+        state: delivery.deliveryState,
+        attempts: delivery.attempts,
+        reason: delivery.dropReason ?? null,
+      })),
   };
 }

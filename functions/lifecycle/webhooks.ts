@@ -71,6 +71,7 @@ export interface EndedTaskRef {
 /** A claimed attempt, as the stream announces it. */
 export interface ClaimedDeliveryRef {
   userId: string;
+  /** The delivery's key: its task's id, or an account event's id (`evt_...`). */
   taskId: string;
   claimId: string;
 }
@@ -147,14 +148,16 @@ export async function attemptDelivery(
 ): Promise<(AttemptOutcome & { next: AfterAttempt['state'] }) | undefined> {
   const delivery = await getDelivery(lc.store, ref.userId, ref.taskId);
   if (delivery?.deliveryState !== 'sending' || delivery.claimId !== ref.claimId) return undefined;
+  // An account event carries its data on the delivery (lifecycle/account-events.ts): no task to read.
+  const accountEvent = delivery.data;
   const [task, settings] = await Promise.all([
-    getTask(lc.store, ref.userId, ref.taskId),
+    accountEvent ? undefined : getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
   ]);
   const attempt = delivery.attempts + 1;
   const startedAt = lc.now();
   let outcome: AttemptOutcome;
-  if (!task || task.status === TaskStatus.PENDING) {
+  if (!accountEvent && (!task || task.status === TaskStatus.PENDING)) {
     outcome = { error: 'The task is gone', durationMs: 0 };
   } else if (!settings?.sealedSecret) {
     outcome = { error: 'The account has no signing secret', durationMs: 0 };
@@ -162,7 +165,8 @@ export async function attemptDelivery(
     try {
       // The resource as GET shows it now: result URLs signed afresh for every attempt, so a retry hours
       // later still carries working links.
-      const data = await presentTask(lc, task);
+      const data = accountEvent ?? (task ? await presentTask(lc, task) : undefined);
+      if (!data) throw new Error('Nothing to send');
       const secret = await lc.webhooks.box.open(ref.userId, settings.sealedSecret);
       const body = JSON.stringify(webhookPayload(delivery.eventType, delivery.eventAt, data));
       outcome = await sendWebhook(delivery.url, { id: delivery.webhookId, timestamp: startedAt, body }, secret, {

@@ -299,16 +299,17 @@ export type DeliveryOpenFailure = 'exists' | 'over-limit';
 
 /**
  * Maps a failed opening of a webhook delivery: the task has its delivery already (a redelivered
- * record), or the account is at its bound of open deliveries. Rethrows anything else (a conflict is
- * retried by `withRetry` before it gets here).
+ * record), an account event's marker says it was sent already (`marker`: its place, when there is one),
+ * or the account is at its bound of open deliveries. Rethrows anything else (a conflict is retried by
+ * `withRetry` before it gets here).
  */
 export function deliveryOpenFailure(
   error: unknown,
-  layout: { delivery: number; counter: number },
+  layout: { delivery: number; counter?: number; marker?: number },
 ): DeliveryOpenFailure {
   const reasons = cancellationReasons(error);
   if (!reasons) throw error;
-  if (failedCondition(reasons, layout.delivery)) return 'exists';
+  if (failedCondition(reasons, layout.delivery) || failedCondition(reasons, layout.marker)) return 'exists';
   if (failedCondition(reasons, layout.counter)) return 'over-limit';
   throw error;
 }

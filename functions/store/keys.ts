@@ -76,7 +76,10 @@ export const webhookKeys = {
    * open deliveries is enforced on (`deliveryConditions.openBelow`).
    */
   openDeliveries: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKS#OPEN' }),
-  /** The one webhook delivery of a task (its event when it ended). */
+  /**
+   * The one webhook delivery of a task (its event when it ended), or of an account event: `taskId` is
+   * then the event's id (`evt_...`, core/account-events.ts), which no task id can be.
+   */
   delivery: (userId: string, taskId: string): ItemKey => ({
     PK: `${USER}${userId}`,
     SK: `${WEBHOOK}${taskId}`,
@@ -90,6 +93,26 @@ export const webhookKeys = {
   deliveryPrefix: (userId: string, taskId: string): ItemKey => ({
     PK: `${USER}${userId}`,
     SK: `${WEBHOOK}${taskId}`,
+  }),
+  /**
+   * The account's alert settings (`lowBalanceThreshold`): when `credits.low` is sent
+   * (store/account-events.ts).
+   */
+  alerts: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'ALERTS' }),
+  /**
+   * The marker of a `credits.low` sent for the current crossing: put in the transaction that opens the
+   * event's delivery (only when missing), deleted when the balance is seen at or above the threshold
+   * again. Beside `alerts` (`ALERTS` is its prefix), so one Query reads both.
+   */
+  lowBalanceMarker: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'ALERTS#LOWBALANCE' }),
+  /**
+   * The marker of a key budget's threshold (80 or 100 percent) sent in one period: put in the transaction
+   * that opens the event's delivery, only when missing. Beside the period's spend counter
+   * (`KEYSPEND#<budgetKeyId>#<period>` is its prefix), so one Query reads the counter and its markers.
+   */
+  spendMarker: (userId: string, budgetKeyId: string, periodName: string, threshold: number): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `KEYSPEND#${budgetKeyId}#${periodName}#ALERT${threshold}`,
   }),
   /**
    * A delivery's entry in the due index (`GSI1`, sparse, beside the pending tasks): when it is next to

@@ -1,6 +1,7 @@
 /**
  * Webhooks in DynamoDB: an account's settings (default endpoint, sealed signing secret), one delivery
- * per ended task, and one item per attempt. A delivery moves between states only by conditional
+ * per ended task or account event (keyed by the task's id, or the event's `evt_...` id), and one item
+ * per attempt. A delivery moves between states only by conditional
  * writes, so a redelivered stream record, two workers or a worker and the sweeper never record one
  * attempt twice:
  *
@@ -16,7 +17,15 @@
  * that it is below the bound, and down in the one that records its last attempt. A delivery over the
  * bound is written `failed` from the start, with its `dropReason`.
  */
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { ACCOUNT_EVENT_ID_PREFIX, type AccountEventData, isAccountEventId } from '../core/account-events';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
 import * as conditions from './condition-fragments';
@@ -29,7 +38,7 @@ import {
   type RetryingStoreContext,
   withRetry,
 } from './errors';
-import { userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
+import { type ItemKey, userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
@@ -48,13 +57,18 @@ export interface WebhookSettings {
 
 export type DeliveryState = 'sending' | 'waiting' | 'delivered' | 'failed';
 
-/** A task's webhook delivery. */
+/** A task's webhook delivery, or an account event's (`eventId` and `data` in place of `taskId`). */
 export interface WebhookDelivery {
   userId: string;
-  taskId: string;
+  /** The task whose end it announces; absent on an account event's delivery. */
+  taskId?: string;
+  /** An account event's id (`evt_...`): its delivery is keyed by it. */
+  eventId?: string;
+  /** An account event's `data`, as every attempt sends it. */
+  data?: AccountEventData;
   /** `webhook-id`: the same on every attempt. */
   webhookId: string;
-  /** The endpoint, fixed when the task ended. */
+  /** The endpoint, fixed when the task ended (or the account event was seen). */
   url: string;
   eventType: WebhookEventType;
   /** When the task ended (ISO 8601): the payload's `timestamp`. */
@@ -92,6 +106,7 @@ export type AfterAttempt = { state: 'delivered' } | { state: 'waiting'; dueAt: D
 /** A delivery the due index lists: enough to claim it. */
 export interface DueDeliveryRef {
   userId: string;
+  /** The delivery's key: its task's id, or an account event's id (`evt_...`). */
   taskId: string;
   /** Its due-index sort key as listed; the claim requires it unchanged. */
   dueKey: string;
@@ -177,6 +192,22 @@ export function putWebhookSecret(
 /** What opening a delivery did. */
 export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
 
+/** What every delivery is opened with, whatever its event. */
+interface DeliveryOpening {
+  userId: string;
+  webhookId: string;
+  url: string;
+  eventType: WebhookEventType;
+  eventAt: string;
+  claimId: string;
+  leaseUntil: Date;
+  now: Date;
+  /** The account's bound on open deliveries. */
+  maxOpen: number;
+  /** Recorded on the delivery when the bound drops it. */
+  dropReason: string;
+}
+
 /**
  * Creates a task's delivery with its first attempt claimed (`sending`); this write, through the
  * stream, starts the attempt. In the same transaction the account's count of open deliveries goes up
@@ -184,29 +215,89 @@ export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
  * as `failed` with `dropReason` and no attempt (nothing is sent, the operator sees why). `exists`:
  * the task has a delivery already (a redelivered record); nothing was written.
  */
-export async function createDelivery(
+export function createDelivery(
   ctx: RetryingStoreContext,
-  input: {
-    userId: string;
-    taskId: string;
-    webhookId: string;
-    url: string;
-    eventType: WebhookEventType;
-    eventAt: string;
-    claimId: string;
-    leaseUntil: Date;
-    now: Date;
-    /** The account's bound on open deliveries. */
-    maxOpen: number;
-    /** Recorded on the delivery when the bound drops it. */
-    dropReason: string;
+  input: DeliveryOpening & { taskId: string },
+): Promise<DeliveryOpened> {
+  const { taskId, ...opening } = input;
+  return openDeliveryItem(ctx, opening, taskId, { taskId });
+}
+
+/**
+ * Creates the delivery of an account event (core/account-events.ts) as `createDelivery` creates a
+ * task's, keyed by the event's id (`evt_...`) where a task's is keyed by the task id, with its `data`
+ * on the item (there is no task to read at each attempt). `marker` is the item that makes the event
+ * once-only (a key budget's threshold in a period, a crossing of the low-balance threshold): it is put
+ * in the same transaction, only when it is as the caller read it (missing, or re-armed: without
+ * `sentAt`), also when the bound drops the delivery. `exists`: the
+ * marker is there, the event was opened before; nothing was written.
+ */
+export function createEventDelivery(
+  ctx: RetryingStoreContext,
+  input: DeliveryOpening & {
+    eventId: string;
+    data: AccountEventData;
+    marker: ItemKey;
+    /**
+     * The `markerId` of the re-armed marker the caller read, or undefined when it read none: the put
+     * requires the marker unchanged since (a compare-and-set).
+     */
+    markerRead?: string;
+    /** When the marker may go (epoch seconds; a period's end and then some); undefined: kept. */
+    markerExpiresAt?: number;
   },
+): Promise<DeliveryOpened> {
+  const { eventId, data, marker, markerExpiresAt, markerRead, ...opening } = input;
+  // The marker exactly as the caller read it: missing, or re-armed (`sentAt` removed by an update, never
+  // a delete, so the functions that re-arm need no DeleteItem) with the `markerId` read. Any write since
+  // (another event, a re-arm) changed `markerId`, and this one finds the event opened ('exists').
+  const condition =
+    markerRead === undefined
+      ? {
+          ConditionExpression: `attribute_not_exists(${attr('markerPk')})`,
+          names: { [attr('markerPk')]: TABLE.partitionKey },
+          values: undefined,
+        }
+      : {
+          ConditionExpression: `${attr('markerId')} = :markerRead AND attribute_not_exists(${attr('sentAt')})`,
+          names: { [attr('markerId')]: 'markerId', [attr('sentAt')]: 'sentAt' },
+          values: { ':markerRead': markerRead },
+        };
+  const markerPut: TransactItem = {
+    Put: {
+      TableName: ctx.tableName,
+      Item: {
+        ...marker,
+        userId: input.userId,
+        markerId: eventId,
+        eventId,
+        eventType: input.eventType,
+        sentAt: input.now.toISOString(),
+        ...(markerExpiresAt === undefined ? {} : { [TABLE.ttlAttribute]: markerExpiresAt }),
+      },
+      ConditionExpression: condition.ConditionExpression,
+      ExpressionAttributeNames: condition.names,
+      ...(condition.values ? { ExpressionAttributeValues: condition.values } : {}),
+    },
+  };
+  return openDeliveryItem(ctx, opening, eventId, { eventId, data }, markerPut);
+}
+
+/** A write of a transaction (as `TransactWriteCommand` takes it). */
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+async function openDeliveryItem(
+  ctx: RetryingStoreContext,
+  input: DeliveryOpening,
+  id: string,
+  subject: Pick<WebhookDelivery, 'taskId' | 'eventId' | 'data'>,
+  markerPut?: TransactItem,
 ): Promise<DeliveryOpened> {
   const leaseIso = input.leaseUntil.toISOString();
   const now = input.now.toISOString();
   const base = {
     userId: input.userId,
-    taskId: input.taskId,
+    ...subject,
     webhookId: input.webhookId,
     url: input.url,
     eventType: input.eventType,
@@ -223,7 +314,7 @@ export async function createDelivery(
     countsOpen: true,
   };
   const ttl = { [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400 };
-  const layout = { delivery: 0, counter: 1 };
+  const layout = { delivery: 0, counter: 1, ...(markerPut ? { marker: 2 } : {}) };
   let failure: DeliveryOpenFailure;
   try {
     await withRetry(
@@ -235,8 +326,8 @@ export async function createDelivery(
                 Put: {
                   TableName: ctx.tableName,
                   Item: {
-                    ...webhookKeys.delivery(input.userId, input.taskId),
-                    ...webhookKeys.due(input.taskId, leaseIso),
+                    ...webhookKeys.delivery(input.userId, id),
+                    ...webhookKeys.due(id, leaseIso),
                     ...delivery,
                     ...ttl,
                   },
@@ -253,6 +344,7 @@ export async function createDelivery(
                   ),
                 },
               },
+              ...(markerPut ? [markerPut] : []),
             ],
           }),
         ),
@@ -264,21 +356,21 @@ export async function createDelivery(
   }
   if (failure === 'exists') return 'exists';
   const dropped: WebhookDelivery = { ...base, deliveryState: 'failed', gaveUpAt: now, dropReason: input.dropReason };
+  const droppedPut = {
+    TableName: ctx.tableName,
+    Item: { ...webhookKeys.delivery(input.userId, id), ...dropped, ...ttl },
+    ...conditionParams(conditions.itemIsNew()),
+  };
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new PutCommand({
-            TableName: ctx.tableName,
-            Item: { ...webhookKeys.delivery(input.userId, input.taskId), ...dropped, ...ttl },
-            ...conditionParams(conditions.itemIsNew()),
-          }),
-        ),
-      ctx.retry,
-    );
+    // An account event's marker goes with its dropped delivery: dropped, it was still sent once.
+    await withRetry(async () => {
+      if (markerPut) await ctx.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: droppedPut }, markerPut] }));
+      else await ctx.doc.send(new PutCommand(droppedPut));
+    }, ctx.retry);
     return 'dropped';
   } catch (error) {
-    lostCondition(error);
+    if (markerPut) deliveryOpenFailure(error, { delivery: 0, marker: 1 });
+    else lostCondition(error);
     return 'exists';
   }
 }
@@ -365,6 +457,7 @@ export async function recordAttempt(
   ctx: RetryingStoreContext,
   input: {
     userId: string;
+    /** The delivery's key: its task's id, or an account event's id (`evt_...`). */
     taskId: string;
     claimId: string;
     attempt: WebhookAttempt;
@@ -409,7 +502,7 @@ export async function recordAttempt(
                   Item: {
                     ...webhookKeys.attempt(input.userId, input.taskId, input.attempt.attempt),
                     userId: input.userId,
-                    taskId: input.taskId,
+                    ...(isAccountEventId(input.taskId) ? { eventId: input.taskId } : { taskId: input.taskId }),
                     ...input.attempt,
                     [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
                   },
@@ -520,8 +613,9 @@ export async function getDeliveryWithAttempts(
       const {
         userId: _u,
         taskId: _t,
+        eventId: _e,
         ...attempt
-      } = withoutKeys<WebhookAttempt & { userId: string; taskId: string }>(item);
+      } = withoutKeys<WebhookAttempt & { userId: string; taskId?: string; eventId?: string }>(item);
       attempts.push(attempt);
     }
   }
@@ -533,4 +627,38 @@ export async function allDueDeliveries(ctx: RetryingStoreContext, now: Date): Pr
   const shards = Array.from({ length: TABLE.webhookDueShards }, (_, shard) => shard);
   const pages = await Promise.all(shards.map((shard) => listDueDeliveries(ctx, { shard, now })));
   return pages.flat();
+}
+
+/** The account's account-event deliveries (not their attempts), oldest first by id order (one Query per page). */
+export async function listAccountEventDeliveries(
+  ctx: RetryingStoreContext,
+  userId: string,
+): Promise<WebhookDelivery[]> {
+  const prefix = webhookKeys.deliveryPrefix(userId, ACCOUNT_EVENT_ID_PREFIX);
+  const deliveries: WebhookDelivery[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :sk)`,
+            ExpressionAttributeNames: {
+              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
+              [attr(TABLE.sortKey)]: TABLE.sortKey,
+            },
+            ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      if (!String(item[TABLE.sortKey]).includes('#ATTEMPT#')) deliveries.push(withoutKeys<WebhookDelivery>(item));
+    }
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return deliveries;
 }

@@ -1,7 +1,8 @@
 /**
  * The webhook worker, fed by the table's stream (deployed: an event source mapping whose filters keep
  * only the two kinds of record below; locally: local/stream-poller.ts). A task that just ended gets its
- * delivery opened; a delivery whose attempt was just claimed gets that attempt. A record whose handling
+ * delivery opened; a delivery whose attempt was just claimed (a task's, or an account event's, which
+ * the dispatcher opens: lifecycle/account-events.ts) gets that attempt. A record whose handling
  * threw (a table fault; a failed attempt is not a fault, it is recorded) is reported and redelivered
  * alone, and after the retries goes to the dead-letter queue; a claim whose worker gave up is claimed
  * again by the sweeper two minutes later.
@@ -30,7 +31,8 @@ export function claimedDeliveryOf(record: DynamoDBRecord): ClaimedDeliveryRef | 
   if (image?.deliveryState?.S !== 'sending' || !claimId) return undefined;
   if (record.dynamodb?.OldImage?.claimId?.S === claimId) return undefined;
   const userId = image.userId?.S;
-  const taskId = image.taskId?.S;
+  // A task's delivery, or an account event's (keyed by its `evt_...` id).
+  const taskId = image.taskId?.S ?? image.eventId?.S;
   return userId && taskId ? { userId, taskId, claimId } : undefined;
 }
 

@@ -3,7 +3,7 @@
  * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
  * client, follow tasks to their end in the list and on their page, run a video task from the form,
  * cancel a queued task from the list, rotate and revoke keys and see the API refuse them, read the
- * ledger's debit and refund, read the Usage page and download its CSVs, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * ledger's debit and refund, read the Usage page and download its CSVs, set and remove the low-balance alert, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { readFile } from 'node:fs/promises';
@@ -556,6 +556,37 @@ test(
     expect(within.status).toBe(202);
     expect(past.status).toBe(402);
     expect(await past.json()).toMatchObject({ error: 'Spend limit reached', limit: 3, period: 'day', spent: 3 });
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  'the low-balance alert set and removed on the Credits page: the API stores what the form says',
+  async () => {
+    // Prepare
+    await page.getByRole('link', { name: 'Credits' }).click();
+    const status = page.getByTestId('alert-status');
+    await status.waitFor();
+    const before = await status.textContent();
+    const threshold = page.getByLabel('Alert below (credits)');
+    const stored = () =>
+      page.evaluate(async () => (await (await fetch('/api/account/alerts')).json()) as Record<string, unknown>);
+
+    // Act
+    await threshold.fill('5000');
+    await page.getByRole('button', { name: 'Save alert' }).click();
+    await page.getByText('Your webhook endpoint gets credits.low when the balance falls below 5000 credits.').waitFor();
+    const set = await stored();
+    await screenshot('credits-alert');
+    await page.getByRole('button', { name: 'Remove alert' }).click();
+    await status.filter({ hasText: 'No low-balance alert is set.' }).waitFor();
+    const removed = await stored();
+
+    // Assert
+    expect(before).toBe('No low-balance alert is set.');
+    expect(set).toEqual({ lowBalanceThreshold: 5000, lowBalanceSent: false });
+    expect(removed).toEqual({ lowBalanceThreshold: null, lowBalanceSent: false });
+    expect(await threshold.inputValue()).toBe('');
   },
   STEP_TIMEOUT_MS,
 );

@@ -62,7 +62,7 @@ const STATEFUL_BEFORE_SPLIT: readonly (readonly [string, string])[] = [
 /**
  * Stateful resources added since the split, pinned from their first synth: the dispatcher's (issue 26)
  * log group, its place in the table stream, its wake-up queue (delayed messages in flight) and that
- * queue's dead-letter queue; the cancel route's log group (issue 26).
+ * queue's dead-letter queue; the cancel route's log group (issue 26); the key and alert routes' log groups.
  */
 const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'DispatcherLogsCDE1995F'],
@@ -71,6 +71,9 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'KeysUpdateLogs73F8566E'],
   // GET /api/ai/usage.
   ['AWS::Logs::LogGroup', 'GetUsageLogs7CD9A4FC'],
+  // GET and PUT /api/account/alerts (account events: the low-balance threshold).
+  ['AWS::Logs::LogGroup', 'AccountAlertsGetLogs1A2BA1DC'],
+  ['AWS::Logs::LogGroup', 'AccountAlertsUpdateLogs045CE4B9'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

@@ -389,6 +389,9 @@ describe('least privilege', () => {
       // A key's spend limit: the key's items and guards, no sessions or invitations.
       'keys-update': ['USER#*', 'APIKEY#*', 'KEYID#*'],
       'audit-log': ['USER#*'],
+      // The account's alert settings and its credits.low marker (USER#<id>/ALERTS...), nothing else.
+      'account-alerts-get': ['USER#*'],
+      'account-alerts-update': ['USER#*'],
       'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
       // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.
       'cancel-task': ['USER#*'],

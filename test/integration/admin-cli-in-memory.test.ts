@@ -119,6 +119,10 @@ describe('operator CLI against an in-memory npm start', () => {
     const invited = await admin(['accounts', 'invite', '--email', 'in-memory@example.com', '--user', 'invited']);
     const signedOut = await admin(['accounts', 'revoke-sessions', '--user', 'invited'], memory);
     const cleared = await admin(['webhooks', 'clear', '--user', USER]);
+    const alertSet = await admin(['alerts', 'set', '--user', USER, '--low-balance', '20'], memory);
+    const alertShown = await admin(['alerts', 'show', '--user', USER]);
+    const alertCleared = await admin(['alerts', 'clear', '--user', USER], memory);
+    const events = await admin(['webhooks', 'events', '--user', USER]);
 
     // Assert
     expect(granted).toMatchObject({ code: 0, json: { userId: USER, balance: 50 } });
@@ -137,6 +141,10 @@ describe('operator CLI against an in-memory npm start', () => {
     expect(invited.code).toBe(0);
     expect(signedOut.code).toBe(0);
     expect(cleared.code).toBe(0);
+    expect(alertSet).toMatchObject({ code: 0, json: { lowBalanceThreshold: 20, lowBalanceSent: false } });
+    expect(alertShown).toMatchObject({ code: 0, json: { lowBalanceThreshold: 20 } });
+    expect(alertCleared).toMatchObject({ code: 0, json: { lowBalanceThreshold: null } });
+    expect(events).toMatchObject({ code: 0, json: { userId: USER, events: [] } });
   });
 
   it('webhooks secret seals with the running stack key: the delivery verifies with the printed secret', async () => {

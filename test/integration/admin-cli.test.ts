@@ -3,11 +3,13 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorizeKey } from '../../functions/auth/authorize-key';
 import { usageKeyName } from '../../functions/core/rate-plan';
+import { getAccountAlerts, setLowBalanceThreshold } from '../../functions/store/account-events';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
+import { webhookKeys } from '../../functions/store/keys';
 import * as keys from '../../functions/store/task-keys';
 import { acceptTask } from '../../functions/store/tasks';
 import { writeStackState } from '../../local/stack-state';
@@ -315,6 +317,48 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect([reversed.code, badGroup.code]).toEqual([2, 2]);
     expect(reversed.error).toEqual({ error: '--from: Must not be after to' });
     expect(badGroup.error).toEqual({ error: '--group-by: Must be one of day, key, model' });
+  });
+
+  it('alerts set, show and clear the low-balance threshold; credits grant re-arms a credits.low that was sent', async () => {
+    // Prepare: an account whose credits.low was sent (its marker is set, as the dispatcher sets it).
+    const userId = 'cli-user-alerts';
+    await grantCredits(store, { userId, amount: 5 });
+    await setLowBalanceThreshold(store, { userId, threshold: 10, now: new Date() });
+    await store.doc.send(
+      new PutCommand({
+        TableName: store.tableName,
+        Item: {
+          ...webhookKeys.lowBalanceMarker(userId),
+          userId,
+          markerId: 'evt_0123456789abcdef0123456789abcdef',
+          sentAt: new Date().toISOString(),
+        },
+      }),
+    );
+
+    // Act
+    const sent = await admin(['alerts', 'show', '--user', userId]);
+    const granted = await admin(['credits', 'grant', '--user', userId, '--amount', '20']);
+    const rearmed = await admin(['alerts', 'show', '--user', userId]);
+    const set = await admin(['alerts', 'set', '--user', userId, '--low-balance', '50']);
+    const bad = await admin(['alerts', 'set', '--user', userId, '--low-balance', '-3']);
+    const fraction = await admin(['alerts', 'set', '--user', userId, '--low-balance', '2.5']);
+    const cleared = await admin(['alerts', 'clear', '--user', userId]);
+    const events = await admin(['webhooks', 'events', '--user', userId]);
+
+    // Assert
+    expect(sent.json).toEqual({ userId, lowBalanceThreshold: 10, lowBalanceSent: true });
+    expect(granted.json).toEqual({ userId, balance: 25 });
+    expect(rearmed.json).toEqual({ userId, lowBalanceThreshold: 10, lowBalanceSent: false });
+    expect(set.json).toEqual({ userId, lowBalanceThreshold: 50, lowBalanceSent: false });
+    expect([bad.code, fraction.code]).toEqual([2, 2]);
+    expect(fraction.error).toEqual({ error: '--low-balance must be a whole number of credits from 0 to 1000000000' });
+    expect(cleared.json).toEqual({ userId, lowBalanceThreshold: null, lowBalanceSent: false });
+    expect(events.json).toEqual({ userId, events: [] });
+    expect(await getAccountAlerts(store, userId)).toEqual({
+      lowBalanceSent: false,
+      lowBalanceMarkerId: expect.stringMatching(/^rearm_/),
+    });
   });
 
   it.each([

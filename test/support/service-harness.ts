@@ -340,7 +340,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
 // ---------------------------------------------------------------------------------------------------
 
 export interface EventOptions {
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
   /** The request path, e.g. `/api/ai/tasks/abc`. */
   path: string;
   /** The route's resource path, e.g. `/api/ai/tasks/{id}`. */
