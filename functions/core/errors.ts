@@ -229,21 +229,24 @@ export class KeyStateError extends DomainError {
 }
 
 /**
- * 402: the caller's API key has spent its budget for the period (README "Spend limits"); nothing was
- * debited. `resetsAt` is when the next period starts (ISO 8601, UTC), null for a `total` budget.
+ * 402: the caller's API key (`scope: key`) or the account (`scope: account`, monthly) has spent its
+ * budget for the period (README "Spend limits"); nothing was debited. `resetsAt` is when the next
+ * period starts (ISO 8601, UTC), null for a `total` budget.
  */
 export class SpendLimitError extends DomainError {
   override readonly name: string = 'SpendLimitError';
   readonly status: number = 402;
   override body(): Record<string, unknown> {
-    const { limit, period, spent, resetsAt } = this;
-    return { error: this.message, limit, period, spent, resetsAt };
+    const { scope, limit, period, spent, resetsAt } = this;
+    return { error: this.message, scope, limit, period, spent, resetsAt };
   }
   constructor(
     readonly limit: number,
     readonly period: 'day' | 'month' | 'total',
     readonly spent: number,
     readonly resetsAt: string | null,
+    /** Whose budget: the API key's, or the whole account's monthly one. */
+    readonly scope: 'key' | 'account' = 'key',
   ) {
     super('Spend limit reached');
   }

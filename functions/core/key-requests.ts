@@ -92,6 +92,24 @@ export function parseUpdateKey(body: unknown): { spendLimit: SpendLimitInput | n
   return { spendLimit };
 }
 
+/** `{ spendLimit: { credits, period: "month" } | null }`: the account-wide monthly limit (README "Spend limits"). */
+export function parseAccountLimit(body: unknown): { credits: number | null } {
+  const input = asObject(body);
+  const fieldErrors: Record<string, string[]> = {};
+  unknownFields(input, ['spendLimit'], fieldErrors);
+  let credits: number | null = null;
+  if (!('spendLimit' in input)) fieldErrors.spendLimit = ['Required: { credits, period: "month" } or null'];
+  else if (input.spendLimit !== null) {
+    const problem = spendLimitProblem(input.spendLimit);
+    const limit = input.spendLimit as SpendLimitInput;
+    if (problem) fieldErrors.spendLimit = [`Spend limit ${problem}`];
+    else if (limit.period !== 'month') fieldErrors.spendLimit = ['The account-wide limit is per month: period "month"'];
+    else credits = limit.credits;
+  }
+  finish(fieldErrors);
+  return { credits };
+}
+
 /** `{ graceSeconds?: 0..2592000 }` (default 3600, as the CLI). */
 export function parseRotateKey(body: unknown): { graceSeconds: number } {
   const input = asObject(body);

@@ -159,6 +159,11 @@ export interface TaskRecord {
    * only): a refund gives the credits back to that same period's counter.
    */
   spendCounter?: string;
+  /**
+   * The sort key of the account's monthly spend counter the accept added `creditsUsed` to (an account
+   * with a monthly spend limit only): a refund gives the credits back there too.
+   */
+  accountSpendCounter?: string;
   /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
   webhookUrl?: string;
 }

@@ -22,6 +22,7 @@ export type AuditAction =
   | 'key.rotate'
   | 'key.revoke'
   | 'key.limit'
+  | 'account.limit'
   | 'limits.set'
   | 'limits.reset';
 

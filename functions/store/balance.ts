@@ -76,14 +76,20 @@ export interface KeyGuard {
 
 /**
  * One shard's part of a transaction: `ADD balance delta`. A negative delta is guarded by
- * `balance >= -delta`, so no shard can go below zero whatever moved since it was read. ALL_OLD lets the
- * caller see the shard on failure.
+ * `balance >= -delta`, so no shard can go below zero whatever moved since it was read, and, for an
+ * accept, by the account spend limit's version it holds (store/spend.ts). ALL_OLD lets the caller see
+ * the shard on failure.
  */
 export function shardChange(
   ctx: RetryingStoreContext,
-  input: { userId: string; shard: number; delta: number; at: string },
+  input: { userId: string; shard: number; delta: number; at: string; accountLimitVersion?: number },
 ): TransactItem {
-  const condition = input.delta < 0 ? conditions.balanceCovers(-input.delta) : undefined;
+  const condition =
+    input.delta >= 0
+      ? undefined
+      : input.accountLimitVersion === undefined
+        ? conditions.balanceCovers(-input.delta)
+        : and(conditions.balanceCovers(-input.delta), conditions.accountLimitIs(input.accountLimitVersion));
   return {
     Update: {
       TableName: ctx.tableName,

@@ -48,6 +48,17 @@ export const limitCurrent = (version: number): Expr => ({
   values: { ':limitVersion': version },
 });
 
+/**
+ * The balance shard carries the account spend limit the accept holds: version `version` (0: none
+ * known). A shard never stamped passes (no limit was ever set, or its stamp is on the way); one stamped
+ * with another version fails and tells the accept the limit (ALL_OLD, store/spend.ts).
+ */
+export const accountLimitIs = (version: number): Expr => ({
+  expression: `attribute_not_exists(${attr('acctLimitVersion')}) OR ${attr('acctLimitVersion')} = :acctLimitVersion`,
+  names: namesOf('acctLimitVersion'),
+  values: { ':acctLimitVersion': version },
+});
+
 /** The task exists and is PENDING (0); fails for a missing item too. */
 export const taskIsPending = (): Expr => ({
   expression: `${attr('status')} = :pendingStatus`,

@@ -88,11 +88,17 @@ export interface AcceptLayout {
   nowSeconds?: number;
   /** The key's spend counter (accepts with a limited key only) and what a refusal reports. */
   spend?: { index: number; limit: number; period: 'day' | 'month' | 'total'; resetsAt: string | null };
+  /** The account limit version the debits state (store/spend.ts `knownAccountLimit`). */
+  accountLimitVersion?: number;
+  /** The account's monthly counter (an account with a limit only) and what a refusal reports. */
+  accountSpend?: { index: number; limit: number; resetsAt: string | null };
 }
 
 /**
  * What a cancelled accept means, besides the outcomes thrown:
  * - `replay`: the Idempotency-Key was used before with the same request; answer with that task.
+ * - `account-limit`: a debited shard carries another account spend limit than the accept assumed
+ *   (`version`, `credits`: the shard's); learn it and try again.
  * - `short`: a debited shard did not hold what was taken from it (`shards` lists them): read all
  *   shards and plan again; only the total decides 402.
  * - `conflict`: another transaction held one of the items (or throttling cancelled it): nothing was
@@ -100,6 +106,7 @@ export interface AcceptLayout {
  */
 export type AcceptOutcome =
   | { kind: 'replay'; replayOf: string }
+  | { kind: 'account-limit'; version: number; credits: number | undefined }
   | { kind: 'short'; shards: number[] }
   | { kind: 'conflict'; conflictedShards: number[] };
 
@@ -123,10 +130,16 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
   if (guard && keyEndedOn(guard, layout.nowSeconds)) throw new UnauthorizedError();
   const shortShards: number[] = [];
   const conflictedShards: number[] = [];
+  let accountLimit: AcceptOutcome | undefined;
   for (const [index, shard] of layout.shards.entries()) {
     const reason = reasons[index];
     if (reason?.Code === 'TransactionConflict') conflictedShards.push(shard);
-    if (failedCondition(reasons, index)) shortShards.push(shard);
+    const failed = failedCondition(reasons, index);
+    const version = readNumber(failed?.Item, 'acctLimitVersion') ?? 0;
+    if (!failed) continue;
+    if (version !== (layout.accountLimitVersion ?? version)) {
+      accountLimit = { kind: 'account-limit', version, credits: readNumber(failed.Item, 'acctLimitCredits') };
+    } else shortShards.push(shard);
   }
   const idempotency = failedCondition(reasons, layout.idempotency);
   if (idempotency) {
@@ -136,11 +149,18 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
     throw new IdempotencyConflictError();
   }
   if (guard) throw busy(error);
+  // The account's limit changed: judged by the one now stamped, not by the counter of the old one.
+  if (accountLimit) return accountLimit;
   // Over the key's budget: 402 naming it, after the replay (a replayed task was counted when accepted).
   const spend = layout.spend ? failedCondition(reasons, layout.spend.index) : undefined;
   if (spend && layout.spend) {
     const { limit, period, resetsAt } = layout.spend;
     throw new SpendLimitError(limit, period, readNumber(spend.Item, 'spent') ?? 0, resetsAt);
+  }
+  const accountSpend = layout.accountSpend ? failedCondition(reasons, layout.accountSpend.index) : undefined;
+  if (accountSpend && layout.accountSpend) {
+    const { limit, resetsAt } = layout.accountSpend;
+    throw new SpendLimitError(limit, 'month', readNumber(accountSpend.Item, 'spent') ?? 0, resetsAt, 'account');
   }
   if (shortShards.length > 0) return { kind: 'short', shards: shortShards };
   if (failedCondition(reasons, layout.task) || failedCondition(reasons, layout.ledger)) {

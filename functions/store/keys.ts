@@ -57,6 +57,8 @@ export const accountKeys = {
   }),
   /** The account's own request limits, when the operator gave it some (else the stack's default plan). */
   ratePlan: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'RATEPLAN' }),
+  /** The account's monthly spend limit as set (store/account-limit.ts); the shards carry its stamp. */
+  accountSpendLimit: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'SPENDLIMIT' }),
   /** An invitation to the closed beta, by normalised e-mail address. */
   invite: (email: string): ItemKey => ({ PK: `INVITE#${email}`, SK: 'INVITE' }),
   /** One audit entry of a user's account; time first so the log reads in order. */

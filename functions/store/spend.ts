@@ -125,6 +125,41 @@ export async function readSpent(
   return typeof spent === 'number' ? spent : 0;
 }
 
+/**
+ * The account's monthly spend limit as an accept sees it (README "Spend limits", account-wide): the
+ * version stamped on the balance shards (0: never set) and the credits (undefined: no limit).
+ */
+export interface AccountLimitView {
+  version: number;
+  credits?: number;
+}
+
+/** The budget id of the account-wide counter (`KEYSPEND#ACCOUNT#<month>`): key ids start with `key_`. */
+export const ACCOUNT_BUDGET = 'ACCOUNT';
+
+/**
+ * What this process last learnt of each account's limit. The accept needs the limit without a read
+ * of its own: it assumes what it learnt (nothing: no limit), states that version in its debit's
+ * condition, and a debit that finds another version on the shard fails and returns the shard (ALL_OLD),
+ * from which the accept learns and tries again at once. So an account costs one failed try per
+ * process after a change, and nothing otherwise. Bounded: forgetting costs only that one try.
+ */
+const accountLimits = new Map<string, AccountLimitView>();
+
+export function knownAccountLimit(userId: string): AccountLimitView {
+  return accountLimits.get(userId) ?? { version: 0 };
+}
+
+export function learnAccountLimit(userId: string, view: AccountLimitView): void {
+  if (accountLimits.size >= 10_000) accountLimits.clear();
+  accountLimits.set(userId, view);
+}
+
+/** An account limit as the counter code takes a key's: per UTC month, into the account's counter. */
+export function accountBudget(credits: number): KeySpendLimit {
+  return { credits, period: 'month', budgetKeyId: ACCOUNT_BUDGET };
+}
+
 /** How long a guard stamped only with a limit version is kept: far beyond any request in flight. */
 const LIMIT_STAMP_SECONDS = 24 * 60 * 60;
 

@@ -118,6 +118,7 @@ describe('spend limits per key through the local gateway', () => {
     tomorrow.setUTCHours(24, 0, 0, 0);
     expect(over.body).toEqual({
       error: 'Spend limit reached',
+      scope: 'key',
       limit: 6,
       period: 'day',
       spent: 6,

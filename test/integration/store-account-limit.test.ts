@@ -1,0 +1,118 @@
+import { SpendLimitError } from '../../functions/core/errors';
+import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
+import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
+import { auditUser, listLedger } from '../../functions/store/ledger';
+import { acceptTask, failAndRefund } from '../../functions/store/tasks';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
+
+// 200 accepts racing on one counter through the conflict layer: seconds, minutes on a loaded machine.
+jest.setTimeout(300_000);
+
+describe('the account-wide monthly spend limit, enforced in the accept transaction (DynamoDB Local, conflict layer on)', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await createTestStore({ conflicts: { holdMs: 5 } });
+  });
+
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('200 parallel accepts from two keys and the dashboard on a limit of 10 tasks accept exactly 10; the rest are 402', async () => {
+    // Prepare: plenty of credits, a monthly limit of 10 tasks of cost 3.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 10_000 });
+    await setAccountSpendLimit(store, { userId, credits: 30, now: T0 });
+    const callers = [{ keyId: 'key-a' }, { keyId: 'key-b' }, { keyId: undefined }];
+    const tasks = Array.from({ length: 200 }, (_, i) => newTask(userId, 3, callers[i % 3]));
+
+    // Act: callers retry a busy answer as the 503 tells them to.
+    const results = await Promise.allSettled(tasks.map((task) => retriedWhileBusy(() => acceptTask(store, { task }))));
+
+    // Assert
+    const refused = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10);
+    expect(refused).toHaveLength(190);
+    for (const reason of refused) {
+      expect(reason).toBeInstanceOf(SpendLimitError);
+      expect(reason).toMatchObject({
+        scope: 'account',
+        limit: 30,
+        period: 'month',
+        resetsAt: '2026-12-01T00:00:00.000Z',
+      });
+    }
+    expect(await getAccountSpendLimit(store, userId, T0)).toEqual({
+      credits: 30,
+      period: 'month',
+      spent: 30,
+      resetsAt: '2026-12-01T00:00:00.000Z',
+    });
+    expect(await getBalance(store, userId)).toBe(10_000 - 30);
+    expect(await auditUser(store, userId)).toMatchObject({ ok: true });
+  });
+
+  it('a change holds from the next accept on, whatever the process knew; a refund gives the budget back', async () => {
+    // Prepare: this process learns "no limit" first, then the limit is set, lowered and removed.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 100 });
+    await acceptTask(store, { task: newTask(userId, 4) });
+
+    // Act
+    const set = await setAccountSpendLimit(store, { userId, credits: 10, now: T0 });
+    const first = await acceptTask(store, { task: newTask(userId, 6) });
+    const over = acceptTask(store, { task: newTask(userId, 5) });
+    await expect(over).rejects.toEqual(new SpendLimitError(10, 'month', 6, '2026-12-01T00:00:00.000Z', 'account'));
+    await failAndRefund(store, {
+      userId,
+      taskId: first.task.taskId,
+      errorCode: 'PROVIDER_ERROR',
+      errorMessage: 'failed',
+      now: T0,
+      task: first.task,
+    });
+    const afterRefund = await getAccountSpendLimit(store, userId, T0);
+    const fits = await acceptTask(store, { task: newTask(userId, 9) });
+    await setAccountSpendLimit(store, { userId, credits: 5, now: T0 });
+    const lowered = acceptTask(store, { task: newTask(userId, 1) });
+    await expect(lowered).rejects.toMatchObject({ scope: 'account', limit: 5, spent: 9 });
+    const removed = await setAccountSpendLimit(store, { userId, credits: null, now: T0 });
+    const free = await acceptTask(store, { task: newTask(userId, 20) });
+
+    // Assert: only the first 4 credits were spent before any limit, so they never counted.
+    expect(set).toMatchObject({ credits: 10, spent: 0 });
+    expect(first.task.accountSpendCounter).toBe('KEYSPEND#ACCOUNT#2026-11');
+    expect(afterRefund?.spent).toBe(0);
+    expect(fits.task.creditsUsed).toBe(9);
+    expect(removed).toBeNull();
+    expect(free.task.accountSpendCounter).toBeUndefined();
+    expect(await getBalance(store, userId)).toBe(100 - 4 - 9 - 20);
+    const ledger = await listLedger(store, userId);
+    expect(ledger.filter((entry) => entry.kind === 'refund').map((entry) => entry.delta)).toEqual([6]);
+  });
+
+  it('with a key budget too, the smaller one refuses and names itself', async () => {
+    // Prepare
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 100 });
+    const issued = await putApiKey(store, { userId, name: 'k', spendLimit: { credits: 50, period: 'day' }, now: T0 });
+    await setAccountSpendLimit(store, { userId, credits: 8, now: T0 });
+    const key = {
+      keyId: issued.keyId,
+      spendLimit: { credits: 50, period: 'day' as const, budgetKeyId: issued.keyId },
+      spendLimitVersion: 1,
+    };
+
+    // Act
+    const accepted = await acceptTask(store, { task: newTask(userId, 5, key) });
+    const refused = acceptTask(store, { task: newTask(userId, 5, key) });
+
+    // Assert
+    expect(accepted.task.spendCounter).toMatch(/^KEYSPEND#key_/);
+    expect(accepted.task.accountSpendCounter).toBe('KEYSPEND#ACCOUNT#2026-11');
+    await expect(refused).rejects.toMatchObject({ scope: 'account', limit: 8, spent: 5 });
+  });
+});
