@@ -64,7 +64,7 @@ function submitOperation(kind: 'image' | 'video'): Json {
       '400': json(ref('ValidationError'), 'The body failed validation or is not JSON.'),
       '402': json(
         { anyOf: [ref('InsufficientCredits'), ref('SpendLimitReached')] },
-        "Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited.",
+        "Not enough credits (`Insufficient credits`), or a spend limit for the period would be passed (`Spend limit reached`): the API key's (`scope: key`) or the account's monthly one (`scope: account`). Nothing was debited.",
       ),
       '409': json(ref('Error'), 'Idempotency-Key reused with a different body.'),
       '413': json(ref('Error'), 'Body over 10 MB.'),
@@ -195,6 +195,50 @@ function operations(): Record<string, Json> {
       responses: {
         '200': json(ref('Credits'), 'The balance and a page of the ledger.'),
         '400': json(ref('ValidationError'), 'A bad parameter.'),
+        ...commonErrors(),
+      },
+    },
+    'GET /api/account/spend-limit': {
+      summary: "The account's monthly spend limit, with what it spent this month",
+      description:
+        'Session only (an API key gets 403). `spendLimit` is null when the account has none. `spent` counts accepts from the moment a limit was set, less refunds.',
+      responses: { '200': json(ref('AccountSpendLimit'), 'The limit.'), ...commonErrors() },
+    },
+    'PUT /api/account/spend-limit': {
+      summary: 'Set or remove the account-wide monthly spend limit',
+      description:
+        'Session only, with the CSRF rules of every session write. Exact from the next accept on: a submit whose cost would take the month\'s spending past it answers `402` with `scope: account`, nothing debited. `{ "spendLimit": null }` removes it.',
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['spendLimit'],
+              additionalProperties: false,
+              properties: {
+                spendLimit: {
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['credits', 'period'],
+                      additionalProperties: false,
+                      properties: {
+                        credits: { type: 'integer', minimum: 0, maximum: 1_000_000_000 },
+                        period: { const: 'month' },
+                      },
+                    },
+                    { type: 'null' },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '200': json(ref('AccountSpendLimit'), 'The limit as set.'),
+        '400': json(ref('ValidationError'), 'A bad body (`fieldErrors.spendLimit`).'),
         ...commonErrors(),
       },
     },

@@ -234,6 +234,27 @@ export function schemas(): Json {
         next: { type: ['string', 'null'] },
       },
     },
+    AccountSpendLimit: {
+      type: 'object',
+      required: ['spendLimit'],
+      properties: {
+        spendLimit: {
+          oneOf: [
+            {
+              type: 'object',
+              required: ['credits', 'period', 'spent', 'resetsAt'],
+              properties: {
+                credits: { type: 'integer', minimum: 0 },
+                period: { const: 'month' },
+                spent: { type: 'integer', description: 'Credits counted this UTC month (refunds given back).' },
+                resetsAt: { type: 'string', format: 'date-time', description: 'When the next month starts (UTC).' },
+              },
+            },
+            { type: 'null' },
+          ],
+        },
+      },
+    },
     UsageFigures: {
       type: 'object',
       required: ['debited', 'refunded', 'net', 'tasks'],
@@ -323,12 +344,16 @@ export function schemas(): Json {
     },
     SpendLimitReached: {
       type: 'object',
-      required: ['error', 'limit', 'period', 'spent', 'resetsAt'],
+      required: ['error', 'scope', 'limit', 'period', 'spent', 'resetsAt'],
       properties: {
         error: { const: 'Spend limit reached' },
-        limit: { type: 'integer', description: "The key's limit in credits per period." },
+        scope: {
+          enum: ['key', 'account'],
+          description: "Whose budget: the API key's, or the account's monthly one (`period: month`).",
+        },
+        limit: { type: 'integer', description: 'The limit in credits per period.' },
         period: { type: 'string', enum: ['day', 'month', 'total'], description: 'UTC day, UTC month, or ever.' },
-        spent: { type: 'integer', description: 'Credits the key has spent in this period (refunds given back).' },
+        spent: { type: 'integer', description: 'Credits spent in this period under the limit (refunds given back).' },
         resetsAt: {
           type: ['string', 'null'],
           format: 'date-time',

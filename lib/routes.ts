@@ -300,6 +300,24 @@ const ROUTE_TABLE: readonly RouteDefinition[] = [
     // the account's own items only, no deletes.
     needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none' },
   },
+  {
+    name: 'account-limit-get',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/account/spend-limit',
+    entry: 'functions/account-limit-get/handler.ts',
+    // The account's limit (USER#<id>/SPENDLIMIT) and its month's counter.
+    needs: ownReadNeeds,
+  },
+  {
+    name: 'account-limit-update',
+    trigger: 'route',
+    method: 'PUT',
+    path: '/api/account/spend-limit',
+    entry: 'functions/account-limit-update/handler.ts',
+    // Sets the limit, stamps it on the account's balance shards and audits it: USER#<id> only, no deletes.
+    needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none' },
+  },
 ];
 
 /**

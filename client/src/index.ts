@@ -14,6 +14,7 @@ export type Task = Schemas['Task'];
 export type TaskList = Schemas['TaskList'];
 export type Credits = Schemas['Credits'];
 export type Usage = Schemas['Usage'];
+export type AccountSpendLimit = Schemas['AccountSpendLimit'];
 export type Models = Schemas['Models'];
 /** The account's alert settings (`GET`/`PUT /api/account/alerts`, session only: the dashboard's). */
 export type AccountAlerts = Schemas['AccountAlerts'];

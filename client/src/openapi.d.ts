@@ -398,6 +398,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/account/spend-limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's monthly spend limit, with what it spent this month
+         * @description Session only (an API key gets 403). `spendLimit` is null when the account has none. `spent` counts accepts from the moment a limit was set, less refunds.
+         */
+        get: operations["accountLimitGet"];
+        /**
+         * Set or remove the account-wide monthly spend limit
+         * @description Session only, with the CSRF rules of every session write. Exact from the next accept on: a submit whose cost would take the month's spending past it answers `402` with `scope: account`, nothing debited. `{ "spendLimit": null }` removes it.
+         */
+        put: operations["accountLimitUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEnded: {
@@ -779,6 +803,20 @@ export interface components {
             }[];
             next: string | null;
         };
+        AccountSpendLimit: {
+            spendLimit: {
+                credits: number;
+                /** @constant */
+                period: "month";
+                /** @description Credits counted this UTC month (refunds given back). */
+                spent: number;
+                /**
+                 * Format: date-time
+                 * @description When the next month starts (UTC).
+                 */
+                resetsAt: string;
+            } | null;
+        };
         UsageFigures: {
             /** @description Credits debited (tasks accepted). */
             debited: number;
@@ -837,14 +875,19 @@ export interface components {
         SpendLimitReached: {
             /** @constant */
             error: "Spend limit reached";
-            /** @description The key's limit in credits per period. */
+            /**
+             * @description Whose budget: the API key's, or the account's monthly one (`period: month`).
+             * @enum {unknown}
+             */
+            scope: "key" | "account";
+            /** @description The limit in credits per period. */
             limit: number;
             /**
              * @description UTC day, UTC month, or ever.
              * @enum {string}
              */
             period: "day" | "month" | "total";
-            /** @description Credits the key has spent in this period (refunds given back). */
+            /** @description Credits spent in this period under the limit (refunds given back). */
             spent: number;
             /**
              * Format: date-time
@@ -949,7 +992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited. */
+            /** @description Not enough credits (`Insufficient credits`), or a spend limit for the period would be passed (`Spend limit reached`): the API key's (`scope: key`) or the account's monthly one (`scope: account`). Nothing was debited. */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -1074,7 +1117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough credits (`Insufficient credits`), or the API key's spend limit for the period would be passed (`Spend limit reached`). Nothing was debited. */
+            /** @description Not enough credits (`Insufficient credits`), or a spend limit for the period would be passed (`Spend limit reached`): the API key's (`scope: key`) or the account's monthly one (`scope: account`). Nothing was debited. */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -2160,6 +2203,141 @@ export interface operations {
             };
             /** @description Content-Type is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    accountLimitGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The limit. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountSpendLimit"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    accountLimitUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    spendLimit: {
+                        credits: number;
+                        /** @constant */
+                        period: "month";
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The limit as set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountSpendLimit"];
+                };
+            };
+            /** @description A bad body (`fieldErrors.spendLimit`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

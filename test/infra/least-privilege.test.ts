@@ -120,6 +120,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // The low-balance threshold: the account's own items, no deletes (credits.low is re-armed by an update).
   'account-alerts-get': [readOnly('USER#*'), ownLogs('AccountAlertsGet')],
   'account-alerts-update': [readWrite('USER#*'), ownLogs('AccountAlertsUpdate')],
+  'account-limit-get': [readOnly('USER#*'), ownLogs('AccountLimitGet')],
+  'account-limit-update': [readWrite('USER#*'), ownLogs('AccountLimitUpdate')],
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,

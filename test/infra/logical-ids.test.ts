@@ -74,6 +74,9 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   // GET and PUT /api/account/alerts (account events: the low-balance threshold).
   ['AWS::Logs::LogGroup', 'AccountAlertsGetLogs1A2BA1DC'],
   ['AWS::Logs::LogGroup', 'AccountAlertsUpdateLogs045CE4B9'],
+  // GET and PUT /api/account/spend-limit (the account-wide monthly spend limit).
+  ['AWS::Logs::LogGroup', 'AccountLimitGetLogsA29B41AA'],
+  ['AWS::Logs::LogGroup', 'AccountLimitUpdateLogs4DF3691E'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

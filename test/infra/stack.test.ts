@@ -392,6 +392,8 @@ describe('least privilege', () => {
       // The account's alert settings and its credits.low marker (USER#<id>/ALERTS...), nothing else.
       'account-alerts-get': ['USER#*'],
       'account-alerts-update': ['USER#*'],
+      'account-limit-get': ['USER#*'],
+      'account-limit-update': ['USER#*'],
       'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
       // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.
       'cancel-task': ['USER#*'],
