@@ -29,6 +29,7 @@ export type Command =
   | { kind: 'credits grant'; userId: string; amount: number }
   | { kind: 'credits show'; userId: string }
   | { kind: 'credits usage'; userId: string; from?: string; to?: string; groupBy?: string }
+  | { kind: 'credits limit'; userId: string; credits?: number | null }
   | {
       kind: 'keys create';
       userId: string;
@@ -99,6 +100,7 @@ const COMMANDS: Record<
   'credits grant': { allowed: ['user', 'amount'], required: ['user', 'amount'] },
   'credits show': { allowed: ['user'], required: ['user'] },
   'credits usage': { allowed: ['user', 'from', 'to', 'group-by'], required: ['user'] },
+  'credits limit': { allowed: ['user', 'spend-limit', 'per', 'none'], required: ['user'] },
   'keys create': {
     allowed: ['user', 'name', 'allow-ip', 'expires-at', 'spend-limit', 'per'],
     required: ['user', 'name'],
@@ -144,6 +146,14 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
     about: [
       "U's usage, as GET /api/ai/usage answers it: credits debited, refunded and net, and tasks by status.",
       'UTC days, both included (default: the last 30 days, by day; at most 366 days).',
+    ],
+  },
+  'credits limit': {
+    synopsis: 'credits limit --user U [--spend-limit N --per month | --none]',
+    about: [
+      "Show, set or remove (--none) U's account-wide monthly spend limit: at most N credits per UTC month",
+      'over all its keys and the dashboard. Exact from the next accept on; a submit over it answers 402.',
+      'Prints { userId, spendLimit: { credits, period, spent, resetsAt } | null }.',
     ],
   },
   'keys create': {
@@ -452,6 +462,19 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
         ...(v['group-by'] === undefined ? {} : { groupBy: v['group-by'] }),
       };
       break;
+    case 'credits limit': {
+      if (v.none && (v['spend-limit'] !== undefined || v.per !== undefined)) {
+        throw new UsageError('--none removes the limit: give it alone, without --spend-limit or --per');
+      }
+      const limit = v.none ? null : spendLimitOption(v['spend-limit'], v.per);
+      if (limit && limit.period !== 'month')
+        throw new UsageError('--per must be month: the account-wide limit is monthly');
+      command =
+        limit === undefined
+          ? { kind, userId: userId(str('user')) }
+          : { kind, userId: userId(str('user')), credits: limit === null ? null : limit.credits };
+      break;
+    }
     case 'keys create': {
       const created: Command = {
         kind,

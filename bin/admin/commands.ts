@@ -23,6 +23,7 @@ import {
   showAccountWebhooks,
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
+import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
 import { describeIssuedKey, describeKeys, setSpendLimit } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
@@ -126,6 +127,18 @@ export async function runCommand(
         );
         throw new UsageError(problems.join(', '));
       }
+    }
+    case 'credits limit': {
+      const spendLimit =
+        command.credits === undefined
+          ? await getAccountSpendLimit(ctx, command.userId, now)
+          : await setAccountSpendLimit(ctx, {
+              userId: command.userId,
+              credits: command.credits,
+              now,
+              audit: { action: 'account.limit', actor: OPERATOR },
+            });
+      return { output: { userId: command.userId, spendLimit }, ok: true };
     }
     case 'keys create': {
       const issued = await issueKey(ctx, options.usage, {

@@ -288,6 +288,31 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(alone.error).toEqual({ error: '--spend-limit and --per go together' });
   });
 
+  it('credits limit sets, shows and removes the account-wide monthly limit, and the accept obeys it', async () => {
+    // Prepare
+    const userId = 'cli-account-limit';
+    await grantCredits(store, { userId, amount: 50 });
+
+    // Act
+    const none = await admin(['credits', 'limit', '--user', userId]);
+    const set = await admin(['credits', 'limit', '--user', userId, '--spend-limit', '5', '--per', 'month']);
+    const refused = acceptTask(store, { task: newTask(userId, 6, { now: new Date() }) });
+    await expect(refused).rejects.toMatchObject({ scope: 'account', limit: 5 });
+    const daily = await admin(['credits', 'limit', '--user', userId, '--spend-limit', '5', '--per', 'day']);
+    const both = await admin(['credits', 'limit', '--user', userId, '--none', '--spend-limit', '5']);
+    const removed = await admin(['credits', 'limit', '--user', userId, '--none']);
+    const accepted = await acceptTask(store, { task: newTask(userId, 6, { now: new Date() }) });
+
+    // Assert
+    expect(none.json).toEqual({ userId, spendLimit: null });
+    expect(set.code).toBe(0);
+    expect(set.json).toMatchObject({ userId, spendLimit: { credits: 5, period: 'month', spent: 0 } });
+    expect([daily.code, both.code]).toEqual([2, 2]);
+    expect(daily.error).toEqual({ error: '--per must be month: the account-wide limit is monthly' });
+    expect(removed.json).toEqual({ userId, spendLimit: null });
+    expect(accepted.task.creditsUsed).toBe(6);
+  });
+
   it('credits usage prints the usage report the API gives, and refuses a bad range with the option named', async () => {
     // Prepare: one accepted task of 3 credits with a key, one of 2 from the dashboard, today.
     const userId = 'cli-usage';

@@ -162,6 +162,70 @@ describe('spend limits per key through the local gateway', () => {
   });
 });
 
+describe('the account-wide monthly limit through the local gateway (/api/account/spend-limit)', () => {
+  test('set from the session, obeyed by every key of the account, removed; session and CSRF only', async () => {
+    // Prepare: two keys of one account.
+    const userId = 'account-limit-http';
+    await grantCredits(store, { userId, amount: 1000 });
+    const session = await sessionHeaders(userId);
+    const first = String((await call('POST', '/api/keys', session, { name: 'one' })).body.apiKey);
+    const second = String((await call('POST', '/api/keys', session, { name: 'two' })).body.apiKey);
+    const nextMonth = new Date();
+    nextMonth.setUTCMonth(nextMonth.getUTCMonth() + 1, 1);
+    nextMonth.setUTCHours(0, 0, 0, 0);
+
+    // Act
+    const before = await call('GET', '/api/account/spend-limit', session);
+    const set = await call('PUT', '/api/account/spend-limit', session, {
+      spendLimit: { credits: 2 * IMAGE_COST, period: 'month' },
+    });
+    const fromFirst = await submit(first);
+    const fromSecond = await submit(second);
+    const over = await submit(first);
+    const shown = await call('GET', '/api/account/spend-limit', session);
+    const withKey = await call('GET', '/api/account/spend-limit', { Authorization: `Bearer ${first}` });
+    const withoutCsrf = await call(
+      'PUT',
+      '/api/account/spend-limit',
+      { ...session, 'X-CSRF-Token': 'nope' },
+      { spendLimit: null },
+    );
+    const daily = await call('PUT', '/api/account/spend-limit', session, { spendLimit: { credits: 5, period: 'day' } });
+    const removed = await call('PUT', '/api/account/spend-limit', session, { spendLimit: null });
+    const free = await submit(second);
+
+    // Assert
+    expect(before).toEqual({ status: 200, body: { spendLimit: null } });
+    expect(set).toEqual({
+      status: 200,
+      body: { spendLimit: { credits: 6, period: 'month', spent: 0, resetsAt: nextMonth.toISOString() } },
+    });
+    expect([fromFirst.status, fromSecond.status]).toEqual([202, 202]);
+    expect(over).toEqual({
+      status: 402,
+      body: {
+        error: 'Spend limit reached',
+        scope: 'account',
+        limit: 6,
+        period: 'month',
+        spent: 6,
+        resetsAt: nextMonth.toISOString(),
+      },
+    });
+    expect(shown.body.spendLimit).toMatchObject({ credits: 6, spent: 6 });
+    expect(withKey.status).toBe(403);
+    expect(withoutCsrf.status).toBe(403);
+    expect(daily.status).toBe(400);
+    expect(daily.body.details).toEqual({
+      fieldErrors: { spendLimit: ['The account-wide limit is per month: period "month"'] },
+      formErrors: [],
+    });
+    expect(removed.body).toEqual({ spendLimit: null });
+    expect(free.status).toBe(202);
+    expect(await getBalance(store, userId)).toBe(1000 - 3 * IMAGE_COST);
+  });
+});
+
 describe('usage through the local gateway (GET /api/ai/usage)', () => {
   /** Polls the task until it has ended: its refund (or completion) is then counted. */
   async function ended(apiKey: string, taskId: string): Promise<Record<string, unknown>> {
