@@ -82,3 +82,54 @@ describe('acceptFailure with a spend limit', () => {
     expect(read).toThrow(UnauthorizedError);
   });
 });
+
+describe('acceptFailure with the account-wide limit', () => {
+  // Items: shard 0, account counter 1, task 2, ledger 3, idempotency 4, queue entry 5.
+  const ACCOUNT: AcceptLayout = {
+    shards: [4],
+    accountLimitVersion: 2,
+    accountSpend: { index: 1, limit: 100, resetsAt: '2026-12-01T00:00:00.000Z' },
+    task: 2,
+    ledger: 3,
+    idempotency: 4,
+    requestHash: 'hash-1',
+  };
+
+  it('a shard stamped with another version teaches the limit on it (or that there is none)', () => {
+    // Act
+    const changed = acceptFailure(
+      cancelled(failed({ balance: { N: '50' }, acctLimitVersion: { N: '3' }, acctLimitCredits: { N: '40' } }), none),
+      ACCOUNT,
+    );
+    const removed = acceptFailure(cancelled(failed({ acctLimitVersion: { N: '4' } }), none), ACCOUNT);
+
+    // Assert
+    expect(changed).toEqual({ kind: 'account-limit', version: 3, credits: 40 });
+    expect(removed).toEqual({ kind: 'account-limit', version: 4, credits: undefined });
+  });
+
+  it('a shard with the version the accept holds is short, as always', () => {
+    // Act
+    const outcome = acceptFailure(
+      cancelled(failed({ balance: { N: '1' }, acctLimitVersion: { N: '2' } }), none),
+      ACCOUNT,
+    );
+
+    // Assert
+    expect(outcome).toEqual({ kind: 'short', shards: [4] });
+  });
+
+  it('over the month counter is a 402 with scope account; a replay wins over it', () => {
+    // Act
+    const over = () => acceptFailure(cancelled(none, failed({ spent: { N: '99' } }), none, none, none, none), ACCOUNT);
+    const replay = acceptFailure(
+      cancelled(none, failed({ spent: { N: '99' } }), none, none, replayRecord, none),
+      ACCOUNT,
+    );
+
+    // Assert
+    expect(over).toThrow(new SpendLimitError(100, 'month', 99, '2026-12-01T00:00:00.000Z', 'account'));
+    expect(over).toThrow(expect.objectContaining({ scope: 'account' }));
+    expect(replay).toEqual({ kind: 'replay', replayOf: 'task-1' });
+  });
+});
