@@ -8,6 +8,7 @@
  *   model): time and requests, against reading the same month of the ledger back; and whether the
  *   usage totals equal the ledger's debits and refunds of that month.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -15,6 +16,7 @@ import { IMAGE_MODEL_IDS } from '../functions/core/catalog';
 import { ServiceBusyError } from '../functions/core/errors';
 import type { TaskRecord } from '../functions/core/task';
 import { usageReportOf } from '../functions/lifecycle/usage';
+import { setAccountSpendLimit } from '../functions/store/account-limit';
 import { grantCredits } from '../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../functions/store/api-keys';
 import type { StoreContext } from '../functions/store/client';
@@ -131,7 +133,7 @@ export async function spendFigures(): Promise<void> {
 
 interface Variant {
   label: string;
-  fields: Pick<NewTask, 'keyId' | 'spendLimit' | 'spendLimitVersion'>;
+  fields: Partial<Pick<NewTask, 'userId' | 'keyId' | 'spendLimit' | 'spendLimitVersion'>>;
   latencies: number[];
   counts: Record<string, number>;
   items: Set<number>;
@@ -152,6 +154,11 @@ async function acceptFigures(
   });
   const record = await getApiKeyById(store, limited.keyId);
   if (!record?.spendLimit) throw new Error('the limited key has no limit');
+  // A second account, with the account-wide monthly limit (it never refuses here).
+  const limitedAccount = `bench-spend-account-${randomUUID()}`;
+  await grantCredits(store, { userId: limitedAccount, amount: 10_000_000 });
+  const accountKey = await putApiKey(store, { userId: limitedAccount, name: 'account limit' });
+  await setAccountSpendLimit(store, { userId: limitedAccount, credits: 1_000_000_000, now: new Date() });
   const variants: Variant[] = [
     { label: 'session (no key)', fields: {} },
     { label: 'API key, no spend limit', fields: { keyId: plain.keyId } },
@@ -159,6 +166,7 @@ async function acceptFigures(
       label: 'API key with a daily spend limit',
       fields: { keyId: limited.keyId, spendLimit: record.spendLimit, spendLimitVersion: record.spendLimitVersion },
     },
+    { label: 'API key, account with a monthly limit', fields: { userId: limitedAccount, keyId: accountKey.keyId } },
   ].map((variant) => ({ ...variant, latencies: [], counts: {}, items: new Set<number>() }));
 
   const task = (variant: Variant): NewTask => ({
