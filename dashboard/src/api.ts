@@ -4,9 +4,9 @@
  * Task, listing, ledger and usage shapes are the typed client's (generated from the OpenAPI document); the
  * session, key and model shapes the document leaves open are written out here.
  */
-import type { AccountAlerts, Credits, Task, TaskList, Usage } from '../../client/src/index';
+import type { AccountAlerts, AccountSpendLimit, Credits, Task, TaskList, Usage } from '../../client/src/index';
 
-export type { AccountAlerts, Credits, Task, TaskList, Usage };
+export type { AccountAlerts, AccountSpendLimit, Credits, Task, TaskList, Usage };
 export type TaskSummary = TaskList['tasks'][number];
 export type LedgerEntry = Credits['entries'][number];
 /** How `GET /api/ai/usage` groups its rows. */
@@ -16,6 +16,8 @@ export type UsageGroupBy = Usage['groupBy'];
  * submitted from the dashboard) or a model id; `name` is the key's name while the key exists.
  */
 export type UsageRow = Usage['rows'][number];
+/** The account-wide monthly spend limit with what it spent this month (`resetsAt`: the next month's start). */
+export type AccountLimit = NonNullable<AccountSpendLimit['spendLimit']>;
 
 /** `GET /api/session`. */
 export interface Session {
@@ -206,6 +208,13 @@ export const getAccountAlerts = () => request<AccountAlerts>('GET', '/api/accoun
 /** Sets (or, with null, removes) the low-balance threshold; answers the settings as stored. */
 export const setAccountAlerts = (lowBalanceThreshold: number | null) =>
   request<AccountAlerts>('PUT', '/api/account/alerts', { lowBalanceThreshold });
+/** The account-wide monthly spend limit and what it spent this month, or null (session only). */
+export const getAccountLimit = () => request<AccountSpendLimit>('GET', '/api/account/spend-limit');
+/** Sets (or, with null, removes) the account-wide monthly limit; answers it as `getAccountLimit` does. */
+export const setAccountLimit = (credits: number | null) =>
+  request<AccountSpendLimit>('PUT', '/api/account/spend-limit', {
+    spendLimit: credits === null ? null : { credits, period: 'month' },
+  });
 export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');
 export const submitTask = (type: 'image' | 'video', body: Record<string, unknown>) =>
   request<{ taskId: string; status: number; creditsUsed: number }>('POST', `/api/ai/${type}/generate`, body);

@@ -3,7 +3,8 @@
  * sign in through the local OpenID provider, create a key and read it once, use it from a plain HTTP
  * client, follow tasks to their end in the list and on their page, run a video task from the form,
  * cancel a queued task from the list, rotate and revoke keys and see the API refuse them, read the
- * ledger's debit and refund, read the Usage page and download its CSVs, set and remove the low-balance alert, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
+ * ledger's debit and refund, read the Usage page and download its CSVs, set and remove the low-balance alert and the account's monthly
+ * spend limit, sign out and be refused. One browser page walks through the steps in order, as a person would; each test waits
  * for states (never for a fixed time) and writes a screenshot to test-results/dashboard/.
  */
 import { readFile } from 'node:fs/promises';
@@ -33,6 +34,8 @@ let apiKey = '';
 let keyId = '';
 /** A task submitted with that key. */
 let keyTaskId = '';
+/** The Usage step's key, still active after the first key's rotation and revocation. */
+let usageKey = '';
 
 async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: join(context.screenshotDir, `${name}.png`), fullPage: true });
@@ -794,7 +797,7 @@ test(
     await page.getByRole('button', { name: 'Create key' }).click();
     const shown = page.getByLabel('API key', { exact: true });
     await shown.waitFor();
-    const usageKey = await shown.inputValue();
+    usageKey = await shown.inputValue();
     await page.getByRole('button', { name: 'I have saved it' }).click();
     const usageKeyId = await keyRowIdOf(usageKey);
     const submit = async (prompt: string, providerInput?: Record<string, string>) => {
@@ -922,6 +925,72 @@ test(
     expect(chartsAfterRefusal).toBe(0);
     expect(await backTo30.count()).toBe(30);
     expect(await page.getByLabel('From', { exact: true }).getAttribute('aria-invalid')).toBeNull();
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  "the account's monthly spend limit set on the Usage page: a submit past it is refused (402, scope account), a value the API refuses is explained next to the field, and once removed a submit is accepted again",
+  async () => {
+    // Prepare: the Usage page the step before leaves on screen, with no limit set.
+    const status = page.getByTestId('account-limit-status');
+    await status.filter({ hasText: /^No limit$/ }).waitFor();
+    const limitField = page.getByLabel('Monthly limit (credits)');
+    const save = page.getByRole('button', { name: 'Save limit' });
+    const stored = () =>
+      page.evaluate(async () => (await (await fetch('/api/account/spend-limit')).json()) as Record<string, unknown>);
+    const submit = (prompt: string) =>
+      withKey(usageKey, '/api/ai/image/generate', { method: 'POST', json: { model: 'image-model-1', prompt } });
+
+    // Act: a generous limit first, to read what the account has spent this month under a limit.
+    await limitField.fill('1000');
+    await save.click();
+    const generous = status.filter({ hasText: /^\d+ of 1000 credits spent this month; / });
+    await generous.waitFor();
+    const spent = Number(/^(\d+) of/.exec((await generous.textContent()) ?? '')?.[1]);
+    // Then just above it: one image (3 credits) would pass it.
+    const limit = spent + 1;
+    await limitField.fill(String(limit));
+    await save.click();
+    const shown = status.filter({
+      hasText: new RegExp(`^${spent} of ${limit} credits? spent this month; resets 1 [A-Z][a-z]{2} \\d{4} \\(UTC\\)$`),
+    });
+    await shown.waitFor();
+    const shownText = await shown.textContent();
+    const set = await stored();
+    await screenshot('usage-account-limit');
+    const past = await submit('a lighthouse past the monthly limit');
+    const pastBody = await past.json();
+
+    // Act: a value the API refuses (above its largest limit), then one the page refuses itself.
+    await limitField.fill('1000000001');
+    await save.click();
+    const tooLarge = await fieldError('Monthly limit (credits)');
+    const invalid = await limitField.getAttribute('aria-invalid');
+    await limitField.fill('');
+    await save.click();
+    await page.getByText('Enter a whole number of credits (0 or more)').waitFor();
+    const statusAfterRefusals = await status.textContent();
+
+    // Act: removed, and the submit accepted again.
+    await page.getByRole('button', { name: 'Remove limit' }).click();
+    await status.filter({ hasText: /^No limit$/ }).waitFor();
+    const removed = await stored();
+    const again = await submit('a lighthouse with no monthly limit');
+
+    // Assert
+    expect(set).toEqual({
+      spendLimit: { credits: limit, period: 'month', spent, resetsAt: expect.stringMatching(/-01T00:00:00(\.000)?Z$/) },
+    });
+    expect(past.status).toBe(402);
+    expect(pastBody).toMatchObject({ error: 'Spend limit reached', scope: 'account', limit, period: 'month', spent });
+    expect(tooLarge).toBe('Spend limit credits must be a whole number from 0 to 1000000000');
+    expect(invalid).toBe('true');
+    expect(statusAfterRefusals).toBe(shownText);
+    expect(removed).toEqual({ spendLimit: null });
+    expect(await limitField.inputValue()).toBe('');
+    expect(await limitField.getAttribute('aria-invalid')).toBeNull();
+    expect(again.status).toBe(202);
   },
   STEP_TIMEOUT_MS,
 );

@@ -2,9 +2,20 @@
  * Usage: credits debited and refunded per UTC day as a bar chart (plain SVG drawn here: the CSP loads
  * nothing from elsewhere), and tables by key and by model, for a range of days (the last 30 unless the
  * address names one: `#/usage?from=2026-10-01&to=2026-10-31`). Every table downloads as CSV, made in
- * the browser from the figures shown.
+ * the browser from the figures shown. Below them, the account-wide monthly spend limit, set or removed
+ * (PUT /api/account/spend-limit), with what the account spent under it this month.
  */
-import { ApiError, getUsage, type Usage, type UsageGroupBy, type UsageRow } from '../api';
+import { accountLimitText, limitFromInput } from '../account-limit';
+import {
+  type AccountLimit,
+  ApiError,
+  getAccountLimit,
+  getUsage,
+  setAccountLimit,
+  type Usage,
+  type UsageGroupBy,
+  type UsageRow,
+} from '../api';
 import { dataTable, field, h, replace, svg, type TableRow, uid } from '../dom';
 import { credits } from '../format';
 import {
@@ -195,6 +206,72 @@ function tableSection(
   );
 }
 
+/**
+ * The account-wide monthly spend limit: what it stands at, a field to set it and a button to remove it
+ * (as the Credits page's low-balance alert). `load` reads the current limit into it.
+ */
+function accountLimitPanel(context: PageContext): { element: HTMLFormElement; load(): Promise<void> } {
+  const titleId = uid('account-limit');
+  const status = h('p', { 'data-testid': 'account-limit-status', role: 'status' }, 'Loading the limit…');
+  const limitCredits = field(
+    'Monthly limit (credits)',
+    h('input', { name: 'accountLimitCredits', type: 'number', min: 0, step: 1, inputmode: 'numeric' }),
+    'A submit that would pass it is refused (402) and nothing is debited; it counts spending from when the ' +
+      'limit is set, and refunds give their credits back.',
+  );
+  const show = (limit: AccountLimit | null) => {
+    limitCredits.control.value = limit === null ? '' : String(limit.credits);
+    status.textContent = accountLimitText(limit);
+  };
+  const save = async (credits: number | null) => {
+    limitCredits.setError(undefined);
+    try {
+      const stored = await setAccountLimit(credits);
+      if (context.alive()) show(stored.spendLimit);
+    } catch (error) {
+      if (!context.alive()) return;
+      const messages = error instanceof ApiError ? error.fieldErrors.spendLimit : undefined;
+      limitCredits.setError(messages ? messages.join(' ') : (error as Error).message);
+      limitCredits.control.focus();
+    }
+  };
+  const element = h(
+    'form',
+    {
+      class: 'card',
+      'aria-labelledby': titleId,
+      novalidate: true,
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        limitCredits.setError(undefined);
+        const parsed = limitFromInput(limitCredits.control.value);
+        if ('message' in parsed) {
+          limitCredits.setError(parsed.message);
+          limitCredits.control.focus();
+          return;
+        }
+        void save(parsed.value);
+      },
+    },
+    h('h2', { id: titleId }, 'Monthly spend limit for the whole account'),
+    status,
+    limitCredits.element,
+    h('button', { type: 'submit' }, 'Save limit'),
+    ' ',
+    h('button', { type: 'button', class: 'secondary', onclick: () => void save(null) }, 'Remove limit'),
+  );
+  const load = async () => {
+    try {
+      const { spendLimit } = await getAccountLimit();
+      if (context.alive()) show(spendLimit);
+    } catch (error) {
+      if (!context.alive() || (error instanceof ApiError && error.status === 401)) return;
+      status.textContent = `Could not load the limit: ${(error as Error).message}`;
+    }
+  };
+  return { element, load };
+}
+
 export async function renderUsage(main: HTMLElement, context: PageContext): Promise<void> {
   context.setTitle('Usage');
   const from = field('From', h('input', { type: 'date', name: 'from', value: context.params.get('from') ?? '' }));
@@ -313,6 +390,7 @@ export async function renderUsage(main: HTMLElement, context: PageContext): Prom
     h('button', { type: 'submit' }, 'Show'),
   );
   const custom = context.params.has('from') || context.params.has('to');
+  const limitPanel = accountLimitPanel(context);
   replace(
     main,
     h('h1', { tabindex: -1 }, 'Usage'),
@@ -326,6 +404,7 @@ export async function renderUsage(main: HTMLElement, context: PageContext): Prom
     ),
     failure,
     content,
+    limitPanel.element,
   );
-  await load();
+  await Promise.all([load(), limitPanel.load()]);
 }
