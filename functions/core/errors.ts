@@ -217,6 +217,10 @@ export class CsrfError extends DomainError {
 export class KeyNotFoundError extends DomainError {
   override readonly name: string = 'KeyNotFoundError';
   readonly status: number = 404;
+  /** Always the same words: a subclass's message may name the key, which a stranger must not learn. */
+  override body(): Record<string, unknown> {
+    return { error: 'Key not found' };
+  }
   constructor() {
     super('Key not found');
   }

@@ -292,9 +292,12 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     // Prepare: outcomes of every kind, submitted at once while both calls fail now and then.
     const user = await h.createUser(INITIAL_CREDITS);
     const outcomes = ['success', 'fail', 'reject', 'broken_result', 'success', 'fail'];
+    // One reset create: with MAX_SEND_ATTEMPTS 2, two resets may both meet the oldest task (it goes back
+    // to its place in the queue), which then rightly fails PROVIDER_UNAVAILABLE whatever its outcome was
+    // to be (tested on its own above); which task is oldest depends on the machine's timing.
     h.provider.setFaults({
       createFault: 'connection_reset',
-      createFaultTimes: 2,
+      createFaultTimes: 1,
       getFault: 'http_500',
       getFaultTimes: 3,
     });
