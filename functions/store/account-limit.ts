@@ -13,7 +13,13 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
 import { type AuditInput, auditPut } from './audit';
-import { isConditionalCheckFailed, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import {
+  cancellationReasons,
+  isConditionalCheckFailed,
+  lostCondition,
+  type RetryingStoreContext,
+  withRetry,
+} from './errors';
 import { accountKeys } from './keys';
 import { ACCOUNT_BUDGET, accountBudget, readSpent } from './spend';
 import { TABLE } from './table';
@@ -138,8 +144,7 @@ export async function setAccountSpendLimit(
         : ctx.doc.send(new PutCommand(put)));
     } catch (error) {
       // Another change won since the read: read again and apply this one after it.
-      const lost =
-        isConditionalCheckFailed(error) || (error as { name?: string }).name === 'TransactionCanceledException';
+      const lost = isConditionalCheckFailed(error) || cancellationReasons(error) !== undefined;
       if (lost && attempt < 5) continue;
       throw error;
     }
