@@ -26,6 +26,8 @@ module.exports = {
   // Real engines and child processes on a 2-core machine: a generous limit per test (files that need
   // more say so). Speed is measured in bench/, never asserted here.
   testTimeout: 60_000,
+  // Every run records each file's duration (test-results/durations.json); `npm run test:slowest` reads it.
+  reporters: ['default', '<rootDir>/test/support/durations-reporter.js'],
   projects: [
     project('unit'),
     project('integration', {
