@@ -55,12 +55,12 @@ test('env=dev selects the dev preset; an explicit key still wins over it; no env
   expect(() => configFrom({ env: 'staging' })).toThrow(/^env must be one of dev, prod/);
 });
 
-test('every configuration key is in the README table with its default', () => {
+test('every configuration key is in the table of docs/guides/deploy-aws.md with its default', () => {
   // Prepare
-  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+  const guide = readFileSync(join(__dirname, '..', '..', 'docs', 'guides', 'deploy-aws.md'), 'utf8');
 
   // Act
-  const rows = readme.split('\n').filter((line) => line.startsWith('| `'));
+  const rows = guide.split('\n').filter((line) => line.startsWith('| `'));
 
   // Assert
   for (const key of [...CONFIG_KEYS, 'env']) {

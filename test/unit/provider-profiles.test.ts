@@ -323,11 +323,11 @@ describe('providerProfileFromEnv', () => {
   });
 });
 
-describe('the README', () => {
+describe('docs/guides/provider.md', () => {
   test('its example profile entries are valid mappings', () => {
     // Prepare
-    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('**Writing a profile for another upstream.**'));
+    const guide = readFileSync(join(__dirname, '../../docs/guides/provider.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('**Writing a profile for another upstream.**'));
     const example = JSON.parse(section.slice(section.indexOf('```json') + 7, section.indexOf('```\n'))) as {
       models: Record<string, unknown>;
     };

@@ -11,11 +11,11 @@ import { priceImage, priceVideo } from '../../functions/core/pricing';
 import { imageBody, videoBody } from './core-fixtures';
 import { validateImageRequest, validateVideoRequest } from './mock-profile-rules';
 
-const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+const prices = readFileSync(join(__dirname, '..', '..', 'docs', 'api', 'prices.md'), 'utf8');
 
-/** The README's text between the price markers. */
+/** The text of docs/api/prices.md between the price markers. */
 function priceSection(): string {
-  const match = /<!-- prices:start -->\n([\s\S]*?)\n<!-- prices:end -->/.exec(readme);
+  const match = /<!-- prices:start -->\n([\s\S]*?)\n<!-- prices:end -->/.exec(prices);
   return match?.[1] ?? '';
 }
 
@@ -36,7 +36,7 @@ function tableRows(section: string, header: string): string[][] {
   return rows;
 }
 
-describe('README price table', () => {
+describe('the price table in docs/api/prices.md', () => {
   test('the section between the markers is exactly priceTableMarkdown()', () => {
     // Act
     const section = priceSection();
