@@ -1,5 +1,5 @@
 /**
- * Section 11: the dispatcher (README "Dispatching to the provider"), on the local stack as `npm start`
+ * Section 11: the dispatcher (docs/design/dispatching.md), on the local stack as `npm start`
  * runs it, with the mock provider's limits on (Kie's 20 creates per 10 s, refused with 429 beyond) and
  * the dispatcher told the same rate.
  *

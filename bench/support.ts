@@ -69,7 +69,7 @@ export function bytes(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-/** A goal line: `PASS`/`MISS` with the figure, so the README can quote it. */
+/** A goal line: `PASS`/`MISS` with the figure, so docs/development/performance.md can quote it. */
 export function goal(label: string, met: boolean, detail: string): void {
   out(`${met ? 'PASS' : 'MISS'} ${label}: ${detail}`);
   out();

@@ -14,7 +14,7 @@
  *
  * Packages whose platform binaries the registry lacks (so npm could record no integrity for them) are
  * pinned to releases whose every binary it has (`@biomejs/biome`, and `unrs-resolver` in `overrides`);
- * README "The lock file and integrity" says why and how to move those pins.
+ * docs/development/testing.md#the-lock-file-and-integrity says why and how to move those pins.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

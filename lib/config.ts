@@ -31,8 +31,8 @@ export interface ServiceConfig {
   /** `providerBaseUrl`: base URL of the upstream generation provider's HTTP API (https in AWS). */
   providerBaseUrl: string;
   /**
-   * `providerProfile`: how the upstream names the models and shapes their input (README "Connect a real
-   * provider"): a shipped profile (`kie`, `mock` for the local mock provider) or the path of a JSON
+   * `providerProfile`: how the upstream names the models and shapes their input (docs/guides/provider.md): a shipped
+   * profile (`kie`, `mock` for the local mock provider) or the path of a JSON
    * profile for another upstream (relative to the working directory). Validated here, so a bad profile
    * stops synth with a message naming the model and the field.
    */
@@ -59,7 +59,7 @@ export interface ServiceConfig {
   /**
    * `mediaSourceHosts`: comma-separated host names the provider's result URLs may point at
    * (`cdn.provider.example`, or `*.provider.example` for any subdomain). Empty (the default): any
-   * public host. Either way only https to public addresses is fetched (see README, Security notes).
+   * public host. Either way only https to public addresses is fetched (see docs/design/security.md).
    */
   mediaSourceHosts: string;
   /** `logRetentionDays`: retention of the Lambda and API access log groups (a CloudWatch value). */
@@ -86,7 +86,7 @@ export interface ServiceConfig {
   /**
    * `throttlingRateLimit`: stage-wide steady-state request rate (requests per second), for everybody
    * together (authenticated or not). Keep it well above what the busy accounts use together, or one
-   * flood pushes paying callers into 429s (README "Rate limits").
+   * flood pushes paying callers into 429s (docs/design/rate-limits.md).
    */
   throttlingRateLimit: number;
   /** `throttlingBurstLimit`: stage-wide burst capacity (requests). */
@@ -101,7 +101,7 @@ export interface ServiceConfig {
   maxActiveKeys: number;
   /**
    * `maxQueuedTasksPerAccount`: the most tasks one account may have queued for the provider; past it a
-   * submit answers 429 `Queue full` (README "Dispatching to the provider"). 1 to 10000: each submit counts
+   * submit answers 429 `Queue full` (docs/design/dispatching.md). 1 to 10000: each submit counts
    * the account's queue entries up to this many.
    */
   maxQueuedTasksPerAccount: number;
@@ -133,7 +133,7 @@ export interface ServiceConfig {
 
 /**
  * The defaults, for a key set neither with `-c`, nor in `cdk.json`, nor by the environment preset
- * (`env`). README "Configuration" lists every key with its default, per-environment value and limits.
+ * (`env`). docs/guides/configuration.md lists every key with its default, per-environment value and limits.
  */
 export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   stackName: 'GenerationService',

@@ -44,7 +44,7 @@ export class GenerationServiceStack extends Stack {
   readonly api: RestApi;
   /** Every Lambda of the registry (lib/routes.ts `LAMBDAS`), by name. */
   readonly functions: ReadonlyMap<string, GenerationFunction>;
-  /** The paced dispatcher's wake-up queues and event sources (README "Dispatching to the provider"). */
+  /** The paced dispatcher's wake-up queues and event sources (docs/design/dispatching.md). */
   readonly dispatch: ServiceDispatch;
   /** The default usage plan (absent in LocalStack mode). */
   readonly defaultUsagePlan?: UsagePlan;

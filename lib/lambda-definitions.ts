@@ -150,8 +150,8 @@ export interface StreamDefinition extends LambdaBase {
 }
 
 /**
- * A function that works through a queue kept in the table at an upstream's pace (the dispatcher, README
- * "Dispatching to the provider"). Deployed (lib/constructs/dispatch.ts) it is woken by the table's stream
+ * A function that works through a queue kept in the table at an upstream's pace (the dispatcher,
+ * docs/design/dispatching.md). Deployed (lib/constructs/dispatch.ts) it is woken by the table's stream
  * (records matching `filters`: something was queued) and by delayed messages on its own SQS wake-up
  * queue (capacity freed up); it never sleeps. Locally a loop calls it again after the wait it answers
  * (local/dispatch-loop.ts).

@@ -334,7 +334,7 @@ function operations(): Record<string, Json> {
   };
 }
 
-/** A route without a detailed operation: account and key management (documented in the README). */
+/** A route without a detailed operation: account and key management (documented in docs/design/accounts.md). */
 function genericOperation(method: string, path: string, sessionOnly: boolean): Json {
   return {
     summary: `${method} ${path}`,

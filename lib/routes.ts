@@ -443,7 +443,7 @@ export const DISPATCHER_FILTER = {
 } as const;
 
 /**
- * Sends queued tasks to the provider at its pace (README "Dispatching to the provider"): reads the
+ * Sends queued tasks to the provider at its pace (docs/design/dispatching.md): reads the
  * dispatch queue and the capacity item (DISPATCH#QUEUE, DISPATCH#CAPACITY), claims and records tasks and
  * refunds refused ones (USER#*). Deployed (lib/constructs/dispatch.ts) it is fed by the table's stream
  * (`DISPATCHER_FILTER`) and by its SQS wake-up queue; locally by local/dispatch-loop.ts. It never reads

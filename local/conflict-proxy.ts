@@ -14,7 +14,7 @@
  * - A `PutItem`, `UpdateItem` or `DeleteItem` on a held item is refused with
  *   `TransactionConflictException`.
  *
- * Not modelled (README "How money moves" says so too): plain writes do not hold items (a transaction
+ * Not modelled (docs/design/money.md says so too): plain writes do not hold items (a transaction
  * never conflicts with an in-flight `PutItem`); `BatchWriteItem` and `BatchGetItem` pass through;
  * reads never conflict (as in DynamoDB, where non-transactional reads are not blocked); throttling,
  * partition limits and the 10-minute idempotency window of `ClientRequestToken`.

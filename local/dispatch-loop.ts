@@ -1,5 +1,5 @@
 /**
- * The local stand-in for the dispatcher's event sources (README "Dispatching to the provider"): it calls
+ * The local stand-in for the dispatcher's event sources (docs/design/dispatching.md): it calls
  * the same handler in a loop on DynamoDB Local. Where deployed a stream record (a task was queued) or a
  * delayed SQS message (capacity freed up) wakes the function, this loop looks at the queue again after
  * `idleMs` when it was empty, or after the `waitMs` the handler answered when capacity was spent.

@@ -1,5 +1,5 @@
 /**
- * The local stack's settings (DESIGN.md's table), read from the environment. The operator CLI reads
+ * The local stack's settings (the table in docs/guides/local-stack.md), read from the environment. The operator CLI reads
  * the same ones so that it talks to the stack `npm start` runs.
  */
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';

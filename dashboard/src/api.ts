@@ -218,7 +218,7 @@ export const setAccountLimit = (credits: number | null) =>
 export const listModels = () => request<{ models: Model[] }>('GET', '/api/ai/models');
 export const submitTask = (type: 'image' | 'video', body: Record<string, unknown>) =>
   request<{ taskId: string; status: number; creditsUsed: number }>('POST', `/api/ai/${type}/generate`, body);
-/** `POST /api/ai/uploads`: a presigned POST for one reference image (README "Uploads"). */
+/** `POST /api/ai/uploads`: a presigned POST for one reference image (docs/api/uploads.md). */
 export const createUpload = (body: { contentType: string; size: number }) =>
   request<{
     uploadId: string;

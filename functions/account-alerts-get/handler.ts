@@ -1,6 +1,6 @@
 /**
  * GET /api/account/alerts: the signed-in account's alert settings, `{ lowBalanceThreshold, lowBalanceSent }`
- * (README "Webhooks", account events). Session only.
+ * (docs/api/webhooks.md, account events). Session only.
  */
 import { apiHandler } from '../http/api-handler';
 import { showAccountAlerts } from '../lifecycle/account-alerts';

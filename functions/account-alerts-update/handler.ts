@@ -1,7 +1,7 @@
 /**
  * PUT /api/account/alerts `{ lowBalanceThreshold: number | null }`: sets (whole credits, 0 or more) or
  * removes (null) the balance below which the account's default webhook endpoint gets `credits.low`, once
- * per crossing (README "Webhooks", account events). Session only, with CSRF like every session write.
+ * per crossing (docs/api/webhooks.md, account events). Session only, with CSRF like every session write.
  */
 import { parseAccountAlerts } from '../core/account-events';
 import { apiHandler } from '../http/api-handler';

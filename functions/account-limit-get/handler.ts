@@ -1,6 +1,6 @@
 /**
  * GET /api/account/spend-limit: the signed-in account's monthly spend limit, `{ spendLimit: { credits,
- * period: "month", spent, resetsAt } | null }` (README "Spend limits"). Session only.
+ * period: "month", spent, resetsAt } | null }` (docs/api/spend-limits-and-usage.md#spend-limits). Session only.
  */
 import { apiHandler } from '../http/api-handler';
 import { getAccountSpendLimit } from '../store/account-limit';

@@ -1,6 +1,7 @@
 /**
  * PUT /api/account/spend-limit `{ spendLimit: { credits, period: "month" } | null }`: sets or removes
- * the account-wide monthly spend limit (README "Spend limits"). Exact from the next accept on, whatever
+ * the account-wide monthly spend limit (docs/api/spend-limits-and-usage.md#spend-limits). Exact from the next accept
+ * on, whatever
  * a submit function knew (store/account-limit.ts). Session only, with CSRF like every session write;
  * audited.
  */

@@ -1,5 +1,5 @@
 /**
- * Account events (README "Webhooks"): signed webhook events that are about the account, not a task.
+ * Account events (docs/api/webhooks.md): signed webhook events that are about the account, not a task.
  * A key's spending reaching 80% (`key.spend_limit.warning`) and 100% (`key.spend_limit.reached`) of its
  * limit in the current period, and the balance falling below the account's threshold (`credits.low`).
  * Each is sent once: per key budget, period and threshold, or per crossing of the balance threshold

@@ -1,13 +1,13 @@
 /**
  * The model catalog: every rule the service knows about each of the 20 models (modes, caps, aspect
  * ratios, durations, resolution tiers, prices). Validation, pricing, the provider input builder and the
- * README price table all read this one module, so they cannot disagree. How an upstream names the
+ * price table of docs/api/prices.md all read this one module, so they cannot disagree. How an upstream names the
  * models and shapes their input is not here but in the provider profile (`profiles/`).
  *
  * Spec figures (image prices, prompt and reference caps, image-model-1's aspect ratios, family A's 5/10 s,
  * family D's fixed 8 s and 3 images) are copied from the API spec. Everything the spec leaves open
  * (video prices, other aspect-ratio lists, other durations, video resolutions) is a decision recorded here
- * and shown in the README's price table.
+ * and shown in the price table of docs/api/prices.md.
  */
 
 /** Image resolution tiers, lowest first. */
@@ -401,8 +401,8 @@ export function videoPrice(model: VideoModel, duration: number, resolution: Vide
 const DASH = '—';
 
 /**
- * The README's price section (between `<!-- prices:start -->` and `<!-- prices:end -->`), rendered from this
- * catalog; a unit test keeps the README equal to it. No leading or trailing newline.
+ * The price section of docs/api/prices.md (between `<!-- prices:start -->` and `<!-- prices:end -->`), rendered from this
+ * catalog; a unit test keeps that page equal to it. No leading or trailing newline.
  */
 export function priceTableMarkdown(): string {
   const lines: string[] = [

@@ -94,8 +94,8 @@ export class IdempotencyConflictError extends DomainError {
 }
 
 /**
- * 429: the account already has `limit` tasks queued for the provider (README "Dispatching to the
- * provider"); nothing was debited. `Retry-After` says when to try again (`retryAfterSeconds`).
+ * 429: the account already has `limit` tasks queued for the provider (docs/design/dispatching.md); nothing was
+ * debited. `Retry-After` says when to try again (`retryAfterSeconds`).
  */
 export class QueueFullError extends DomainError {
   override readonly name: string = 'QueueFullError';
@@ -234,7 +234,8 @@ export class KeyStateError extends DomainError {
 
 /**
  * 402: the caller's API key (`scope: key`) or the account (`scope: account`, monthly) has spent its
- * budget for the period (README "Spend limits"); nothing was debited. `resetsAt` is when the next
+ * budget for the period (docs/api/spend-limits-and-usage.md#spend-limits); nothing was debited. `resetsAt` is when
+ * the next
  * period starts (ISO 8601, UTC), null for a `total` budget.
  */
 export class SpendLimitError extends DomainError {

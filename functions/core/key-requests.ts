@@ -92,7 +92,7 @@ export function parseUpdateKey(body: unknown): { spendLimit: SpendLimitInput | n
   return { spendLimit };
 }
 
-/** `{ spendLimit: { credits, period: "month" } | null }`: the account-wide monthly limit (README "Spend limits"). */
+/** `{ spendLimit: { credits, period: "month" } | null }`: the account-wide monthly limit (docs/api/spend-limits-and-usage.md). */
 export function parseAccountLimit(body: unknown): { credits: number | null } {
   const input = asObject(body);
   const fieldErrors: Record<string, string[]> = {};

@@ -1,5 +1,5 @@
 /**
- * The bound on an account's queued tasks (README "Dispatching to the provider"): past it a submit
+ * The bound on an account's queued tasks (docs/design/dispatching.md): past it a submit
  * answers 429 `Queue full` and debits nothing. Set per deployment (`-c maxQueuedTasksPerAccount=N`) and
  * locally (`MAX_QUEUED_TASKS_PER_ACCOUNT=N`); the submit functions read `MAX_QUEUED_TASKS_PER_ACCOUNT`.
  */

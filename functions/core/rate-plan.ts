@@ -23,7 +23,7 @@ export interface RatePlan {
 /**
  * The default plan. A client may poll each pending task every 2 s (the documented promise): 100 tasks in
  * flight are 50 requests/s, which leaves 50/s for submits and listings; the burst lets a batch of 200
- * submits through at once (one account accepts about 126/s, README "Performance"). No daily quota.
+ * submits through at once (one account accepts about 126/s, docs/development/performance.md). No daily quota.
  */
 export const DEFAULT_RATE_PLAN: Readonly<RatePlan> = { ratePerSecond: 100, burst: 200 };
 

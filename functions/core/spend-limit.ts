@@ -1,5 +1,6 @@
 /**
- * Spend limits per API key (README "Spend limits"): a budget of credits per UTC day, UTC month, or in
+ * Spend limits per API key (docs/api/spend-limits-and-usage.md#spend-limits): a budget of credits per UTC day, UTC
+ * month, or in
  * total, and the calendar arithmetic of its periods. Pure: the store (store/spend.ts) and the front
  * doors (key routes, CLI) share it.
  */

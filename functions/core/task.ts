@@ -122,7 +122,7 @@ export interface TaskRecord {
   sendRequeues?: number;
   /**
    * Claimed for sending while a cap on tasks in flight was configured: the task holds (or held) an entry
-   * in the capacity item's `running` map, which its finish removes (README "Dispatching to the provider").
+   * in the capacity item's `running` map, which its finish removes (docs/design/dispatching.md).
    */
   inFlightSlot?: boolean;
   /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */

@@ -1,5 +1,6 @@
 /**
- * Usage: what an account spent, by day, API key or model (README "Usage", `GET /api/ai/usage`).
+ * Usage: what an account spent, by day, API key or model (docs/api/spend-limits-and-usage.md#usage, `GET
+ * /api/ai/usage`).
  *
  * The figures come from counters, never from reading the ledger or the tasks back: every transaction
  * that moves credits (accept, refund) or ends a task (complete) also adds to a usage counter item of

@@ -73,7 +73,7 @@ export function webhookEventOf(status: TaskStatus): TaskEventType | undefined {
  * the upstream, cost nothing (refunded), and sends no webhook: otherwise every refused submission would
  * buy up to eight signed requests, carrying its prompt, to any https host for free. Its caller learns
  * the refusal by polling (`status: 2`, `errorCode: PROVIDER_REJECTED`). Since the dispatcher, that send
- * comes after the 202 answer (README "Dispatching to the provider"); a task accepted before it (no
+ * comes after the 202 answer (docs/design/dispatching.md); a task accepted before it (no
  * `stage`) was sent inside its submission, and counts as refused at once when it was never claimed again.
  */
 export function refusedAtFirstSend(

@@ -1,5 +1,5 @@
 /**
- * The dispatcher (README "Dispatching to the provider"): sends queued tasks to the provider within its
+ * The dispatcher (docs/design/dispatching.md): sends queued tasks to the provider within its
  * declared capacity, accounts taking turns. Deployed it is woken by the table's stream (a task was
  * queued: the event source mapping passes only inserts of queue entries) and by delayed messages on
  * its SQS wake-up queue (capacity freed up); it never sleeps. When it must wait, one conditional write

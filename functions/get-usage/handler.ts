@@ -1,6 +1,7 @@
 /**
  * GET /api/ai/usage?from=&to=&groupBy=day|key|model: the caller's account's credits debited, refunded
- * and net, and its tasks by status, by day, API key or model (README "Usage"). Read from counters the
+ * and net, and its tasks by status, by day, API key or model (docs/api/spend-limits-and-usage.md#usage). Read from
+ * counters the
  * money transactions keep, never by reading the ledger back: a month costs the same for any number of tasks.
  */
 import { apiHandler } from '../http/api-handler';

@@ -1,6 +1,6 @@
 /**
  * The one place the API answers an error: a DomainError with the status, body and headers its class
- * names (core/errors.ts, DESIGN.md's table). Anything that is not a DomainError is unexpected: the caller gets 500 with the request id, the log
+ * names (core/errors.ts, docs/api/errors.md). Anything that is not a DomainError is unexpected: the caller gets 500 with the request id, the log
  * gets the cause, and no stack trace or internal message leaves the service.
  */
 import type { MiddlewareObj } from '@middy/core';

@@ -1,6 +1,7 @@
 /**
  * PATCH /api/keys/{keyId} `{ spendLimit: { credits, period } | null }`: sets or removes the spend limit
- * of one of the signed-in user's keys (README "Spend limits"). The change holds from the next accept on:
+ * of one of the signed-in user's keys (docs/api/spend-limits-and-usage.md#spend-limits). The change holds from the
+ * next accept on:
  * an accept that read the old limit cannot commit (store/spend.ts). Session only (with CSRF); audited.
  */
 import { isKeyIdFormat } from '../core/api-key';

@@ -1,5 +1,5 @@
 /**
- * The account's alert settings (README "Webhooks", account events): its low-balance threshold, below
+ * The account's alert settings (docs/api/webhooks.md, account events): its low-balance threshold, below
  * which `credits.low` is sent once per crossing. The session route (`/api/account/alerts`) and the
  * operator CLI (`alerts ...`) share these.
  */

@@ -1,5 +1,5 @@
 /**
- * Account events, detected off the request path (README "Webhooks"): `key.spend_limit.warning` and
+ * Account events, detected off the request path (docs/api/webhooks.md): `key.spend_limit.warning` and
  * `key.spend_limit.reached` when a key's spending in the current period reaches 80% and 100% of its
  * limit, `credits.low` when the balance falls below the account's threshold.
  *

@@ -1,5 +1,5 @@
 /**
- * Cancelling a task that still waits in the queue (README "Dispatching to the provider"): it fails with
+ * Cancelling a task that still waits in the queue (docs/design/dispatching.md): it fails with
  * `CANCELLED` and is refunded in one transaction, on condition that it is still queued, the condition a
  * dispatcher's claim needs too, so exactly one of the cancel and the send wins. Then its queue entry
  * goes (a dispatcher that meets it first removes it as well: the claim fails on the ended task).

@@ -1,6 +1,6 @@
 /**
  * The dispatcher: sends queued tasks to the provider within its declared capacity, accounts taking
- * turns (README "Dispatching to the provider"). The same code runs deployed (functions/dispatcher,
+ * turns (docs/design/dispatching.md). The same code runs deployed (functions/dispatcher,
  * woken by the table's stream and by delayed SQS messages) and locally (local/dispatch-loop.ts).
  *
  * A step never waits: when the upstream's window is full or it asked us to back off, the step says how

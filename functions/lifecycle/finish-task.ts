@@ -25,7 +25,7 @@ export type FinishingContext = Pick<ProviderLifecycle, 'store' | 'now'> & Partia
  * A task sent under a cap on tasks in flight leaves the dispatcher's count (`running`) once it ended:
  * the one place every finish (completed, failed, timed out) goes through. Idempotent; only with a cap
  * configured (without one no finish touches the capacity item). A removal lost to a crash or an error
- * is healed by the dispatcher when it finds the cap reached (README "Dispatching to the provider").
+ * is healed by the dispatcher when it finds the cap reached (docs/design/dispatching.md).
  */
 async function leaveUpstream(lc: FinishingContext, tasks: TaskRecord[], log: Logger): Promise<void> {
   if (lc.config?.maxInFlight === undefined || !tasks.some((task) => task.inFlightSlot)) return;

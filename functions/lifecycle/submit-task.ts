@@ -1,7 +1,6 @@
 /**
  * Submission: price, debit and record the task atomically, queued for the dispatcher. Nothing here
- * talks to the provider: a slow or failing upstream never slows a submit (README "Dispatching to the
- * provider").
+ * talks to the provider: a slow or failing upstream never slows a submit (docs/design/dispatching.md).
  */
 import { randomUUID } from 'node:crypto';
 import { QueueFullError } from '../core/errors';

@@ -1,5 +1,6 @@
 /**
- * The usage report of an account (README "Usage"): one implementation behind two front doors, the API
+ * The usage report of an account (docs/api/spend-limits-and-usage.md#usage): one implementation behind two front
+ * doors, the API
  * (`GET /api/ai/usage`, functions/get-usage) and the operator CLI (`usage`).
  */
 import { ValidationError } from '../core/errors';

@@ -141,7 +141,7 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
 
     async urlFor(key: string, notAfter?: Date): Promise<string> {
       // The response overrides repeat the stored metadata, so objects stored before it was set are
-      // served the same way. S3 has no override for X-Content-Type-Options (see README, Security notes).
+      // served the same way. S3 has no override for X-Content-Type-Options (see docs/design/security.md).
       const url = objectUrl(key);
       url.searchParams.set('response-content-disposition', 'attachment');
       url.searchParams.set(

@@ -1,5 +1,6 @@
 /**
- * The account-wide monthly spend limit (README "Spend limits"): set and read here, off the request
+ * The account-wide monthly spend limit (docs/api/spend-limits-and-usage.md#spend-limits): set and read here, off the
+ * request
  * path; enforced by the accept (store/tasks.ts) through what it learns from the balance shards.
  *
  * The limit lives in two places. `USER#<id>` / `SPENDLIMIT` holds it as set, with a version that grows

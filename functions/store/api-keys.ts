@@ -43,7 +43,7 @@ export interface ApiKeyRecord {
   rotatedFrom?: string;
   /** Epoch seconds of the last request made with the key (recorded at most once a minute). */
   lastUsedAt?: number;
-  /** The key's budget (README "Spend limits"); absent: no limit. */
+  /** The key's budget (docs/api/spend-limits-and-usage.md#spend-limits); absent: no limit. */
   spendLimit?: KeySpendLimit;
   /** Grows with every change of `spendLimit` (store/spend.ts); absent: never changed. */
   spendLimitVersion?: number;
@@ -67,7 +67,7 @@ export interface PutApiKeyInput {
   allowedCidrs?: readonly string[];
   /** Epoch seconds, in the future; omit for a key that never expires. */
   expiresAt?: number;
-  /** A budget for the key (README "Spend limits"); omit for none. */
+  /** A budget for the key (docs/api/spend-limits-and-usage.md#spend-limits); omit for none. */
   spendLimit?: SpendLimitInput;
   now?: Date;
   /** Recorded in the same transaction as the key (actions by customers and operators alike). */

@@ -1,5 +1,5 @@
 /**
- * The dispatcher's items (README "Dispatching to the provider"): the queue entries of queued tasks
+ * The dispatcher's items (docs/design/dispatching.md): the queue entries of queued tasks
  * (written by the accept transaction, `keys.queueEntry`), the capacity item (the times of the last sends,
  * the backoff, the round-robin cursor), and the conditional moves of a task's `stage`.
  *
@@ -43,8 +43,8 @@ export interface CapacityState {
    */
   answered: Record<number, number>;
   /**
-   * The service's tasks at the upstream, where a cap on tasks in flight is configured (README
-   * "Dispatching to the provider"): by task id, or by `slot<n>` for a slot taken whose task is not yet
+   * The service's tasks at the upstream, where a cap on tasks in flight is configured
+   * (docs/design/dispatching.md): by task id, or by `slot<n>` for a slot taken whose task is not yet
    * claimed. Undefined when the item has no such map (no cap was ever configured).
    */
   running?: Record<string, RunningEntry>;
@@ -365,7 +365,7 @@ export function maxQueuedTasksFromEnv(env?: Env): number {
  * It reads and writes nothing the accept transaction holds: no per-account counter, so a burst of
  * submits from one account never conflicts over it. The price is a soft bound: submits counting at the
  * same moment all see the same count, so the account can pass the bound by at most the number of its
- * submits accepted at that moment (README "Dispatching to the provider").
+ * submits accepted at that moment (docs/design/dispatching.md).
  */
 export async function countQueued(
   ctx: RetryingStoreContext,

@@ -1,6 +1,6 @@
 /**
  * Key builders: the only place that knows how items are addressed. Every store module builds its keys
- * here, so the layout in DESIGN.md is written down once.
+ * here, so the layout in docs/design/data-model.md is written down once.
  */
 import { TABLE } from './table';
 

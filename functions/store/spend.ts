@@ -1,5 +1,5 @@
 /**
- * Spend limits per API key, enforced inside the accept transaction (README "Spend limits").
+ * Spend limits per API key, enforced inside the accept transaction (docs/api/spend-limits-and-usage.md#spend-limits).
  *
  * An accept with a key that has a limit adds ONE item to its transaction: the key's counter for the
  * current period (`USER#<id>` / `KEYSPEND#<budgetKeyId>#<period>`), `ADD spent :cost` under the
@@ -126,7 +126,8 @@ export async function readSpent(
 }
 
 /**
- * The account's monthly spend limit as an accept sees it (README "Spend limits", account-wide): the
+ * The account's monthly spend limit as an accept sees it (docs/api/spend-limits-and-usage.md#spend-limits,
+ * account-wide): the
  * version stamped on the balance shards (0: never set) and the credits (undefined: no limit).
  */
 export interface AccountLimitView {

@@ -37,7 +37,7 @@ export const TABLE = {
   webhookDueShards: 4,
   /**
    * Balance items per account (`ACCOUNT`, `ACCOUNT#1..31`): an accept writes one of them, so this many
-   * accepts of one account can commit at once (README "How money moves"). Revocations write a marker
+   * accepts of one account can commit at once (docs/design/money.md). Revocations write a marker
    * into every shard, so changing it needs every account's new shards to carry the markers first.
    */
   balanceShards: 32,

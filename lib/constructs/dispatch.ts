@@ -1,6 +1,6 @@
 /**
  * The triggers of the registry's paced functions (lib/routes.ts, `trigger: 'paced'`: the dispatcher,
- * README "Dispatching to the provider"): each is fed by the table's stream (its filters: a task was
+ * docs/design/dispatching.md): each is fed by the table's stream (its filters: a task was
  * queued) and by its own SQS queue of delayed wake-up messages (the upstream's capacity freed up).
  * Pacing is a DynamoDB item written with conditions plus SQS's delivery delay: no function sleeps or
  * keeps a timer. The functions themselves, their table and provider grants, are built by

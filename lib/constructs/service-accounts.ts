@@ -101,7 +101,7 @@ export class ServiceAccounts extends Construct {
     acknowledge(
       originVerify,
       'AwsSolutions-SMG4',
-      'Shared only between the distribution (origin custom header) and the authorizer; a rotation takes a cdk deploy so that CloudFront sends the new value (README "Accounts and sign-in")',
+      'Shared only between the distribution (origin custom header) and the authorizer; a rotation takes a cdk deploy so that CloudFront sends the new value (docs/design/accounts.md)',
     );
     this.distribution = this.createDistribution(config, props, originVerify);
     this.origin = `https://${this.distribution.distributionDomainName}`;
@@ -260,7 +260,7 @@ export class ServiceAccounts extends Construct {
     acknowledge(
       distribution,
       'AwsSolutions-CFR4',
-      'No custom domain is configured, so the distribution uses the default *.cloudfront.net certificate, whose policy CloudFront fixes; with a custom domain, use TLSv1.2_2021 (README)',
+      'No custom domain is configured, so the distribution uses the default *.cloudfront.net certificate, whose policy CloudFront fixes; with a custom domain, use TLSv1.2_2021 (docs/guides/deploy-aws.md)',
     );
     return distribution;
   }

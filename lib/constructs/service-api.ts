@@ -121,7 +121,7 @@ export class ServiceApi extends Construct {
     acknowledge(
       this.api,
       'AwsSolutions-APIG2',
-      'Every handler validates its input with valibot and answers the DESIGN.md 400 body; an API Gateway validator would duplicate the schema with a different error format',
+      'Every handler validates its input with valibot and answers the 400 body of docs/api/errors.md; an API Gateway validator would duplicate the schema with a different error format',
     );
     if (!this.webAcl) {
       acknowledge(
@@ -285,7 +285,7 @@ export class ServiceApi extends Construct {
           // CreateApiKey. Creating a key grants nothing by itself: only a plan's keys pass the gateway.
           new PolicyStatement({ actions: ['apigateway:POST'], resources: [apiGateway('/apikeys')] }),
           // GetApiKeys by name (when a retried enrollment finds the key made already) and GetUsagePlans
-          // by name (the default plan's id): lists, which IAM cannot narrow (see README "Security notes").
+          // by name (the default plan's id): lists, which IAM cannot narrow (see docs/design/security.md).
           new PolicyStatement({
             actions: ['apigateway:GET'],
             resources: [apiGateway('/apikeys'), apiGateway('/usageplans')],
@@ -333,7 +333,7 @@ export class ServiceApi extends Construct {
    * A regional web ACL on the stage, evaluated before API Gateway counts a request against the stage
    * limit: addresses on Amazon's IP reputation list are blocked, and one address sending more than
    * `wafRequestsPerIpPerMinute` gets 429s from the web ACL. So a flood, authenticated or not, must come
-   * from many addresses to reach the stage limit that paying callers share (README "Rate limits").
+   * from many addresses to reach the stage limit that paying callers share (docs/design/rate-limits.md).
    */
   private createWebAcl(config: ServiceConfig): CfnWebACL {
     const visibility = (metricName: string) => ({

@@ -443,7 +443,7 @@ test(
 
 /**
  * Holds every dispatcher back while `fn` runs: the backoff all of them honour (the capacity item's
- * `backoffUntil`, README "Dispatching to the provider"), kept 15 s ahead every second, so a task
+ * `backoffUntil`, docs/design/dispatching.md), kept 15 s ahead every second, so a task
  * submitted meanwhile stays queued however slow the machine is; afterwards sends resume within 15 s.
  */
 async function withDispatcherHeld<T>(fn: () => Promise<T>): Promise<T> {

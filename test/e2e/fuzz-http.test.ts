@@ -1,7 +1,7 @@
 /**
  * Fuzzing the HTTP surface (fast-check), black box: generated bodies, headers, paths and methods on
  * the three routes and on unknown ones. Properties: never a 5xx, never a hung request, every error body
- * is JSON with a string `error` and the documented shape for its status (DESIGN.md's HTTP table), and
+ * is JSON with a string `error` and the documented shape for its status (docs/api/errors.md), and
  * no credit moves on a rejected request (the dedicated fuzz user's balance, read from a 402, equals its
  * start balance minus what the accepted and not refunded tasks cost).
  *

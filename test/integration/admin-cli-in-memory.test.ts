@@ -1,5 +1,5 @@
 /**
- * Every operator CLI command the README shows, against an in-memory start (`DATA_DIR=:memory: npm
+ * Every operator CLI command docs/guides/local-stack.md#the-operator-cli shows, against an in-memory start (`DATA_DIR=:memory: npm
  * start`), found the way a user finds it: by the API port, with DATA_DIR unset or set to `:memory:`,
  * and none of the start's other settings (its default key plan is reported as the stack applies it).
  * `webhooks secret` must seal with the running stack's own key: a real receiver verifies the signed

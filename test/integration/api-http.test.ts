@@ -1,5 +1,5 @@
 /**
- * Every row of DESIGN.md's HTTP table, through the real API handlers (API Gateway REST proxy events)
+ * Every row of the error tables in docs/api/errors.md, through the real API handlers (API Gateway REST proxy events)
  * on DynamoDB Local and the mock provider over HTTP. After every request that could move money, the
  * ledger invariant and the exact balance are checked.
  */

@@ -37,7 +37,7 @@ describe('one account through the submit handler, conflicts modelled (10 ms hold
 
   it('accepts every one of 32 submits in flight on one account, a 503 retried as the README says, money exact', async () => {
     // Prepare: each submit carries an Idempotency-Key; a 503 ("busy": the store's retries lost every
-    // shard, which a loaded machine makes likelier) is sent again with the same key, as the README tells
+    // shard, which a loaded machine makes likelier) is sent again with the same key, as docs/api/errors.md tells
     // callers to. How many 503s there are depends on timing, so only what each must hold is asserted.
     const user = await h.createUser(1000);
     const busyAnswers: ApiAnswer[] = [];

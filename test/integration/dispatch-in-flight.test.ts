@@ -1,5 +1,5 @@
 /**
- * The cap on tasks in flight (README "Dispatching to the provider") on real parts: DynamoDB Local, the
+ * The cap on tasks in flight (docs/design/dispatching.md) on real parts: DynamoDB Local, the
  * submit and GET handlers, the dispatcher loop, the media worker on the stream, and the mock provider
  * over HTTP refusing creates beyond `MOCK_PROVIDER_MAX_IN_FLIGHT`. The service is told the same cap
  * (`PROVIDER_MAX_IN_FLIGHT`), so the mock never refuses: what is asserted is the mock's own count of

@@ -1,5 +1,5 @@
 /**
- * The queue bound and queue hygiene (README "Dispatching to the provider", issue 26) on real parts:
+ * The queue bound and queue hygiene (docs/design/dispatching.md) on real parts:
  * DynamoDB Local, the submit, GET and sweeper handlers' own wiring, the mock provider. The dispatcher
  * loop is off: a test sends queued tasks itself (`dispatchNext`), so what is asserted is a state, never
  * a duration.

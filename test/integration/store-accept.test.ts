@@ -161,7 +161,7 @@ describe('accounts and accepting tasks on DynamoDB Local', () => {
   it('60 parallel accepts of cost 3 on a balance of 30 accept exactly 10', async () => {
     // Prepare: 30 credits spread over 32 shards, so every accept needs a spread debit over the same
     // few shards. 60 racers (not 200): with 200, a loaded CI machine was seen to turn the collisions
-    // into a storm lasting minutes (the thin-balance limit the README names); 60 still race 6 to 1.
+    // into a storm lasting minutes (the thin-balance limit docs/design/security.md names); 60 still race 6 to 1.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 30 });
     const tasks = Array.from({ length: 60 }, () => newTask(userId, 3));

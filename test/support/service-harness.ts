@@ -555,7 +555,7 @@ export async function storedWhenEnded(
 
 /**
  * The stored task once the dispatcher has sent it to the provider (it has a provider id) or it has
- * ended, read every 100 ms: submits only queue tasks (README "Dispatching to the provider").
+ * ended, read every 100 ms: submits only queue tasks (docs/design/dispatching.md).
  */
 export async function storedWhenSent(h: ServiceHarness, userId: string, taskId: string, maxReads = 100) {
   let stored = await getStoredTask(h.store, userId, taskId);

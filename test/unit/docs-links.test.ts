@@ -32,7 +32,7 @@ function filesUnder(folder: string, keep: (name: string) => boolean): string[] {
 
 const markdownFiles = [join(ROOT, 'README.md'), ...filesUnder(join(ROOT, 'docs'), (name) => name.endsWith('.md'))];
 const codeFiles = CODE_FOLDERS.flatMap((folder) =>
-  filesUnder(join(ROOT, folder), (name) => CODE_EXTENSIONS.some((ext) => name.endsWith(ext)) && !name.endsWith('.d.ts')),
+  filesUnder(join(ROOT, folder), (name) => CODE_EXTENSIONS.some((ext) => name.endsWith(ext))),
 ).filter((path) => !GENERATED.has(relative(ROOT, path)));
 
 /** Markdown text without fenced code blocks, and inline code spans without their links (not links there). */
@@ -85,7 +85,8 @@ const isExternal = (target: string) => /^[a-z][a-z0-9+.-]*:/i.test(target);
 function problemOf(from: string, target: string): string | undefined {
   const [path = '', anchor] = target.split('#', 2);
   const file = path === '' ? from : resolve(dirname(from), decodeURIComponent(path));
-  if (!existsSync(file)) return GENERATED_PAGES.has(relative(ROOT, file)) ? undefined : `no file ${relative(ROOT, file)}`;
+  if (!existsSync(file))
+    return GENERATED_PAGES.has(relative(ROOT, file)) ? undefined : `no file ${relative(ROOT, file)}`;
   if (anchor === undefined || anchor === '') return undefined;
   if (!file.endsWith('.md')) return `an anchor on ${relative(ROOT, file)}, which is not markdown`;
   if (!anchorsOf(readFileSync(file, 'utf8')).has(anchor)) return `no heading #${anchor} in ${relative(ROOT, file)}`;

@@ -1,5 +1,5 @@
 /**
- * The layering of functions/ (README, Layout) is enforced by Biome (biome.json: `noImportCycles`, and
+ * The layering of functions/ (docs/design/architecture.md) is enforced by Biome (biome.json: `noImportCycles`, and
  * `noRestrictedImports` per layer). These tests run the project's own Biome with the project's own
  * configuration on tiny fixture trees, so a configuration edit that quietly stops the rules from biting
  * fails here. The fixtures live in a temporary directory: inside the repository they would fail

@@ -1,5 +1,5 @@
 /**
- * The cap on tasks in flight as a setting (README "Dispatching to the provider"): `PROVIDER_MAX_IN_FLIGHT`
+ * The cap on tasks in flight as a setting (docs/design/dispatching.md): `PROVIDER_MAX_IN_FLIGHT`
  * in the environment contract, as the dispatcher and the finishing functions read it, and as `npm start`
  * checks it; the profile's `capacity.maxInFlight` (the CDK context is checked at synth, test/infra).
  */

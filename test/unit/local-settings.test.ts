@@ -1,7 +1,6 @@
 /**
  * The local stack's settings (local/settings.ts) check what the handlers would refuse at start, naming
- * the variable: here the queue bound (`MAX_QUEUED_TASKS_PER_ACCOUNT`, README "Dispatching to the
- * provider").
+ * the variable: here the queue bound (`MAX_QUEUED_TASKS_PER_ACCOUNT`, docs/design/dispatching.md).
  */
 import { localSettingsFromEnv } from '../../local/settings';
 

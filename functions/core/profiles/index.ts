@@ -1,7 +1,7 @@
 /**
  * The shipped provider profiles, by name (`providerProfile` in cdk.json, `PROVIDER_PROFILE` locally).
- * Another upstream's profile is a JSON file of the same shape, named by its path instead (README
- * "Connect a real provider").
+ * Another upstream's profile is a JSON file of the same shape, named by its path instead
+ * (docs/guides/provider.md).
  */
 
 import { KIE_PROFILE } from './kie';

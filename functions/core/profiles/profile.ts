@@ -94,7 +94,7 @@ export interface ProviderProfile {
   /** Every model id of the catalog, and nothing else. */
   readonly models: Readonly<Record<string, ModelMapping>>;
   /**
-   * The upstream's declared capacity (README "Dispatching to the provider"): `createRateLimit` as
+   * The upstream's declared capacity (docs/design/dispatching.md): `createRateLimit` as
    * `<requests>/<seconds>` (Kie.ai: `20/10`), `maxInFlight` where it caps tasks running at once.
    * Absent: none declared. A deployment overrides it (`providerCreateRateLimit`, `providerMaxInFlight`).
    */
