@@ -23,7 +23,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * - `default`: the stack never sets it, the code's default applies; the local stack and tests tune it;
  * - `local`: only the local stack and the tests; the stack must never set it;
  * - `lambda`: the Lambda runtime (or LocalStack's), never the stack;
- * - `build`: fixed in the bundle by esbuild's `define` (lib/generation-function.ts); read at run time
+ * - `build`: fixed in the bundle by esbuild's `define` (lib/bundle-options.ts); read at run time
  *   elsewhere. Its read sites spell `process.env.<NAME>` literally, the one form `define` replaces (a
  *   function call here would keep the code the define is meant to drop: esbuild does not inline calls).
  */
