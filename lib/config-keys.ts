@@ -90,7 +90,7 @@ export const CONFIG_KEY_SPECS = {
   providerProfile: {
     type: 'string',
     values: '`kie`, `mock`, or the path of a JSON profile',
-    doc: 'How the upstream names the models and shapes their input (README "Connect a real provider"): a shipped profile (`kie`, `mock` for the local mock provider) or the path of a JSON profile for another upstream (relative to the working directory). Validated here, so a bad profile stops synth with a message naming the model and the field.',
+    doc: 'How the upstream names the models and shapes their input (README "Connect a real provider"): a shipped profile (`kie`, `mock` for the local mock provider) or the path of a JSON profile for another upstream (relative to the working directory). Validated at synth, so a bad profile stops it with a message naming the model and the field.',
   },
   providerSecretName: {
     type: 'string',
@@ -107,7 +107,7 @@ export const CONFIG_KEY_SPECS = {
     type: 'integer',
     min: 0,
     max: 3600,
-    doc: 'API Gateway authorizer result cache; must be 0 (off) while the only identity source is the caller address (see lib/routes.ts).',
+    doc: 'API Gateway authorizer result cache; must be 0 (off) while the only identity source is the caller address (see lib/event-lambdas.ts).',
   },
   maxPendingSeconds: {
     type: 'integer',
