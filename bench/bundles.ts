@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { type BuildOptions, build, type Metafile } from 'esbuild';
-import { BUNDLE_OPTIONS, providerReadsDefine } from '../lib/generation-function';
+import { BUNDLE_OPTIONS, providerReadsDefine } from '../lib/bundle-options';
 import { AUTHORIZER, ROUTES, SWEEPER } from '../lib/routes';
 import { bytes, goal, note, out, ROOT, ratio, table } from './support';
 

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApiDocumentText } from '../lib/openapi-document';
+import { openApiDocumentText } from '../contract/openapi-document';
 
 const ROOT = join(__dirname, '..');
 const DOCUMENT = join(ROOT, 'docs', 'openapi.json');

@@ -31,68 +31,38 @@ import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
 
+/**
+ * The settings of `npm start`, read from the environment. What each one means is its variable's entry in
+ * local/settings-catalog.ts (`LOCAL_SETTING_DOCS`), the source of docs/guides/configuration.md.
+ */
 export interface LocalSettings {
   host: string;
   port: number;
   dynamodbPort: number;
   mockProviderPort: number;
-  /** The mock provider's create rate (`MOCK_PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`); unset: unlimited. */
   mockProviderCreateRateLimit?: CreateRateLimit;
-  /** The mock provider's cap on tasks in flight (`MOCK_PROVIDER_MAX_IN_FLIGHT`); unset: none. */
   mockProviderMaxInFlight?: number;
-  /**
-   * The create rate the dispatcher keeps to (`PROVIDER_CREATE_RATE_LIMIT`, e.g. `20/10`, checked now);
-   * unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).
-   */
   providerCreateRateLimit?: string;
-  /**
-   * The cap on the service's tasks in flight the dispatcher keeps to (`PROVIDER_MAX_IN_FLIGHT`, a whole
-   * number from 1, checked now); unset: the profile's declared one (none for `kie` and `mock`).
-   */
   providerMaxInFlight?: number;
-  /** The local OpenID provider (stands in for Cognito). */
   oidcProviderPort: number;
-  /** Extra accounts of the local OpenID provider, `email:password` pairs (invite them to let them in). */
   idpAccounts: { email: string; password: string }[];
-  /** Static files served on the API's origin (the dashboard's build). */
   staticDir: string;
   sessionIdleSeconds?: number;
   sessionAbsoluteSeconds?: number;
   tableName: string;
-  /** Directory for DynamoDB Local's files and stored media; `:memory:` keeps nothing. */
   dataDir: string;
   providerRefreshIntervalSeconds: number;
   authorizerCacheTtlSeconds: number;
   maxPendingSeconds: number;
-  /** Use this DynamoDB (e.g. one you run yourself) instead of starting DynamoDB Local. */
   dynamodbEndpoint?: string;
-  /** How often the sweeper runs locally (EventBridge runs it every minute in AWS). */
   sweeperIntervalSeconds: number;
-  /** Serve the API under `/<stage>/`, as an execute-api stage URL does; unset: at the root (a custom domain). */
   apiStage?: string;
-  /** The default plan every key gets unless its account has its own (`limits set`), as the stack's usage plan. */
   keyRatePlan: RatePlan;
-  /** How long the local gateway keeps an account's own plan before reading it again (API Gateway also lags). */
   ratePlanCacheSeconds: number;
-  /** The most active API keys one account may hold (`MAX_ACTIVE_KEYS`, the stack's `maxActiveKeys`). */
   maxActiveKeys: number;
-  /**
-   * The most tasks one account may have queued for the provider (`MAX_QUEUED_TASKS_PER_ACCOUNT`, the
-   * stack's `maxQueuedTasksPerAccount`; default 1000, 1 to 10000, checked now).
-   */
   maxQueuedTasksPerAccount: number;
-  /**
-   * The provider profile (`PROVIDER_PROFILE`): a shipped name (`mock`, the default, or `kie`) or the
-   * path of a JSON profile. The mock provider then follows it: with any profile but `mock` it refuses
-   * what that upstream would refuse.
-   */
   providerProfile: string;
-  /**
-   * Seconds between webhook delivery attempts (`WEBHOOK_RETRY_DELAYS_SECONDS`, comma-separated); unset:
-   * the deployed schedule. Shorten it to see retries without waiting hours.
-   */
   webhookRetryDelays?: string;
-  /** Exact origins webhooks may go to over plain http, to any address (`WEBHOOK_INSECURE_ORIGINS`): a local receiver. */
   webhookInsecureOrigins?: string;
 }
 

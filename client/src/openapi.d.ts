@@ -493,7 +493,7 @@ export interface webhooks {
         put?: never;
         /**
          * A key reached 80% (key.spend_limit.warning) or 100% (key.spend_limit.reached) of its spend limit
-         * @description Sent once per key budget, period and threshold, to the account's default endpoint (none: not sent), when the dispatcher takes the task that crossed it (README "Webhooks"). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.
+         * @description Sent once per key budget, period and threshold, to the account's default endpoint (none: not sent), when the dispatcher takes the task that crossed it (docs/api/webhooks.md). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.
          */
         post: {
             parameters: {

@@ -166,7 +166,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       return { providerTaskId: taskId };
     },
 
-    // Fixed at build time for functions that only create tasks (lib/generation-function.ts): esbuild
+    // Fixed at build time for functions that only create tasks (lib/bundle-options.ts): esbuild
     // then keeps only the refusal, and the reading and parsing code below is left out of their bundles.
     // Spelled `process.env.X` (a build-time variable of functions/environment/environment.ts): the one
     // form `define` replaces.

@@ -2,7 +2,7 @@
  * The provider profile of this process: `PROVIDER_PROFILE_JSON` (a custom profile) or the shipped
  * profile named by `PROVIDER_PROFILE` (default `mock`).
  *
- * Deployed, both are fixed at build time (esbuild `define`, lib/generation-function.ts): the comparisons
+ * Deployed, both are fixed at build time (esbuild `define`, lib/bundle-options.ts): the comparisons
  * below then fold to constants and the profiles not chosen are dropped from the bundle, which keeps the
  * submit functions within their size budget. Both were validated at synth; locally the stack validates
  * before it starts, so here only the name is checked (not the profile again, whose validation code

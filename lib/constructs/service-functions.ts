@@ -21,14 +21,9 @@ import {
   UPLOAD_MAX_BYTES,
   UPLOAD_TTL_SECONDS,
 } from '../../functions/environment/environment';
+import { providerProfileDefine, providerReadsDefine } from '../bundle-options';
 import { resolveProviderProfile, type ServiceConfig } from '../config';
-import {
-  GenerationFunction,
-  MEDIA_RESULTS_PREFIX,
-  MEDIA_UPLOADS_PREFIX,
-  providerProfileDefine,
-  providerReadsDefine,
-} from '../generation-function';
+import { GenerationFunction, MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../generation-function';
 import { LAMBDAS, type LambdaDefinition, withInlineKeyReads } from '../routes';
 import { acknowledge, pascal } from './support';
 

@@ -7,8 +7,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { build } from 'esbuild';
 import { KIE_PROFILE, MOCK_PROFILE } from '../../functions/core/profiles';
+import { BUNDLE_OPTIONS, providerProfileDefine } from '../../lib/bundle-options';
 import { resolveProviderProfile } from '../../lib/config';
-import { BUNDLE_OPTIONS, providerProfileDefine } from '../../lib/generation-function';
 import { ROUTES } from '../../lib/routes';
 import { cleanUp, logicalIdOf, type SynthesizedService, synthesize } from './support';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { build } from 'esbuild';
-import { BUNDLE_OPTIONS } from '../../lib/generation-function';
+import { BUNDLE_OPTIONS } from '../../lib/bundle-options';
 import { AUTHORIZER, type LambdaDefinition, ROUTES, SWEEPER } from '../../lib/routes';
 import {
   type ApiAnswer,

@@ -1,6 +1,7 @@
 /**
  * The layering of functions/ (docs/design/architecture.md) is enforced by Biome (biome.json: `noImportCycles`, and
- * `noRestrictedImports` per layer). These tests run the project's own Biome with the project's own
+ * `noRestrictedImports` per layer), and so is the place of contract/ (the OpenAPI document): it reads
+ * functions/core and the route table, and neither functions/ nor lib/ imports it. These tests run the project's own Biome with the project's own
  * configuration on tiny fixture trees, so a configuration edit that quietly stops the rules from biting
  * fails here. The fixtures live in a temporary directory: inside the repository they would fail
  * `npm run lint` by design.
@@ -100,5 +101,57 @@ describe('import rules (biome.json)', () => {
     expect(result.output).toContain('media/stack.ts');
     expect(result.output).toContain('get-task/handler.ts');
     expect(result.output).toContain('new-folder/x.ts');
+  });
+
+  test('contract/ may read functions/core, the route table and package.json', () => {
+    // Prepare
+    const files = {
+      'functions/core/validation.ts': 'export const v = 1;\n',
+      'lib/routes.ts': 'export const ROUTES = [];\n',
+      'package.json': '{ "version": "0.0.0" }\n',
+      'contract/openapi-json.ts': 'export const j = 1;\n',
+      'contract/openapi-document.ts':
+        "import { v } from '../functions/core/validation';\nimport { ROUTES } from '../lib/routes';\nimport packageJson from '../package.json';\nimport { j } from './openapi-json';\nexport const d = [v, ROUTES, packageJson, j];\n",
+    };
+
+    // Act
+    const result = lintFixture(files);
+
+    // Assert
+    expect(result.output).not.toMatch(/noRestrictedImports/);
+    expect(result.status).toBe(0);
+  });
+
+  test('contract/ reads nothing else of ours, and neither functions/ nor lib/ imports contract/', () => {
+    // Prepare
+    const files = {
+      'functions/store/table.ts': 'export const t = 1;\n',
+      'lib/config.ts': 'export const c = 1;\n',
+      'contract/openapi-json.ts': 'export const j = 1;\n',
+      'contract/store.ts': "import { t } from '../functions/store/table';\nexport const s = [t];\n",
+      'contract/config.ts': "import { c } from '../lib/config';\nexport const k = [c];\n",
+      'functions/openapi/handler.ts': "import { j } from '../../contract/openapi-json';\nexport const handler = j;\n",
+      'functions/core/document.ts': "import { j } from '../../contract/openapi-json';\nexport const x = j;\n",
+      'lib/constructs/api.ts': "import { j } from '../../contract/openapi-json';\nexport const a = j;\n",
+      'lib/stack.ts': "import { j } from '../contract/openapi-json';\nexport const b = j;\n",
+    };
+
+    // Act
+    const result = lintFixture(files);
+
+    // Assert
+    expect(result.status).not.toBe(0);
+    const restricted = result.output.match(/lint\/style\/noRestrictedImports/g) ?? [];
+    expect(restricted).toHaveLength(6);
+    for (const file of [
+      'contract/store.ts',
+      'contract/config.ts',
+      'openapi/handler.ts',
+      'core/document.ts',
+      'constructs/api.ts',
+      'lib/stack.ts',
+    ]) {
+      expect(result.output).toContain(file);
+    }
   });
 });

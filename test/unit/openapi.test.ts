@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clientTypesText } from '../../bin/openapi';
-import { openApiDocument, openApiDocumentText } from '../../lib/openapi-document';
+import { openApiDocument, openApiDocumentText } from '../../contract/openapi-document';
 import { ROUTES } from '../../lib/routes';
 
 const DOCUMENT = join(__dirname, '..', '..', 'docs', 'openapi.json');

@@ -1,16 +1,9 @@
 /**
- * The OpenAPI 3.1 document of the service, generated from the code that enforces the contract: the
- * request schemas are the valibot schemas validation runs (converted by `@valibot/to-json-schema`), the
- * paths are the route table, the per-model rules come from the catalog; the schemas are in
- * lib/openapi-schemas.ts. `npm run openapi` writes it to
- * `docs/openapi.json`; a unit test keeps that file equal to this function's output, and the service
- * serves the committed file at `GET /api/openapi.json`.
+ * The documented operations of the OpenAPI document (contract/openapi-document.ts), by `METHOD path`:
+ * their parameters, request bodies and every answer they can give.
  */
-
 import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
-import packageJson from '../package.json';
-import { type Json, json, ref, schemas } from './openapi-schemas';
-import { ROUTES } from './routes';
+import { type Json, json, ref } from './openapi-json';
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
 
@@ -100,7 +93,7 @@ const PAGE_PARAMETERS = [
 ];
 
 /** Operations by `METHOD path`; routes without one here are documented generically (account routes). */
-function operations(): Record<string, Json> {
+export function operations(): Record<string, Json> {
   return {
     'POST /api/ai/image/generate': submitOperation('image'),
     'POST /api/ai/video/generate': submitOperation('video'),
@@ -332,172 +325,4 @@ function operations(): Record<string, Json> {
       },
     },
   };
-}
-
-/** A route without a detailed operation: account and key management (documented in docs/design/accounts.md). */
-function genericOperation(method: string, path: string, sessionOnly: boolean): Json {
-  return {
-    summary: `${method} ${path}`,
-    ...(sessionOnly ? { security: [{ session: [] }] } : {}),
-    responses: {
-      '200': json({ type: 'object' }, 'Success.'),
-      default: json(ref('Error'), 'An error: `{ error, ... }`.'),
-    },
-  };
-}
-
-/** The Standard Webhooks headers every delivery carries. */
-const WEBHOOK_HEADERS: Json[] = [
-  {
-    name: 'webhook-id',
-    in: 'header',
-    required: true,
-    schema: { type: 'string' },
-    description: 'The delivery id (`msg_...`): the same on every retry of one event, so receivers can drop duplicates.',
-  },
-  {
-    name: 'webhook-timestamp',
-    in: 'header',
-    required: true,
-    schema: { type: 'string' },
-    description: 'Seconds since the epoch when this attempt was signed; refuse values far from now (replays).',
-  },
-  {
-    name: 'webhook-signature',
-    in: 'header',
-    required: true,
-    schema: { type: 'string' },
-    description:
-      "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the account's signing secret (`whsec_...`, Standard Webhooks). Verify with the `standardwebhooks` package: `new Webhook(secret).verify(body, headers)`.",
-  },
-];
-
-/**
- * What the service sends (OpenAPI 3.1 `webhooks`): one event per task, when it ends, and the account
- * events (a key's spend limit, a low balance).
- */
-function webhooks(): Json {
-  return {
-    taskEnded: {
-      post: {
-        summary: 'A task ended (task.completed or task.failed)',
-        description:
-          "POSTed to the task's `webhookUrl`, else the account's default endpoint, signed per Standard Webhooks. Any 2xx answer within 10 s counts as delivered; anything else (another status, a redirect, no answer) is retried 1 min, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h later (8 attempts over about 27.6 h), then given up. At most 1 KB of the answer is read.",
-        parameters: WEBHOOK_HEADERS,
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['type', 'timestamp', 'data'],
-                properties: {
-                  type: { type: 'string', enum: ['task.completed', 'task.failed'] },
-                  timestamp: { type: 'string', format: 'date-time', description: 'When the task ended.' },
-                  data: {
-                    ...ref('Task'),
-                    description: 'The Task resource as GET /api/ai/tasks/{id} shows it at the time of the attempt.',
-                  },
-                },
-              },
-            },
-          },
-        },
-        responses: { '2XX': { description: 'Delivered; no retry.' } },
-      },
-    },
-    keySpendLimit: accountEvent(
-      'A key reached 80% (key.spend_limit.warning) or 100% (key.spend_limit.reached) of its spend limit',
-      'Sent once per key budget, period and threshold, to the account\'s default endpoint (none: not sent), when the dispatcher takes the task that crossed it (README "Webhooks"). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.',
-      ['key.spend_limit.warning', 'key.spend_limit.reached'],
-      'KeySpendLimitEvent',
-    ),
-    creditsLow: accountEvent(
-      'The balance fell below the account threshold (credits.low)',
-      "Sent once per crossing of the account's `lowBalanceThreshold` (PUT /api/account/alerts), to its default endpoint (none: not sent); again only after the balance was seen at or above the threshold. Signed and retried like the task events.",
-      ['credits.low'],
-      'CreditsLowEvent',
-    ),
-  };
-}
-
-/** An account event's webhook: the envelope of every delivery with its own `data`. */
-function accountEvent(summary: string, description: string, types: string[], data: string): Json {
-  return {
-    post: {
-      summary,
-      description,
-      parameters: WEBHOOK_HEADERS,
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              required: ['type', 'timestamp', 'data'],
-              properties: {
-                type: { type: 'string', enum: types },
-                timestamp: { type: 'string', format: 'date-time', description: 'When the crossing was seen.' },
-                data: ref(data),
-              },
-            },
-          },
-        },
-      },
-      responses: { '2XX': { description: 'Delivered; no retry.' } },
-    },
-  };
-}
-
-/** The whole document. */
-export function openApiDocument(version: string): Json {
-  const ops = operations();
-  const paths: Record<string, Record<string, Json>> = {};
-  for (const route of ROUTES) {
-    const key = `${route.method} ${route.path}`;
-    const operation =
-      ops[key] ??
-      genericOperation(
-        route.method,
-        route.path,
-        route.path.startsWith('/api/keys') || route.path.startsWith('/api/audit'),
-      );
-    const pathItem = paths[route.path] ?? {};
-    pathItem[route.method.toLowerCase()] = {
-      operationId: route.name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()),
-      ...operation,
-      ...(route.auth === 'none' ? { security: [] } : {}),
-    };
-    paths[route.path] = pathItem;
-  }
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Generation service',
-      version,
-      description:
-        'Asynchronous image and video generation tasks paid in credits: submit a task, get its id at once, poll it until it completes or fails. Credits are debited on acceptance and refunded when the provider fails the task. Errors are `{ error, ... }`.',
-    },
-    servers: [{ url: '/', description: "The API's base URL (the stage URL or your custom domain)." }],
-    security: [{ bearerKey: [] }, { session: [] }],
-    paths,
-    webhooks: webhooks(),
-    components: {
-      securitySchemes: {
-        bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer gsk_live_...`.' },
-        session: {
-          type: 'apiKey',
-          in: 'cookie',
-          name: '__Host-session',
-          description: "The dashboard's session cookie.",
-        },
-      },
-      schemas: schemas(),
-    },
-  };
-}
-
-/** The document as committed: pretty JSON with a final newline, versioned as the package. */
-export function openApiDocumentText(): string {
-  return `${JSON.stringify(openApiDocument(packageJson.version), null, 2)}\n`;
 }
