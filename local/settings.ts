@@ -94,6 +94,12 @@ export interface LocalSettings {
   webhookRetryDelays?: string;
   /** Exact origins webhooks may go to over plain http, to any address (`WEBHOOK_INSECURE_ORIGINS`): a local receiver. */
   webhookInsecureOrigins?: string;
+  /**
+   * The process this stack lives and dies with (`EXIT_WITH_PID`): checked every second, and once it is
+   * gone the stack stops as on Ctrl-C (DynamoDB Local's JVM too) and exits. spawnLocalStack sets it to
+   * the spawning process, so a test run killed from outside leaves no stack behind; unset: none.
+   */
+  exitWithPid?: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -234,7 +240,19 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
       checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
     ),
+    ...exitWithPid(env),
   };
+}
+
+/** `EXIT_WITH_PID`: a process id, from 1 (0 would name this process's group, never a process). */
+function exitWithPid(env: NodeJS.ProcessEnv): { exitWithPid?: number } {
+  const raw = env.EXIT_WITH_PID;
+  if (!raw) return {};
+  const pid = Number(raw);
+  if (!/^[1-9][0-9]*$/.test(raw) || !Number.isSafeInteger(pid)) {
+    throw new Error(`EXIT_WITH_PID must be a process id (a whole number from 1), got "${raw}"`);
+  }
+  return { exitWithPid: pid };
 }
 
 /** `PROVIDER_CREATE_RATE_LIMIT` checked now (a malformed value stops the start naming it), in its text form. */

@@ -1,6 +1,7 @@
 /**
  * The local stack as a child process (`node bin/run-ts.cjs local/start.ts`), exactly as `npm start` runs
- * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports.
+ * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports. It
+ * ends with the process that spawned it, also when that one is killed (EXIT_WITH_PID).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
@@ -22,7 +23,10 @@ export interface SpawnedLocalStack {
 }
 
 export interface SpawnOptions {
-  /** Settings for the child (PORT, DYNAMODB_PORT, MOCK_PROVIDER_PORT and OIDC_PROVIDER_PORT default to free ports). */
+  /**
+   * Settings for the child (PORT, DYNAMODB_PORT, MOCK_PROVIDER_PORT and OIDC_PROVIDER_PORT default to
+   * free ports; EXIT_WITH_PID to this process, so the stack ends with it).
+   */
   env?: Record<string, string>;
   readyTimeoutMs?: number;
   stopTimeoutMs?: number;
@@ -111,6 +115,9 @@ export async function spawnLocalStack(options: SpawnOptions = {}): Promise<Spawn
       MOCK_PROVIDER_PORT: String(mockProviderPort),
       OIDC_PROVIDER_PORT: String(oidcProviderPort),
       DATA_DIR: ':memory:',
+      // The stack ends with this process, however it ends (local/owner-watch.ts): a run killed from
+      // outside runs no teardown that could stop it.
+      EXIT_WITH_PID: String(process.pid),
       ...options.env,
     },
   });

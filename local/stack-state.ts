@@ -16,6 +16,7 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
+import { processAlive as alive } from './owner-watch';
 
 export const IN_MEMORY = ':memory:';
 
@@ -80,16 +81,6 @@ export function writeStackState(
   const file = stateFile(dataDir, port, env);
   writeFileSync(file, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   return () => rmSync(file, { force: true });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Removes records of in-memory starts whose process is gone (killed before it could remove its own). */
