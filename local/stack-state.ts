@@ -22,7 +22,10 @@ export const IN_MEMORY = ':memory:';
 
 export interface LocalStackState {
   pid: number;
+  /** Where the stack's handlers reach DynamoDB (the conflict layer, when on). */
   dynamodbEndpoint: string;
+  /** DynamoDB Local itself, when the handlers reach it through the conflict layer (`DYNAMODB_CONFLICTS=on`). */
+  dynamodbLocalEndpoint?: string;
   tableName: string;
   apiUrl: string;
   /** In-memory starts that generated it: the key sealing webhook secrets for this run. */
@@ -121,10 +124,12 @@ export function readStackState(
   if (!alive(pid)) return undefined;
   const webhookSecretsKey = optionalString(record.webhookSecretsKey);
   const webhookInsecureOrigins = optionalString(record.webhookInsecureOrigins);
+  const dynamodbLocalEndpoint = optionalString(record.dynamodbLocalEndpoint);
   const keyRatePlan = ratePlanOf(record.keyRatePlan);
   return {
     pid,
     dynamodbEndpoint,
+    ...(dynamodbLocalEndpoint ? { dynamodbLocalEndpoint } : {}),
     tableName,
     apiUrl: typeof apiUrl === 'string' ? apiUrl : '',
     ...(webhookSecretsKey ? { webhookSecretsKey } : {}),
