@@ -18,7 +18,10 @@ export interface SpawnedLocalStack {
   dynamodbEndpoint: string;
   /** The child's recent output (API keys redacted), for failure messages. */
   output(): string;
-  /** SIGINT, then SIGKILL to the whole process group (DynamoDB Local's JVM too) after a bounded wait. */
+  /**
+   * SIGINT, then SIGKILL to the stack's process group after a bounded wait (DynamoDB Local's JVM, in a
+   * group of its own, then ends through its watchdog: local/dynamodb-local.ts).
+   */
   stop(): Promise<void>;
 }
 
@@ -73,7 +76,8 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
   if (hasExited(child)) return;
   child.kill('SIGINT');
   if (await waitForExit(child, timeoutMs)) return;
-  // The child leads its own process group (detached): the kill reaches DynamoDB Local's Java too.
+  // The child leads its own process group (detached): the kill reaches whatever else it spawned there.
+  // DynamoDB Local's JVM runs in a group of its own, and its watchdog ends it once the stack is gone.
   if (child.pid !== undefined) {
     try {
       process.kill(-child.pid, 'SIGKILL');
