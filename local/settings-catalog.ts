@@ -68,6 +68,10 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.dynamodbEndpoint,
     doc: 'Use this DynamoDB (e.g. one you run yourself) instead of starting DynamoDB Local.',
   },
+  EXIT_WITH_PID: {
+    default: (s) => s.exitWithPid,
+    doc: 'A process id: checked every second, and once that process is gone the stack stops as on Ctrl-C (DynamoDB Local too) and exits. `spawnLocalStack` sets it to the spawning process, so the stacks of a test run killed from outside end with it.',
+  },
   PROVIDER_REFRESH_INTERVAL_SECONDS: {
     default: (s) => s.providerRefreshIntervalSeconds,
     doc: 'Minimum seconds between provider queries for one task (the stack: `providerRefreshIntervalSeconds`).',

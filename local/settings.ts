@@ -64,6 +64,7 @@ export interface LocalSettings {
   providerProfile: string;
   webhookRetryDelays?: string;
   webhookInsecureOrigins?: string;
+  exitWithPid?: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -204,7 +205,19 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
       checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
     ),
+    ...exitWithPid(env),
   };
+}
+
+/** `EXIT_WITH_PID`: a process id, from 1 (0 would name this process's group, never a process). */
+function exitWithPid(env: NodeJS.ProcessEnv): { exitWithPid?: number } {
+  const raw = env.EXIT_WITH_PID;
+  if (!raw) return {};
+  const pid = Number(raw);
+  if (!/^[1-9][0-9]*$/.test(raw) || !Number.isSafeInteger(pid)) {
+    throw new Error(`EXIT_WITH_PID must be a process id (a whole number from 1), got "${raw}"`);
+  }
+  return { exitWithPid: pid };
 }
 
 /** `PROVIDER_CREATE_RATE_LIMIT` checked now (a malformed value stops the start naming it), in its text form. */

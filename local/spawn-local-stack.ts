@@ -1,6 +1,7 @@
 /**
  * The local stack as a child process (`node bin/run-ts.cjs local/start.ts`), exactly as `npm start` runs
- * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports.
+ * it, for the end-to-end suite, the fault tests and the load benchmark: black box, on free ports. It
+ * ends with the process that spawned it, also when that one is killed (EXIT_WITH_PID).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
@@ -17,12 +18,18 @@ export interface SpawnedLocalStack {
   dynamodbEndpoint: string;
   /** The child's recent output (API keys redacted), for failure messages. */
   output(): string;
-  /** SIGINT, then SIGKILL to the whole process group (DynamoDB Local's JVM too) after a bounded wait. */
+  /**
+   * SIGINT, then SIGKILL to the stack's process group after a bounded wait (DynamoDB Local's JVM, in a
+   * group of its own, then ends through its watchdog: local/dynamodb-local.ts).
+   */
   stop(): Promise<void>;
 }
 
 export interface SpawnOptions {
-  /** Settings for the child (PORT, DYNAMODB_PORT, MOCK_PROVIDER_PORT and OIDC_PROVIDER_PORT default to free ports). */
+  /**
+   * Settings for the child (PORT, DYNAMODB_PORT, MOCK_PROVIDER_PORT and OIDC_PROVIDER_PORT default to
+   * free ports; EXIT_WITH_PID to this process, so the stack ends with it).
+   */
   env?: Record<string, string>;
   readyTimeoutMs?: number;
   stopTimeoutMs?: number;
@@ -69,7 +76,8 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
   if (hasExited(child)) return;
   child.kill('SIGINT');
   if (await waitForExit(child, timeoutMs)) return;
-  // The child leads its own process group (detached): the kill reaches DynamoDB Local's Java too.
+  // The child leads its own process group (detached): the kill reaches whatever else it spawned there.
+  // DynamoDB Local's JVM runs in a group of its own, and its watchdog ends it once the stack is gone.
   if (child.pid !== undefined) {
     try {
       process.kill(-child.pid, 'SIGKILL');
@@ -111,6 +119,9 @@ export async function spawnLocalStack(options: SpawnOptions = {}): Promise<Spawn
       MOCK_PROVIDER_PORT: String(mockProviderPort),
       OIDC_PROVIDER_PORT: String(oidcProviderPort),
       DATA_DIR: ':memory:',
+      // The stack ends with this process, however it ends (local/owner-watch.ts): a run killed from
+      // outside runs no teardown that could stop it.
+      EXIT_WITH_PID: String(process.pid),
       ...options.env,
     },
   });

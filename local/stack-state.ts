@@ -16,12 +16,16 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
+import { processAlive as alive } from './owner-watch';
 
 export const IN_MEMORY = ':memory:';
 
 export interface LocalStackState {
   pid: number;
+  /** Where the stack's handlers reach DynamoDB (the conflict layer, when on). */
   dynamodbEndpoint: string;
+  /** DynamoDB Local itself, when the handlers reach it through the conflict layer (`DYNAMODB_CONFLICTS=on`). */
+  dynamodbLocalEndpoint?: string;
   tableName: string;
   apiUrl: string;
   /** In-memory starts that generated it: the key sealing webhook secrets for this run. */
@@ -82,16 +86,6 @@ export function writeStackState(
   return () => rmSync(file, { force: true });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Removes records of in-memory starts whose process is gone (killed before it could remove its own). */
 function removeStaleRecords(dir: string): void {
   for (const name of readdirSync(dir)) {
@@ -130,10 +124,12 @@ export function readStackState(
   if (!alive(pid)) return undefined;
   const webhookSecretsKey = optionalString(record.webhookSecretsKey);
   const webhookInsecureOrigins = optionalString(record.webhookInsecureOrigins);
+  const dynamodbLocalEndpoint = optionalString(record.dynamodbLocalEndpoint);
   const keyRatePlan = ratePlanOf(record.keyRatePlan);
   return {
     pid,
     dynamodbEndpoint,
+    ...(dynamodbLocalEndpoint ? { dynamodbLocalEndpoint } : {}),
     tableName,
     apiUrl: typeof apiUrl === 'string' ? apiUrl : '',
     ...(webhookSecretsKey ? { webhookSecretsKey } : {}),

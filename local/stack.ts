@@ -523,6 +523,8 @@ export async function startLocalStack(
       writeStackState(settings.dataDir, settings.port, {
         pid: process.pid,
         dynamodbEndpoint: dynamodb.endpoint,
+        // The CLI compares an explicit DYNAMODB_PORT with DynamoDB Local's own port too.
+        ...(dynamodb.endpoint === started.endpoint ? {} : { dynamodbLocalEndpoint: started.endpoint }),
         tableName: settings.tableName,
         apiUrl,
         ...(webhookKey.from === 'memory' ? { webhookSecretsKey: webhookKey.key } : {}),

@@ -1,12 +1,37 @@
 /**
  * `npm start`: runs the whole service locally and stops it cleanly on Ctrl-C.
  */
+import { watchOwner } from './owner-watch';
 import { localSettingsFromEnv } from './settings';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
+
+/** How long a stop for a vanished owner may take before the process exits anyway: no one else will. */
+const OWNER_GONE_STOP_MS = 30_000;
+
+/**
+ * A reader of our output that went away (the owner of a spawned stack, killed) must not crash the stack
+ * with EPIPE mid-request: the owner watch decides when it stops, and stops it cleanly.
+ */
+function ignoreClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
 
 async function main(): Promise<void> {
   const settings = localSettingsFromEnv();
   const log = (line: string) => process.stdout.write(`${line}\n`);
+  // Until the stack is ready there is nothing to stop cleanly (as on a Ctrl-C then, which ends the
+  // process at once): exit, and DynamoDB Local's watchdog (local/dynamodb-local.ts) ends its JVM.
+  let onOwnerGone = (): void => {
+    process.stderr.write(`The owner process ${settings.exitWithPid} (EXIT_WITH_PID) is gone: exiting\n`);
+    process.exit(1);
+  };
+  if (settings.exitWithPid !== undefined) {
+    ignoreClosedPipe(process.stdout);
+    ignoreClosedPipe(process.stderr);
+    watchOwner(settings.exitWithPid, () => onOwnerGone());
+  }
   // DynamoDB Local's JVM is the long pole: it starts first, while the rest of the code loads and the
   // dashboard is built.
   const dynamodb = startSettingsDynamoDb(settings);
@@ -33,6 +58,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  onOwnerGone = () => {
+    // Nobody is left to escalate a stop that hangs: bounded here (unref'd: a stop that ends sooner
+    // exits sooner).
+    setTimeout(() => process.exit(1), OWNER_GONE_STOP_MS).unref();
+    shutdown(`The owner process ${settings.exitWithPid} (EXIT_WITH_PID) is gone`);
+  };
 
   log(
     `DynamoDB Local at ${stack.dynamodbEndpoint} (${settings.dataDir === ':memory:' ? 'in memory' : `data in ${settings.dataDir}`})`,

@@ -273,6 +273,9 @@ const TARGET_LINES = [
   'else DYNAMODB_ENDPOINT, or DYNAMODB_PORT, default 8000)',
   "and TABLE_NAME (default 'generation-service'). --aws: the table named by TABLE_NAME (required), with the",
   'normal AWS credential chain and region.',
+  'A start running on the API port (PORT / PORT_BASE, default 3000) is followed even with DYNAMODB_PORT or',
+  "DYNAMODB_ENDPOINT set, which must then name that start's DynamoDB: if they name another, the CLI stops",
+  '(exit 2) rather than mix that start with another database; unset them, or give the PORT of the start you mean.',
   'Output: one JSON object on stdout; errors as { "error": ... } on stderr, exit 2 for usage errors, 1 otherwise.',
 ];
 

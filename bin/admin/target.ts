@@ -45,13 +45,12 @@ export function localApiPort(env: NodeJS.ProcessEnv): number {
 }
 
 /**
- * The running stack: with a data directory, its record there; with `DATA_DIR=:memory:`, the record of
- * the in-memory start on this API port (an error when there is none: an in-memory stack exists only
- * while it runs). With DATA_DIR unset, a running `.data` start wins, else an in-memory start on the port.
+ * The recorded stack on these settings: with a data directory, its record there; with
+ * `DATA_DIR=:memory:`, the record of the in-memory start on this API port (an error when there is none:
+ * an in-memory stack exists only while it runs). With DATA_DIR unset, a running `.data` start wins, else
+ * an in-memory start on the port.
  */
-function runningStack(env: NodeJS.ProcessEnv): Target['running'] {
-  if (env.DYNAMODB_PORT || env.DYNAMODB_ENDPOINT) return undefined;
-  const port = localApiPort(env);
+function recordedStack(env: NodeJS.ProcessEnv, port: number): Target['running'] {
   if (env.DATA_DIR === IN_MEMORY) {
     const state = readStackState(IN_MEMORY, port, env);
     if (!state) {
@@ -68,6 +67,56 @@ function runningStack(env: NodeJS.ProcessEnv): Target['running'] {
   if (kept) return { state: kept, dataDir };
   const inMemory = env.DATA_DIR ? undefined : readStackState(IN_MEMORY, port, env);
   return inMemory ? { state: inMemory, dataDir: IN_MEMORY } : undefined;
+}
+
+/** The API port of a recorded start (from its `apiUrl`), if it says. */
+function recordedApiPort(state: LocalStackState): number | undefined {
+  try {
+    const url = new URL(state.apiUrl);
+    return url.port === '' ? undefined : Number(url.port);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An origin as the CLI compares it: no trailing slash. */
+function origin(endpoint: string): string {
+  return endpoint.replace(/\/+$/, '');
+}
+
+/**
+ * The running stack the CLI follows.
+ *
+ * An explicit `DYNAMODB_PORT` or `DYNAMODB_ENDPOINT` does not hide a start on the API port (PORT /
+ * PORT_BASE): an in-memory start's webhook secrets key and default key plan exist only in its record,
+ * so an operator who repeats the start's DynamoDB setting (as in the shell that ran `npm start`) must
+ * still reach them. When the explicit setting names another DynamoDB than that start's, the CLI refuses
+ * (exit 2) rather than guess: following the start would ignore what the operator typed, following the
+ * setting would pair that start's keys and plan with a database they do not belong to. Give the PORT
+ * of another start, or unset the DynamoDB setting, to say which one is meant. A data-directory record
+ * is followed with an explicit DynamoDB setting only when it is of a start on the API port.
+ */
+function runningStack(env: NodeJS.ProcessEnv): Target['running'] {
+  const port = localApiPort(env);
+  const running = recordedStack(env, port);
+  if (!env.DYNAMODB_PORT && !env.DYNAMODB_ENDPOINT) return running;
+  if (!running || recordedApiPort(running.state) !== port) return undefined;
+  const explicit = origin(localEndpoint(env));
+  const { dynamodbEndpoint, dynamodbLocalEndpoint } = running.state;
+  const recorded = [dynamodbEndpoint, ...(dynamodbLocalEndpoint ? [dynamodbLocalEndpoint] : [])].map(origin);
+  if (!recorded.includes(explicit)) {
+    const setting = env.DYNAMODB_ENDPOINT
+      ? `DYNAMODB_ENDPOINT=${env.DYNAMODB_ENDPOINT}`
+      : `DYNAMODB_PORT=${env.DYNAMODB_PORT}`;
+    throw new UsageError(
+      `${setting} is not the DynamoDB of the local stack running on port ${port} (${running.state.apiUrl}), ` +
+        `which uses ${origin(dynamodbEndpoint)}` +
+        `${dynamodbLocalEndpoint ? ` (the conflict layer, in front of DynamoDB Local at ${origin(dynamodbLocalEndpoint)})` : ''}. ` +
+        `Unset ${env.DYNAMODB_ENDPOINT ? 'DYNAMODB_ENDPOINT' : 'DYNAMODB_PORT'} to follow that stack, ` +
+        `or give the PORT (or PORT_BASE) of the one you mean`,
+    );
+  }
+  return running;
 }
 
 /** Builds the store context for the invocation; validates the settings first (UsageError). */

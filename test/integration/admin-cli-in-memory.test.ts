@@ -183,6 +183,52 @@ describe('operator CLI against an in-memory npm start', () => {
     expect(described.json.attempts).toEqual([expect.objectContaining({ attempt: 1, statusCode: 200 })]);
   });
 
+  it("with DYNAMODB_PORT set to the start's, still follows its record: webhooks secret seals with its key", async () => {
+    // Prepare: the operator's shell also holds the start's DynamoDB port (as the one that ran npm start)
+    const user = 'dynamodb-port-user';
+    const ownPort = { DYNAMODB_PORT: new URL(stack.dynamodbEndpoint).port };
+    const [otherPort] = await freePorts(1);
+    const granted = await admin(['credits', 'grant', '--user', user, '--amount', '50'], ownPort);
+    const key = await admin(['keys', 'create', '--user', user, '--name', 'submits'], ownPort);
+    const arrived = new Promise<Received>((done) => {
+      delivered = done;
+    });
+
+    // Act
+    const made = await admin(['webhooks', 'secret', '--user', user], ownPort);
+    const madeInMemory = await admin(['webhooks', 'secret', '--user', `${user}-2`], {
+      ...ownPort,
+      DATA_DIR: ':memory:',
+    });
+    const set = await admin(['webhooks', 'set', '--user', user, '--url', `${origin}/port-hook`], ownPort);
+    const other = await admin(['webhooks', 'secret', '--user', user], { DYNAMODB_PORT: String(otherPort) });
+    const submitted = await fetch(`${stack.baseUrl}/api/ai/image/generate`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${String(key.json.apiKey)}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'image-model-1', prompt: 'by port', providerInput: { mockDelayMs: 100 } }),
+    });
+    const { taskId } = (await submitted.json()) as { taskId: string };
+    const delivery = await arrived;
+
+    // Assert
+    expect(granted).toMatchObject({ code: 0, json: { userId: user, balance: 50 } });
+    expect(key.code).toBe(0);
+    expect(submitted.status).toBe(202);
+    expect(made).toMatchObject({ code: 0, stderr: '' });
+    expect(madeInMemory).toMatchObject({ code: 0, stderr: '' });
+    expect(set).toMatchObject({ code: 0, json: { url: `${origin}/port-hook`, hasSecret: true } });
+    // The secret the CLI printed verifies what the running stack signed: it was sealed with the stack's key.
+    const event = new Webhook(String(made.json.secret)).verify(delivery.body, delivery.headers) as {
+      data: { taskId: string };
+    };
+    expect(event.data.taskId).toBe(taskId);
+    // A DYNAMODB_PORT that is not the start's is refused, naming both, rather than mixed with its record.
+    expect(other.code).toBe(2);
+    const { error } = JSON.parse(other.stderr) as { error: string };
+    expect(error).toContain(`DYNAMODB_PORT=${otherPort} is not the DynamoDB of the local stack running on port`);
+    expect(error).toContain(stack.dynamodbEndpoint);
+  });
+
   it('with no in-memory stack on the port, says so plainly and names no path under ":memory:"', async () => {
     // Prepare
     const [nothingThere] = await freePorts(1);

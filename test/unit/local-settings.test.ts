@@ -36,3 +36,25 @@ describe('local settings: MAX_QUEUED_TASKS_PER_ACCOUNT', () => {
     },
   );
 });
+
+describe('local settings: EXIT_WITH_PID', () => {
+  test('is unset when absent or empty, and a process id when given', () => {
+    // Act
+    const unset = localSettingsFromEnv({});
+    const empty = localSettingsFromEnv({ EXIT_WITH_PID: '' });
+    const given = localSettingsFromEnv({ EXIT_WITH_PID: '4242' });
+
+    // Assert
+    expect(unset.exitWithPid).toBeUndefined();
+    expect(empty.exitWithPid).toBeUndefined();
+    expect(given.exitWithPid).toBe(4242);
+  });
+
+  test.each(['0', '-1', '2.5', '01', 'me'])('refuses %j at start, naming the variable and the value', (text) => {
+    // Act
+    const read = () => localSettingsFromEnv({ EXIT_WITH_PID: text });
+
+    // Assert
+    expect(read).toThrow(`EXIT_WITH_PID must be a process id (a whole number from 1), got "${text}"`);
+  });
+});
