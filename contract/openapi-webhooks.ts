@@ -66,7 +66,7 @@ export function webhooks(): Json {
     },
     keySpendLimit: accountEvent(
       'A key reached 80% (key.spend_limit.warning) or 100% (key.spend_limit.reached) of its spend limit',
-      'Sent once per key budget, period and threshold, to the account\'s default endpoint (none: not sent), when the dispatcher takes the task that crossed it (docs/api/webhooks.md). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.',
+      "Sent once per key budget, period and threshold, to the account's default endpoint (none: not sent), when the dispatcher takes the task that crossed it (docs/api/webhooks.md). `reached` means the next task that costs more than what is left is refused (402). Signed and retried like the task events.",
       ['key.spend_limit.warning', 'key.spend_limit.reached'],
       'KeySpendLimitEvent',
     ),

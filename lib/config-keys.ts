@@ -202,7 +202,7 @@ export const CONFIG_KEY_SPECS = {
     type: 'integer',
     min: 1,
     max: MAX_QUEUED_TASKS_PER_ACCOUNT_LIMIT,
-    doc: 'The most tasks one account may have queued for the provider; past it a submit answers 429 `Queue full` (docs/design/dispatching.md). 1 to 10000: each submit counts the account\'s queue entries up to this many.',
+    doc: "The most tasks one account may have queued for the provider; past it a submit answers 429 `Queue full` (docs/design/dispatching.md). 1 to 10000: each submit counts the account's queue entries up to this many.",
   },
   wafRequestsPerIpPerMinute: {
     type: 'integer',
