@@ -8,36 +8,23 @@ import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   AWS_ACCESS_KEY_ID,
-  AWS_REGION,
   AWS_SECRET_ACCESS_KEY,
-  DYNAMODB_ENDPOINT,
   environmentOf,
   LOG_LEVEL,
   MAX_ACTIVE_KEYS,
-  MAX_PENDING_SECONDS,
-  MAX_QUEUED_TASKS_PER_ACCOUNT,
-  MEDIA_BASE_URL,
-  MEDIA_DIR,
-  MEDIA_SOURCE_INSECURE_ORIGINS,
   METRICS,
   OIDC_CLIENT_ID,
   OIDC_CLIENT_SECRET,
   OIDC_ISSUER,
-  PROVIDER_API_KEY,
-  PROVIDER_BASE_URL,
   PROVIDER_CALLBACK_BASE_URL,
   PROVIDER_CALLBACK_SECRET,
-  PROVIDER_CREATE_RATE_LIMIT,
-  PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_PROFILE,
   PROVIDER_PROFILE_JSON,
-  PROVIDER_REFRESH_INTERVAL_SECONDS,
   PUBLIC_ORIGIN,
   readEnv,
   SESSION_ABSOLUTE_SECONDS,
   SESSION_IDLE_SECONDS,
   setting,
-  TABLE_NAME,
   UPLOADS_BUCKET,
   UPLOADS_S3_ENDPOINT,
   WEBHOOK_INSECURE_ORIGINS,
@@ -63,6 +50,7 @@ import {
   type LoadedRoute,
   type ProxyHandler,
 } from './gateway';
+import { handlerEnvironment } from './handler-environment';
 import { type MockProvider, startMockProvider } from './mock-provider';
 import { startLocalOidcProvider } from './oidc-provider';
 import type { LocalSettings } from './settings';
@@ -380,44 +368,36 @@ export async function startLocalStack(
     }
 
     const webhookKey = localWebhookSecretsKey(settings.dataDir);
-    // The handlers' environment, built from the contract the CDK stack sets by (functions/environment/
-    // environment.ts): the same names, with this machine's stand-ins where AWS has a service (DynamoDB
-    // Local, plain secrets for Secrets Manager ARNs, a media directory for the bucket). Typed settings:
-    // a value the handlers would refuse fails here.
+    // The handlers' environment (local/handler-environment.ts, shared with the tests' harness), with
+    // what only the whole stack has: uploads, callbacks, webhooks, sign-in and sessions.
     Object.assign(
       process.env,
-      environmentOf(
-        setting(TABLE_NAME, settings.tableName),
-        setting(DYNAMODB_ENDPOINT, dynamodb.endpoint),
-        setting(AWS_REGION, 'local'),
-        setting(AWS_ACCESS_KEY_ID, 'local'),
-        setting(AWS_SECRET_ACCESS_KEY, 'local'),
-        setting(PROVIDER_BASE_URL, mockProvider.url),
-        setting(PROVIDER_API_KEY, PROVIDER_KEY),
-        // The mock provider serves results over plain HTTP on 127.0.0.1: allowed by name, nothing wider.
-        setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockProvider.url),
-        setting(MEDIA_DIR, mediaDir),
-        setting(MEDIA_BASE_URL, url),
+      handlerEnvironment(
+        {
+          tableName: settings.tableName,
+          dynamodbEndpoint: dynamodb.endpoint,
+          provider: {
+            url: mockProvider.url,
+            apiKey: PROVIDER_KEY,
+            // PROVIDER_CREATE_RATE_LIMIT and PROVIDER_MAX_IN_FLIGHT, else the profile's declared capacity.
+            createRateLimit: settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
+            maxInFlight: settings.providerMaxInFlight ?? profile.profile.capacity?.maxInFlight,
+          },
+          media: { dir: mediaDir, baseUrl: url },
+          providerRefreshIntervalSeconds: settings.providerRefreshIntervalSeconds,
+          maxPendingSeconds: settings.maxPendingSeconds,
+          maxQueuedTasksPerAccount: settings.maxQueuedTasksPerAccount,
+        },
         // Uploads go to the gateway's S3 stand-in through the same S3 code as deployed.
         setting(UPLOADS_BUCKET, LOCAL_UPLOADS_BUCKET),
         setting(UPLOADS_S3_ENDPOINT, url),
-        setting(PROVIDER_REFRESH_INTERVAL_SECONDS, settings.providerRefreshIntervalSeconds),
-        setting(MAX_PENDING_SECONDS, settings.maxPendingSeconds),
         setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
-        setting(MAX_QUEUED_TASKS_PER_ACCOUNT, settings.maxQueuedTasksPerAccount),
         setting(PUBLIC_ORIGIN, url),
         // The mock provider calls back here when a task ends (the same route as deployed).
         setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),
         setting(PROVIDER_CALLBACK_SECRET, localCallbackSecret(settings.dataDir)),
         setting(WEBHOOK_SECRETS_KEY, webhookKey.key),
         setting(WEBHOOK_RETRY_DELAYS_SECONDS, settings.webhookRetryDelays || undefined),
-        // The upstream's capacity the dispatcher keeps to: PROVIDER_CREATE_RATE_LIMIT, else the profile's.
-        setting(
-          PROVIDER_CREATE_RATE_LIMIT,
-          settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
-        ),
-        // Its cap on tasks in flight, for the dispatcher and every function that finishes tasks.
-        setting(PROVIDER_MAX_IN_FLIGHT, settings.providerMaxInFlight ?? profile.profile.capacity?.maxInFlight),
         setting(WEBHOOK_INSECURE_ORIGINS, settings.webhookInsecureOrigins || undefined),
         setting(OIDC_ISSUER, oidc.issuer),
         setting(OIDC_CLIENT_ID, LOCAL_OIDC_CLIENT_ID),

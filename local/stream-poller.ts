@@ -35,8 +35,12 @@ export interface StreamPollerOptions {
   filters?: readonly unknown[];
   /** The worker's name, for log lines. */
   name?: string;
-  /** Pause between two reads of a shard with nothing new (default 100 ms). */
+  /**
+   * Pause after a round of reads that found nothing new (default 100 ms); each further empty round
+   * doubles it up to `maxIdleMs` (default 400 ms), and a round with records starts again at `idleMs`.
+   */
   idleMs?: number;
+  maxIdleMs?: number;
   maxRetries?: number;
   log?: (line: string) => void;
 }
@@ -77,11 +81,19 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const streamArn = described.Table?.LatestStreamArn;
   if (!streamArn) throw new Error(`Table ${options.tableName} has no stream`);
   const idleMs = options.idleMs ?? 100;
+  const maxIdleMs = Math.max(options.maxIdleMs ?? 400, idleMs);
+  let nextIdleMs = idleMs;
+  // The shard list is described again at most this often, or at once when a shard has closed: an idle
+  // stack then costs a GetRecords per open shard a round, not a DescribeStream as well (the suite keeps
+  // two local stacks idle for most of its run; every read is a request to DynamoDB Local's JVM).
+  const describeEveryMs = 1000;
+  let describedAt = Number.NEGATIVE_INFINITY;
   const name = options.name ?? 'media worker';
   const patterns = options.filters ?? [options.filter];
   const maxRetries = options.maxRetries ?? 3;
   const log = options.log ?? (() => undefined);
   const iterators = new Map<string, string | null>();
+  const finished = new Set<string>();
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
   const sleepers = new Set<() => void>();
@@ -97,10 +109,21 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     });
 
   async function discoverShards(): Promise<void> {
+    const closed = [...iterators.values()].some((iterator) => iterator === null);
+    if (!closed && Date.now() - describedAt < describeEveryMs) return;
+    describedAt = Date.now();
+    // A closed shard has been read to its end: it moves to `finished`, so the map holds only the open
+    // ones and the shard (still listed by DescribeStream for a day) is never read again.
+    for (const [id, iterator] of iterators) {
+      if (iterator === null) {
+        iterators.delete(id);
+        finished.add(id);
+      }
+    }
     const stream = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
     for (const shard of stream.StreamDescription?.Shards ?? []) {
       const id = shard.ShardId;
-      if (!id || iterators.has(id)) continue;
+      if (!id || iterators.has(id) || finished.has(id)) continue;
       const iterator = await streams.send(
         new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: id, ShardIteratorType: 'TRIM_HORIZON' }),
       );
@@ -149,12 +172,17 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
             if (inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
           }
         }
-        if (got === 0) await sleep(idleMs);
+        if (got === 0) {
+          await sleep(nextIdleMs);
+          nextIdleMs = Math.min(nextIdleMs * 2, maxIdleMs);
+        } else nextIdleMs = idleMs;
       } catch (error) {
         if (!stopped) log(`stream poller: ${(error as Error).message}`);
         // Iterators do not survive a restart of DynamoDB Local: read every shard again from its start.
         // Records seen before are harmless (the worker skips tasks that are no longer waiting).
         iterators.clear();
+        finished.clear();
+        describedAt = Number.NEGATIVE_INFINITY;
         await sleep(1000);
       }
     }

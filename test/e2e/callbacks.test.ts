@@ -8,7 +8,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 import { createApi, IMAGE_PATH, taskPath } from './support/api';
 import { loadTarget } from './support/target';
 
@@ -69,18 +69,17 @@ if (target.runs('providerCallbacks')) {
 
 if (target.runs('callbackCompletes')) {
   describe('on a stack where only callbacks can finish a task', () => {
-    let quiet: SpawnedLocalStack;
+    let quiet: TestStack;
     let apiKey: string;
     const TABLE_NAME = 'generation-service-e2e-callbacks';
 
     beforeAll(async () => {
-      quiet = await spawnLocalStack({
+      quiet = await spawnTestStack({
         readyTimeoutMs: STACK_READY_MS,
         env: {
           TABLE_NAME,
           PROVIDER_REFRESH_INTERVAL_SECONDS: '3600',
           SWEEPER_INTERVAL_SECONDS: '3600',
-          DYNAMODB_ENDPOINT: '',
           API_STAGE: '',
         },
       });

@@ -15,7 +15,8 @@ import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { freePorts } from '../../local/spawn-local-stack';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 import { IMAGE_PATH, taskPath } from './support/api';
 import { loadTarget } from './support/target';
 
@@ -43,7 +44,7 @@ interface Received {
 
 if (target.runs('webhooks')) {
   describe('webhooks out, on a stack with a short retry schedule', () => {
-    let stack: SpawnedLocalStack;
+    let stack: TestStack;
     let receiver: Server;
     let origin: string;
     const received: Received[] = [];
@@ -151,7 +152,7 @@ if (target.runs('webhooks')) {
         DYNAMODB_ENDPOINT: '',
         API_STAGE: '',
       };
-      stack = await spawnLocalStack({ readyTimeoutMs: STACK_READY_MS, env: settings });
+      stack = await spawnTestStack({ readyTimeoutMs: STACK_READY_MS, env: settings });
       const { DYNAMODB_PORT: _p, DATA_DIR: _d, ...rest } = process.env;
       operatorEnv = { ...rest, ...settings, DYNAMODB_ENDPOINT: stack.dynamodbEndpoint };
       const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });

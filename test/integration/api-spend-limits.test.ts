@@ -7,21 +7,20 @@ import { csrfTokenFor } from '../../functions/core/session';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { createSession } from '../../functions/store/sessions';
-import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
 import { IMAGE_COST, imageRequest, videoRequest } from '../support/service-harness';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 
 jest.setTimeout(240_000);
 
-let stack: SpawnedLocalStack;
+let stack: TestStack;
 let store: StoreContext;
 
 beforeAll(async () => {
-  stack = await spawnLocalStack({ env: { DATA_DIR: ':memory:' } });
+  stack = await spawnTestStack({ env: { DATA_DIR: ':memory:' } });
   store = {
     doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
-    tableName: DEFAULT_TABLE_NAME,
+    tableName: stack.tableName,
   };
 }, 240_000);
 

@@ -14,9 +14,9 @@ import { KIE_PROFILE } from '../../functions/core/profiles';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
-import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { freePorts } from '../../local/spawn-local-stack';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 
 const ROOT = join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -38,16 +38,16 @@ interface Task {
 }
 
 describe('npm start with PROVIDER_PROFILE=kie', () => {
-  let stack: SpawnedLocalStack;
+  let stack: TestStack;
   let headers: Record<string, string>;
   let doc: ReturnType<typeof createDocumentClient>;
 
   beforeAll(async () => {
-    stack = await spawnLocalStack({
+    stack = await spawnTestStack({
       env: { PROVIDER_PROFILE: 'kie', DATA_DIR: ':memory:', PROVIDER_REFRESH_INTERVAL_SECONDS: '1' },
     });
     doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
-    const store = { doc, tableName: DEFAULT_TABLE_NAME };
+    const store = { doc, tableName: stack.tableName };
     await grantCredits(store, { userId: 'kie-user', amount: 100_000 });
     const { apiKey } = await putApiKey(store, { userId: 'kie-user', name: 'kie' });
     headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };

@@ -14,10 +14,9 @@ import { createDocumentClient, type StoreContext } from '../../functions/store/c
 import { getInvite, inviteAccount } from '../../functions/store/invites';
 import { DEFAULT_MAX_ACTIVE_KEYS } from '../../functions/store/key-count';
 import { createSession } from '../../functions/store/sessions';
-import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
 import { Browser, signIn } from '../e2e/support/browser';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 
 /** The default plan of this stack: a burst of 3, then one request a second. */
 const BURST = 3;
@@ -27,7 +26,7 @@ const FLOOD = 20;
 /** Signs in through the local OpenID provider (invited by the test). */
 const SIGN_IN = { email: 'limits-sign-in@example.test', password: 'limits-sign-in-password' };
 
-let stack: SpawnedLocalStack;
+let stack: TestStack;
 let store: StoreContext;
 
 async function keyFor(userId: string, name: string): Promise<string> {
@@ -43,7 +42,7 @@ async function flood(apiKey: string, count: number): Promise<Response[]> {
 }
 
 beforeAll(async () => {
-  stack = await spawnLocalStack({
+  stack = await spawnTestStack({
     env: {
       DATA_DIR: ':memory:',
       KEY_RATE_LIMIT: '1',
@@ -56,7 +55,7 @@ beforeAll(async () => {
   });
   store = {
     doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
-    tableName: DEFAULT_TABLE_NAME,
+    tableName: stack.tableName,
   };
 }, 240_000);
 
@@ -179,18 +178,18 @@ describe('per-key rate limits through the local gateway', () => {
     const userId = 'limits-sign-in';
     await inviteAccount(store, { email: SIGN_IN.email, userId });
     const sessionsKey = {
-      PK: `LOCALAPIKEY#${usageKeyName(DEFAULT_TABLE_NAME, { credential: 'session', userId })}`,
+      PK: `LOCALAPIKEY#${usageKeyName(stack.tableName, { credential: 'session', userId })}`,
       SK: 'LOCALAPIKEY',
     };
 
     // Act
     const first = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
     const afterFirst = await getInvite(store, SIGN_IN.email);
-    const enrolled = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
-    await store.doc.send(new DeleteCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    const enrolled = await store.doc.send(new GetCommand({ TableName: stack.tableName, Key: sessionsKey }));
+    await store.doc.send(new DeleteCommand({ TableName: stack.tableName, Key: sessionsKey }));
     const second = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
     const afterSecond = await getInvite(store, SIGN_IN.email);
-    const enrolledAgain = await store.doc.send(new GetCommand({ TableName: DEFAULT_TABLE_NAME, Key: sessionsKey }));
+    const enrolledAgain = await store.doc.send(new GetCommand({ TableName: stack.tableName, Key: sessionsKey }));
 
     // Assert
     expect(first.status).toBe(200);

@@ -13,7 +13,11 @@ import { auditUser, listLedger } from '../../functions/store/ledger';
 import { readSpent, stampLimitVersion } from '../../functions/store/spend';
 import { acceptTask, failAndRefund, getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
+import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
+
+/** Racers on one key's limit of 10 tasks: tens race in `npm test`, 200 in `npm run test:stress`. */
+const RACERS = atScale(40, 200);
 
 // 200 accepts racing on one counter through the conflict layer: seconds, minutes on a loaded machine.
 jest.setTimeout(300_000);
@@ -39,10 +43,10 @@ describe('spend limits per key, enforced in the accept transaction (DynamoDB Loc
     return { userId, keyId: issued.keyId, spendLimit: record.spendLimit, spendLimitVersion: record.spendLimitVersion };
   }
 
-  it('200 parallel accepts with one key on a limit of 10 tasks accept exactly 10; the rest are 402', async () => {
+  it(`${RACERS} parallel accepts with one key on a limit of 10 tasks accept exactly 10; the rest are 402`, async () => {
     // Prepare: plenty of credits, a daily budget of 10 tasks of cost 3.
     const key = await limitedKey(10_000, { credits: 30, period: 'day' });
-    const tasks = Array.from({ length: 200 }, () => newTask(key.userId, 3, { ...key }));
+    const tasks = Array.from({ length: RACERS }, () => newTask(key.userId, 3, { ...key }));
 
     // Act: callers retry a busy answer as the 503 tells them to.
     const results = await Promise.allSettled(tasks.map((task) => retriedWhileBusy(() => acceptTask(store, { task }))));
@@ -51,7 +55,7 @@ describe('spend limits per key, enforced in the accept transaction (DynamoDB Loc
     const accepted = results.filter((result) => result.status === 'fulfilled');
     const refused = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
     expect(accepted).toHaveLength(10);
-    expect(refused).toHaveLength(190);
+    expect(refused).toHaveLength(RACERS - 10);
     for (const reason of refused) {
       expect(reason).toBeInstanceOf(SpendLimitError);
       expect(reason).toMatchObject({ limit: 30, period: 'day', resetsAt: '2026-11-02T00:00:00.000Z' });

@@ -5,7 +5,13 @@ import { listLedger } from '../../functions/store/ledger';
 import { acceptTask, completeTask, failAndRefund } from '../../functions/store/tasks';
 import { readUsageCounters } from '../../functions/store/usage';
 import { createTestStore, type TestStore } from '../support/dynamodb';
+import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
+
+/** Accepts on the account (a multiple of 11: the plans' outcomes repeat every 11). */
+const ACCEPTS = atScale(220, 1100);
+/** Debits (every accept) and refunds (9 of 11 fail): 400 in `npm test`, 2,000 in the stress run. */
+const LEDGER_ENTRIES = (ACCEPTS * 20) / 11;
 
 // Thousands of transactions through the conflict layer: a minute, more on a loaded machine.
 jest.setTimeout(600_000);
@@ -31,7 +37,8 @@ async function report(store: TestStore, userId: string, query: Record<string, st
 }
 
 /**
- * The bookkeeping over thousands of entries, on DynamoDB Local without the conflict layer: 2,000
+ * The bookkeeping over hundreds of entries in `npm test` and thousands in `npm run test:stress`
+ * (ACCEPTS below), on DynamoDB Local without the conflict layer: 2,000
  * transactions through it took over ten minutes inside the full suite (42 s alone). How counters
  * behave under contention is the conflict-layer suite's below (races, retries), and store-accept's.
  */
@@ -46,14 +53,15 @@ describe('usage counters over thousands of ledger entries (DynamoDB Local)', () 
     await store.dispose();
   });
 
-  it('on an account with thousands of ledger entries, every range totals what the ledger says, by key and model too', async () => {
-    // Prepare: 1,100 accepts over 5 days with 3 keys (and the dashboard) and 3 models; 900 fail (half
-    // of those refunded a day later), 100 complete: 2,000 debits and refunds in the ledger.
+  it(`on an account with ${LEDGER_ENTRIES} ledger entries, every range totals what the ledger says, by key and model too`, async () => {
+    // Prepare: ACCEPTS accepts over 5 days with 3 keys (and the dashboard) and 3 models; 9 of 11 fail
+    // (half of those refunded a day later), 1 of 11 completes: at full scale 1,100 accepts, 900
+    // failures, 100 completions, 2,000 debits and refunds in the ledger.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 1_000_000 });
     const keyIds = ['key-a', 'key-b', 'key-c', undefined] as const;
     const models = ['image-model-1', 'image-model-2', 'video-d3'] as const;
-    const plans = Array.from({ length: 1100 }, (_, i) => ({
+    const plans = Array.from({ length: ACCEPTS }, (_, i) => ({
       dayIndex: i % 5,
       keyId: keyIds[i % 4],
       model: models[i % 3] ?? 'image-model-1',
@@ -125,14 +133,20 @@ describe('usage counters over thousands of ledger entries (DynamoDB Local)', () 
     const byModel = await report(store, userId, { from: dayName(0), to: dayName(5), groupBy: 'model' });
 
     // Assert: the ledger and the counters agree on every range.
-    expect(ledger.length).toBeGreaterThan(2000);
+    expect(ledger.length).toBeGreaterThan(LEDGER_ENTRIES);
     ranges.forEach(([from, to], i) => {
       const expected = ledgerIn(from, to);
       expect(reports[i]?.totals).toMatchObject({ ...expected, net: expected.debited - expected.refunded });
     });
     // Tasks by status, on the day they were accepted.
     const all = reports[0];
-    expect(all?.totals.tasks).toEqual({ accepted: 1100, completed: 100, failed: 900, pending: 100 });
+    const eleventh = ACCEPTS / 11;
+    expect(all?.totals.tasks).toEqual({
+      accepted: ACCEPTS,
+      completed: eleventh,
+      failed: 9 * eleventh,
+      pending: eleventh,
+    });
     expect(all?.rows.map((row) => row.group)).toEqual([0, 1, 2, 3, 4, 5].map(dayName));
     expect(all?.rows[5]).toMatchObject({ debited: 0, tasks: { accepted: 0 } });
     expect(all?.rows[5]?.refunded).toBe(ledgerIn(5, 5).refunded);

@@ -11,18 +11,18 @@ import { presignPost, presignUrl } from '../../functions/aws/signer';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
-import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { putUpload } from '../../functions/store/uploads';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../../local/spawn-local-stack';
+import { freePorts } from '../../local/spawn-local-stack';
 import { tinyPng } from '../support/png';
+import { spawnTestStack, type TestStack } from '../support/test-stack';
 
 /** The stack's upload limit for this file: small, so a too-big file is cheap to send. */
 const MAX_BYTES = 4096;
 const IMAGE_PATH = '/api/ai/image/generate';
 const UNKNOWN = 'Unknown upload: no upload of yours has this id (it may have expired)';
 
-let stack: SpawnedLocalStack;
+let stack: TestStack;
 let store: StoreContext;
 let mockUrl: string;
 let owner: string;
@@ -112,7 +112,7 @@ async function pollUntilDone(taskId: string, apiKey: string): Promise<{ status: 
 beforeAll(async () => {
   const [mockPort] = await freePorts(1);
   mockUrl = `http://127.0.0.1:${mockPort}`;
-  stack = await spawnLocalStack({
+  stack = await spawnTestStack({
     env: {
       DATA_DIR: ':memory:',
       MOCK_PROVIDER_PORT: String(mockPort),
@@ -122,7 +122,7 @@ beforeAll(async () => {
   });
   store = {
     doc: createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint }),
-    tableName: DEFAULT_TABLE_NAME,
+    tableName: stack.tableName,
   };
   await grantCredits(store, { userId: 'uploads-owner', amount: 100 });
   await grantCredits(store, { userId: 'uploads-stranger', amount: 100 });

@@ -22,32 +22,18 @@ import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../../functions/core/queue-bound';
 import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import {
-  AWS_ACCESS_KEY_ID,
   AWS_ENDPOINT_URL,
-  AWS_REGION,
-  AWS_SECRET_ACCESS_KEY,
   DISPATCH_WAKE_QUEUE_URL,
-  DYNAMODB_ENDPOINT,
-  environmentOf,
   INLINE_AUTHORIZER,
   LOG_LEVEL,
-  MAX_PENDING_SECONDS,
-  MAX_QUEUED_TASKS_PER_ACCOUNT,
-  MEDIA_BASE_URL,
   MEDIA_BUCKET,
   MEDIA_COPY_TIMEOUT_MS,
-  MEDIA_DIR,
-  MEDIA_SOURCE_INSECURE_ORIGINS,
   METRICS,
-  PROVIDER_API_KEY,
-  PROVIDER_BASE_URL,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_SEND_ATTEMPTS,
-  PROVIDER_REFRESH_INTERVAL_SECONDS,
   PROVIDER_SECRET_ARN,
   setting,
-  TABLE_NAME,
 } from '../../functions/environment/environment';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
@@ -63,6 +49,7 @@ import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER_FILTER } from '../../lib/routes';
 import { startDispatchLoop } from '../../local/dispatch-loop';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
+import { handlerEnvironment } from '../../local/handler-environment';
 import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
 import { createTestStore, type TestStore, testEndpoint } from './dynamodb';
@@ -209,34 +196,29 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
 
-  // Built from the environment contract (functions/environment/environment.ts), as the local stack's.
-  const env = environmentOf(
-    setting(TABLE_NAME, store.tableName),
-    setting(DYNAMODB_ENDPOINT, store.endpoint),
-    setting(AWS_REGION, 'local'),
-    setting(AWS_ACCESS_KEY_ID, 'local'),
-    setting(AWS_SECRET_ACCESS_KEY, 'local'),
-    setting(PROVIDER_BASE_URL, provider.url),
-    setting(PROVIDER_API_KEY, providerKey),
-    setting(MEDIA_SOURCE_INSECURE_ORIGINS, provider.url),
-    setting(MEDIA_DIR, mediaDir),
-    setting(MEDIA_BASE_URL, mediaBaseUrl),
-    setting(PROVIDER_REFRESH_INTERVAL_SECONDS, options.refreshIntervalSeconds ?? 1),
-    setting(MAX_PENDING_SECONDS, options.maxPendingSeconds ?? 1800),
+  // The handlers' environment, built as the local stack builds it (local/handler-environment.ts).
+  const env = handlerEnvironment(
+    {
+      tableName: store.tableName,
+      dynamodbEndpoint: store.endpoint,
+      provider: {
+        url: provider.url,
+        apiKey: providerKey,
+        // The mock's own limits, which the service is told as a deployment's profile tells it Kie's.
+        createRateLimit: options.providerLimits?.createRateLimit
+          ? formatCreateRateLimit(options.providerLimits.createRateLimit)
+          : undefined,
+        maxInFlight: options.providerLimits?.maxInFlight,
+      },
+      media: { dir: mediaDir, baseUrl: mediaBaseUrl },
+      providerRefreshIntervalSeconds: options.refreshIntervalSeconds ?? 1,
+      maxPendingSeconds: options.maxPendingSeconds ?? 1800,
+      maxQueuedTasksPerAccount: options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT,
+    },
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
-    setting(MAX_QUEUED_TASKS_PER_ACCOUNT, options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
-    // The dispatcher keeps to the mock's create rate, as a deployment's profile tells it Kie's.
-    setting(
-      PROVIDER_CREATE_RATE_LIMIT,
-      options.providerLimits?.createRateLimit
-        ? formatCreateRateLimit(options.providerLimits.createRateLimit)
-        : undefined,
-    ),
-    // And to its cap on tasks in flight: the dispatcher and every function that finishes tasks.
-    setting(PROVIDER_MAX_IN_FLIGHT, options.providerLimits?.maxInFlight),
     setting(METRICS, 'off'),
     setting(LOG_LEVEL, 'error'),
   );

@@ -10,7 +10,9 @@ import { grantCredits } from '../../../functions/store/accounts';
 import { createDocumentClient } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';
-import { type SpawnedLocalStack, spawnLocalStack } from '../../../local/spawn-local-stack';
+import type { SpawnedLocalStack } from '../../../local/spawn-local-stack';
+import { acquireSharedDynamoDb } from '../../support/shared-dynamodb';
+import { spawnTestStack } from '../../support/test-stack';
 import { chromiumPath } from './chromium';
 import { BROWSER_CONTEXT_ENV, type BrowserTestContext } from './context';
 
@@ -29,19 +31,20 @@ const ACCOUNT = {
 
 export default async function setup(): Promise<void> {
   const chromium = chromiumPath();
+  // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
+  await acquireSharedDynamoDb();
   let stack: SpawnedLocalStack | undefined;
   let lastError: unknown;
   // A free port can be taken between finding it and binding it: a few tries.
   for (let attempt = 0; attempt < 3 && !stack; attempt++) {
     try {
-      stack = await spawnLocalStack({
-        // DynamoDB Local's JVM first: generous, for a loaded machine.
+      stack = await spawnTestStack({
+        // Generous, for a loaded machine.
         readyTimeoutMs: 180_000,
         env: {
           TABLE_NAME,
           PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
           SWEEPER_INTERVAL_SECONDS: '1',
-          DYNAMODB_ENDPOINT: '',
           DASHBOARD_DIR: '',
           LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password}`,
           // 1 MB, so the dashboard test's oversize reference file stays small.

@@ -1,5 +1,6 @@
 /** Jest global teardown of the browser project: stops the local stack (also after failures). */
 import type { SpawnedLocalStack } from '../../../local/spawn-local-stack';
+import { releaseSharedDynamoDb } from '../../support/shared-dynamodb';
 
 declare global {
   var __browserLocalStack: SpawnedLocalStack | undefined;
@@ -8,5 +9,9 @@ declare global {
 export default async function teardown(): Promise<void> {
   const stack = globalThis.__browserLocalStack;
   globalThis.__browserLocalStack = undefined;
-  await stack?.stop();
+  try {
+    await stack?.stop();
+  } finally {
+    await releaseSharedDynamoDb();
+  }
 }

@@ -4,6 +4,7 @@
  * with the keys from the environment. Either way it hands the test files one JSON context
  * (E2E_CONTEXT) and prints the checks the target leaves out, and why.
  */
+import { acquireSharedDynamoDb } from '../../support/shared-dynamodb';
 import { type RunningLocalStack, startLocalStack } from './local-stack';
 import { E2E_CONTEXT_ENV, type E2eContext, omittedChecks, type TargetKind } from './target';
 
@@ -66,6 +67,8 @@ export default async function setup(): Promise<void> {
   if (process.env.API_BASE_URL) {
     context = remoteContext();
   } else {
+    // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
+    await acquireSharedDynamoDb();
     const started = await startLocalStack();
     globalThis.__e2eLocalStack = started.stack;
     context = started.context;

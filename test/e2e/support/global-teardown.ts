@@ -3,6 +3,7 @@
  * checks the ledger invariant for every user of the run, then always stops the stack; a violation
  * throws, which fails the run.
  */
+import { releaseSharedDynamoDb } from '../../support/shared-dynamodb';
 import { ledgerViolations, type RunningLocalStack } from './local-stack';
 
 declare global {
@@ -20,6 +21,7 @@ export default async function teardown(): Promise<void> {
   } finally {
     stack.store.doc.destroy();
     await stack.stop();
+    await releaseSharedDynamoDb();
   }
   if (violations.length > 0) {
     throw new Error(`Ledger invariant violated after the e2e run:\n${violations.join('\n')}`);

@@ -12,7 +12,8 @@ import { inviteAccount } from '../../../functions/store/invites';
 import { auditAll } from '../../../functions/store/ledger';
 import { createSession } from '../../../functions/store/sessions';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';
-import { type SpawnedLocalStack, spawnLocalStack } from '../../../local/spawn-local-stack';
+import type { SpawnedLocalStack } from '../../../local/spawn-local-stack';
+import { spawnTestStack } from '../../support/test-stack';
 import type { E2eContext } from './target';
 
 const TABLE_NAME = 'generation-service-e2e';
@@ -53,9 +54,9 @@ export interface RunningLocalStack extends SpawnedLocalStack {
   store: StoreContext;
 }
 
-/** Starts `local/start.ts` on free ports with the suite's settings. */
+/** Starts `local/start.ts` on free ports with the suite's settings, on the run's DynamoDB Local. */
 function spawnStack(): Promise<SpawnedLocalStack> {
-  return spawnLocalStack({
+  return spawnTestStack({
     readyTimeoutMs: READY_TIMEOUT_MS,
     env: {
       TABLE_NAME,
@@ -64,7 +65,6 @@ function spawnStack(): Promise<SpawnedLocalStack> {
       SWEEPER_INTERVAL_SECONDS: '1',
       // No authorizer cache (the default, and the only value allowed): expiry is checked on every request.
       AUTHORIZER_CACHE_TTL_SECONDS: '',
-      DYNAMODB_ENDPOINT: '',
       LOCAL_IDP_ACCOUNTS: `${SIGN_IN.invited.email}:${SIGN_IN.invited.password},${SIGN_IN.stranger.email}:${SIGN_IN.stranger.password}`,
     },
   });
