@@ -27,9 +27,9 @@ module.exports = {
   // more say so). Speed is measured in bench/, never asserted here.
   testTimeout: 60_000,
   // Most test time is spent waiting (on DynamoDB Local, the mock provider's delays, refresh intervals,
-  // child stacks), not computing: three workers on two cores keep both busy. One worker ran the suite
+  // child stacks), not computing: four workers on two cores keep both busy. One worker ran the suite
   // in band, file after file, in about 38 minutes; `--maxWorkers` on the command line overrides this.
-  maxWorkers: 3,
+  maxWorkers: 4,
   // Every run records each file's duration (test-results/durations.json); `npm run test:slowest` reads it.
   reporters: ['default', '<rootDir>/test/support/durations-reporter.js'],
   projects: [
