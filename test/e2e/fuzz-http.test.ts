@@ -12,9 +12,13 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import fc from 'fast-check';
+import { atScale } from '../support/scale';
 import { createApi, IMAGE_PATH, REFERENCE_IMAGE, VIDEO_PATH } from './support/api';
 import { checkAgainstContract } from './support/contract';
 import { loadTarget } from './support/target';
+
+/** Each property's runs: as written in `npm test`, ten times as many in `npm run test:stress`. */
+const RUNS_FACTOR = atScale(1, 10);
 
 jest.setTimeout(240_000);
 
@@ -473,7 +477,6 @@ async function balanceOf(apiKey: string): Promise<number> {
   return (response.body as { balance: number }).balance;
 }
 
-/** Runs a property with the fixed seed; shrinking a failure is bounded in time. */
 /**
  * Runs a property with the fixed seed; `examples` (inputs that once broke the service) run first on
  * every seed. Shrinking a failure is bounded in time.
@@ -483,7 +486,7 @@ function run<Ts extends [unknown, ...unknown[]]>(
   numRuns: number,
   examples: Ts[] = [],
 ): Promise<void> {
-  return fc.assert(property, { numRuns, seed: SEED, examples, interruptAfterTimeLimit: 90_000 });
+  return fc.assert(property, { numRuns: numRuns * RUNS_FACTOR, seed: SEED, examples, interruptAfterTimeLimit: 90_000 });
 }
 
 describe('HTTP fuzzing: never a 5xx, every error body documented', () => {

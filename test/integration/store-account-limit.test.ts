@@ -5,9 +5,13 @@ import { putApiKey } from '../../functions/store/api-keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { acceptTask, failAndRefund } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
+import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
 
-// 60 accepts racing on one counter through the conflict layer: seconds, minutes on a loaded machine.
+/** Racers on the account's limit of 10 tasks: 60 in `npm test`, 240 in `npm run test:stress`. */
+const RACERS = atScale(60, 240);
+
+// Accepts racing on one counter through the conflict layer: seconds, minutes on a loaded machine.
 jest.setTimeout(600_000);
 
 describe('the account-wide monthly spend limit, enforced in the accept transaction (DynamoDB Local, conflict layer on)', () => {
@@ -21,13 +25,13 @@ describe('the account-wide monthly spend limit, enforced in the accept transacti
     await store.dispose();
   });
 
-  it('60 parallel accepts from two keys and the dashboard on a limit of 10 tasks accept exactly 10; the rest are 402', async () => {
+  it(`${RACERS} parallel accepts from two keys and the dashboard on a limit of 10 tasks accept exactly 10; the rest are 402`, async () => {
     // Prepare: plenty of credits, a monthly limit of 10 tasks of cost 3.
     const userId = newUserId();
     await grantCredits(store, { userId, amount: 10_000 });
     await setAccountSpendLimit(store, { userId, credits: 30, now: T0 });
     const callers = [{ keyId: 'key-a' }, { keyId: 'key-b' }, { keyId: undefined }];
-    const tasks = Array.from({ length: 60 }, (_, i) => newTask(userId, 3, callers[i % 3]));
+    const tasks = Array.from({ length: RACERS }, (_, i) => newTask(userId, 3, callers[i % 3]));
 
     // Act: callers retry a busy answer as the 503 tells them to.
     const results = await Promise.allSettled(tasks.map((task) => retriedWhileBusy(() => acceptTask(store, { task }))));
@@ -35,7 +39,7 @@ describe('the account-wide monthly spend limit, enforced in the accept transacti
     // Assert
     const refused = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
     expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10);
-    expect(refused).toHaveLength(50);
+    expect(refused).toHaveLength(RACERS - 10);
     for (const reason of refused) {
       expect(reason).toBeInstanceOf(SpendLimitError);
       expect(reason).toMatchObject({

@@ -12,6 +12,7 @@ import {
 import { ValidationError } from '../../functions/core/errors';
 import { priceImage, priceVideo } from '../../functions/core/pricing';
 import { isStorableNumber, storageProblems } from '../../functions/core/storable';
+import { atScale } from '../support/scale';
 import { rejectionOf, urls } from './core-fixtures';
 import {
   buildImageProviderRequest,
@@ -19,6 +20,9 @@ import {
   validateImageRequest,
   validateVideoRequest,
 } from './mock-profile-rules';
+
+/** Runs of the heavier properties: 300 in `npm test`, 3,000 in `npm run test:stress`. */
+const PROPERTY_RUNS = atScale(300, 3000);
 
 type Body = Record<string, unknown>;
 
@@ -403,7 +407,7 @@ describe('the validators never throw anything but ValidationError', () => {
         // Assert
         expect(['accepted', 'rejected']).toContain(outcome);
       }),
-      { numRuns: 300 },
+      { numRuns: PROPERTY_RUNS },
     );
   });
 
@@ -420,7 +424,7 @@ describe('the validators never throw anything but ValidationError', () => {
         // Assert
         expect(['accepted', 'rejected']).toContain(outcome);
       }),
-      { numRuns: 300 },
+      { numRuns: PROPERTY_RUNS },
     );
   });
 });
