@@ -55,9 +55,9 @@ test('env=dev selects the dev preset; an explicit key still wins over it; no env
   expect(() => configFrom({ env: 'staging' })).toThrow(/^env must be one of dev, prod/);
 });
 
-test('every configuration key is in the table of docs/guides/deploy-aws.md with its default', () => {
+test('every configuration key is in the context key table of docs/guides/configuration.md', () => {
   // Prepare
-  const guide = readFileSync(join(__dirname, '..', '..', 'docs', 'guides', 'deploy-aws.md'), 'utf8');
+  const guide = readFileSync(join(__dirname, '..', '..', 'docs', 'guides', 'configuration.md'), 'utf8');
 
   // Act
   const rows = guide.split('\n').filter((line) => line.startsWith('| `'));
