@@ -18,10 +18,6 @@ export function createDocumentClient(config: DynamoDBClientConfig = {}): DynamoD
     requestHandler: {
       connectionTimeout: 2_000,
       requestTimeout: 5_000,
-      // Without this the SDK's handler only logs a warning when requestTimeout passes and goes on
-      // waiting (a DynamoDB that accepted the connection and never answers held a submit for over 25 s).
-      // The timeout then fails the attempt as a TimeoutError, which the SDK's retries take up.
-      throwOnRequestTimeout: true,
       // Only plain-HTTP endpoints (DynamoDB Local) use this agent. The local stack serves many requests
       // from one process, and waiting for one of the default 50 sockets counts against the timeout.
       httpAgent: { keepAlive: true, maxSockets: 256 },

@@ -1,14 +1,13 @@
 /**
- * Jest global setup of the integration project: the run's one DynamoDB Local (shared with the e2e and
- * browser projects' stacks; each test file creates its own uniquely named table, test/support/dynamodb.ts).
+ * Jest global setup of the integration project: the run's DynamoDB Local JVMs (shared with the e2e and
+ * browser projects, test/support/shared-dynamodb.ts); each test file creates its own uniquely named
+ * table on its worker's JVM (test/support/dynamodb.ts).
  */
 import { buildLocalStack } from '../../local/spawn-local-stack';
 import { acquireSharedDynamoDb } from './shared-dynamodb';
 
-export { DYNAMODB_TEST_ENDPOINT } from './shared-dynamodb';
-
-export default async function setup(): Promise<void> {
+export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
   // Some files start `npm start`'s program: its bundle is built once here, not by each of them.
   buildLocalStack();
-  await acquireSharedDynamoDb();
+  await acquireSharedDynamoDb(globalConfig.maxWorkers);
 }

@@ -7,6 +7,9 @@ import { createDocumentClient, type StoreContext } from '../../functions/store/c
 import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
 import { type ConflictProxy, startConflictProxy } from '../../local/conflict-proxy';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { testEndpoint } from './shared-dynamodb';
+
+export { testEndpoint };
 
 export type TestStore = StoreContext & {
   endpoint: string;
@@ -22,15 +25,6 @@ export type TestStore = StoreContext & {
  */
 export interface TestStoreOptions {
   conflicts?: { holdMs: number };
-}
-
-/** The endpoint exported by test/support/dynamodb-global-setup.ts. */
-export function testEndpoint(): string {
-  const endpoint = process.env.DYNAMODB_TEST_ENDPOINT;
-  if (!endpoint) {
-    throw new Error('DYNAMODB_TEST_ENDPOINT is not set: run this file in the jest "integration" project');
-  }
-  return endpoint;
 }
 
 /** Creates the table from the shared definition; `dispose()` deletes it and closes the client. */

@@ -1,35 +1,33 @@
 /**
- * The one DynamoDB Local of a test run. Every jest project that needs DynamoDB acquires it in its
- * global setup (the first one starts the JVM, in memory, on a free port) and releases it in its
- * teardown (the last one stops it). Jest runs every global setup and teardown in its main process, so
- * the handle and the count travel on `globalThis`, and the workers it spawns afterwards inherit the
- * endpoint in DYNAMODB_TEST_ENDPOINT. Test files, and the stacks the setups and files start, each use a
- * table of their own on it (test/support/dynamodb.ts, test/support/test-stack.ts).
+ * The DynamoDB Local JVMs of a test run, shared by every jest project that needs DynamoDB: one for the
+ * stacks the global setups start (the e2e and browser projects' stacks, up for the whole run) and one
+ * for each jest worker. Every test file, harness and spawned test stack keeps a table of its own on
+ * its worker's JVM (`testEndpoint()`), so the files a worker runs one after another share one JVM.
+ *
+ * Why one per worker and not one for all: DynamoDB Local (in memory, `-sharedDb`) serves one request
+ * at a time, so with four workers on one JVM it ran at full load while the workers waited, and requests
+ * took over 5 s (handlers timed out, a file took 700 s instead of 250 s). One JVM per worker keeps what
+ * the suite had when it ran in band (one JVM serving one file at a time), with a JVM start each.
+ *
+ * The first project's global setup starts them, the last teardown stops them: jest runs every global
+ * setup and teardown in its main process, so the handles and the count travel on `globalThis`, and the
+ * workers it spawns afterwards inherit the endpoints in DYNAMODB_TEST_ENDPOINTS.
  */
 import { type DynamoDbLocalHandle, findFreePort, startDynamoDbLocal } from '../../local/dynamodb-local';
 
-/** The variable that carries the shared endpoint to the workers and to the stacks they spawn. */
-export const DYNAMODB_TEST_ENDPOINT = 'DYNAMODB_TEST_ENDPOINT';
+/** The variable that carries the endpoints (comma-separated) to the workers and their stacks. */
+export const DYNAMODB_TEST_ENDPOINTS = 'DYNAMODB_TEST_ENDPOINTS';
 
 declare global {
-  var __sharedDynamoDb: { handle: DynamoDbLocalHandle; users: number } | undefined;
+  var __sharedDynamoDb: { handles: DynamoDbLocalHandle[]; users: number } | undefined;
 }
 
-/** Starts the run's DynamoDB Local unless a setup before this one did; resolves to its endpoint. */
-export async function acquireSharedDynamoDb(): Promise<string> {
-  const shared = globalThis.__sharedDynamoDb;
-  if (shared) {
-    shared.users += 1;
-    return shared.handle.endpoint;
-  }
+async function startOne(): Promise<DynamoDbLocalHandle> {
   let lastError: unknown;
   // The free port can be taken between finding it and Java binding it; try a few.
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const handle = await startDynamoDbLocal({ port: await findFreePort() });
-      globalThis.__sharedDynamoDb = { handle, users: 1 };
-      process.env[DYNAMODB_TEST_ENDPOINT] = handle.endpoint;
-      return handle.endpoint;
+      return await startDynamoDbLocal({ port: await findFreePort() });
     } catch (error) {
       lastError = error;
     }
@@ -37,13 +35,52 @@ export async function acquireSharedDynamoDb(): Promise<string> {
   throw lastError;
 }
 
-/** Stops the run's DynamoDB Local when the last project that acquired it lets it go. */
+/**
+ * Starts the run's JVMs (one for the setups' stacks, one per worker) unless a setup before this one
+ * did; resolves to the setups' endpoint.
+ */
+export async function acquireSharedDynamoDb(workers: number): Promise<string> {
+  const shared = globalThis.__sharedDynamoDb;
+  if (shared) {
+    shared.users += 1;
+    return shared.handles[0]?.endpoint ?? '';
+  }
+  const started = await Promise.allSettled(Array.from({ length: 1 + Math.max(1, workers) }, startOne));
+  const handles = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) {
+    await Promise.all(handles.map((handle) => handle.stop()));
+    throw failed.reason;
+  }
+  globalThis.__sharedDynamoDb = { handles, users: 1 };
+  process.env[DYNAMODB_TEST_ENDPOINTS] = handles.map((handle) => handle.endpoint).join(',');
+  return handles[0]?.endpoint ?? '';
+}
+
+/** Stops the run's JVMs when the last project that acquired them lets them go. */
 export async function releaseSharedDynamoDb(): Promise<void> {
   const shared = globalThis.__sharedDynamoDb;
   if (!shared) return;
   shared.users -= 1;
   if (shared.users > 0) return;
   globalThis.__sharedDynamoDb = undefined;
-  delete process.env[DYNAMODB_TEST_ENDPOINT];
-  await shared.handle.stop();
+  delete process.env[DYNAMODB_TEST_ENDPOINTS];
+  await Promise.all(shared.handles.map((handle) => handle.stop()));
+}
+
+/**
+ * The endpoint for code running here: in a jest worker, that worker's JVM; in jest's main process (the
+ * global setups), the setups' one.
+ */
+export function testEndpoint(): string {
+  const endpoints = (process.env[DYNAMODB_TEST_ENDPOINTS] ?? '').split(',').filter(Boolean);
+  const [setups, ...workers] = endpoints;
+  if (!setups) {
+    throw new Error(
+      `${DYNAMODB_TEST_ENDPOINTS} is not set: run this file in a jest project whose setup starts DynamoDB Local`,
+    );
+  }
+  const worker = Number(process.env.JEST_WORKER_ID);
+  if (!Number.isInteger(worker) || worker < 1 || workers.length === 0) return setups;
+  return workers[(worker - 1) % workers.length] ?? setups;
 }

@@ -1,13 +1,13 @@
 /**
  * The local stack as a child process, exactly as `npm start` runs it (local/spawn-local-stack.ts), for
  * the test files that need the whole service black box (the gateway, the pollers, the CLI against it).
- * It keeps a table of its own on the run's one DynamoDB Local (test/support/shared-dynamodb.ts), so a
+ * It keeps a table of its own on its worker's DynamoDB Local (test/support/shared-dynamodb.ts), so a
  * file's stack starts no JVM. A file that tests the stack's own DynamoDB Local (its start, its data
  * directory, a restart) calls spawnLocalStack itself.
  */
 import { randomUUID } from 'node:crypto';
 import { type SpawnedLocalStack, type SpawnOptions, spawnLocalStack } from '../../local/spawn-local-stack';
-import { DYNAMODB_TEST_ENDPOINT } from './shared-dynamodb';
+import { testEndpoint } from './shared-dynamodb';
 
 export interface TestStack extends SpawnedLocalStack {
   /** The stack's table: `TABLE_NAME` when the options set one, else a fresh name. */
@@ -16,10 +16,7 @@ export interface TestStack extends SpawnedLocalStack {
 
 /** Starts the stack on free ports, in memory, on the shared DynamoDB Local; `stop()` ends it. */
 export async function spawnTestStack(options: SpawnOptions = {}): Promise<TestStack> {
-  const endpoint = process.env[DYNAMODB_TEST_ENDPOINT];
-  if (!endpoint) {
-    throw new Error(`${DYNAMODB_TEST_ENDPOINT} is not set: run this file in a jest project whose setup acquires it`);
-  }
+  const endpoint = testEndpoint();
   const tableName = options.env?.TABLE_NAME || `stack-${randomUUID()}`;
   const stack = await spawnLocalStack({
     ...options,

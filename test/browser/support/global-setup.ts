@@ -29,10 +29,10 @@ const ACCOUNT = {
   credits: 1000,
 };
 
-export default async function setup(): Promise<void> {
+export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
   const chromium = chromiumPath();
   // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
-  await acquireSharedDynamoDb();
+  await acquireSharedDynamoDb(globalConfig.maxWorkers);
   let stack: SpawnedLocalStack | undefined;
   let lastError: unknown;
   // A free port can be taken between finding it and binding it: a few tries.

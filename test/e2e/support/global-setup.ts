@@ -62,13 +62,13 @@ function report(context: E2eContext): void {
   process.stdout.write(`\n${lines.join('\n')}\n`);
 }
 
-export default async function setup(): Promise<void> {
+export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
   let context: E2eContext;
   if (process.env.API_BASE_URL) {
     context = remoteContext();
   } else {
     // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
-    await acquireSharedDynamoDb();
+    await acquireSharedDynamoDb(globalConfig.maxWorkers);
     const started = await startLocalStack();
     globalThis.__e2eLocalStack = started.stack;
     context = started.context;
