@@ -11,9 +11,9 @@ import { promisify } from 'node:util';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
-import { DEFAULT_TABLE_NAME } from '../../functions/store/table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { freePorts, spawnLocalStack } from '../../local/spawn-local-stack';
+import { freePorts } from '../../local/spawn-local-stack';
+import { spawnTestStack } from '../support/test-stack';
 
 const ROOT = join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -138,7 +138,7 @@ describe('npm start', () => {
 
   test('stops cleanly on Ctrl-C: exit code 0 and its ports free again', async () => {
     // Prepare
-    const stack = await spawnLocalStack();
+    const stack = await spawnTestStack();
     const exit = new Promise<number | null>((done) => stack.child.once('exit', (code) => done(code)));
     const apiPort = Number(new URL(stack.baseUrl).port);
 
@@ -159,10 +159,10 @@ describe('npm start', () => {
 
   test('behind a stage prefix (API_STAGE, as an execute-api URL), Location points under the same prefix', async () => {
     // Prepare
-    const stack = await spawnLocalStack({ env: { API_STAGE: 'prod', DATA_DIR: ':memory:' } });
+    const stack = await spawnTestStack({ env: { API_STAGE: 'prod' } });
     const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
     try {
-      const store = { doc, tableName: DEFAULT_TABLE_NAME };
+      const store = { doc, tableName: stack.tableName };
       await grantCredits(store, { userId: 'stage-user', amount: 10 });
       const { apiKey } = await putApiKey(store, { userId: 'stage-user', name: 'stage' });
       const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
