@@ -2,12 +2,11 @@
  * The local stand-in for the dispatcher's event sources (docs/design/dispatching.md): it calls
  * the same handler in a loop on DynamoDB Local. Where deployed a stream record (a task was queued) or a
  * delayed SQS message (capacity freed up) wakes the function, this loop looks at the queue again after
- * `idleMs` when it was empty, or after the `waitMs` the handler answered when capacity was spent. An
- * empty look doubles the pause up to `maxIdleMs`, and a run that found work starts again at `idleMs`:
- * an idle stack (the test suite keeps two running for its whole length) costs a few looks a second, not
- * twenty, while a task queued after a busy moment is still taken up within `idleMs`.
+ * `idleMs` when it was empty (backing off while idle, local/idle-backoff.ts), or after the `waitMs` the
+ * handler answered when capacity was spent.
  */
 import type { DispatcherResult } from '../functions/dispatcher/handler';
+import { idleBackoff } from './idle-backoff';
 
 /** The dispatcher's Lambda handler, as the loop calls it. */
 export type DispatchHandler = (event: unknown) => Promise<DispatcherResult>;
@@ -16,52 +15,46 @@ export interface DispatchLoopOptions {
   handler: DispatchHandler;
   /** Pause after a run that found nothing queued (default 50 ms). */
   idleMs?: number;
-  /** The longest pause after a row of runs that found nothing queued (default 400 ms). */
+  /** The longest pause after a row of runs that found nothing queued (default 400 ms; see local/idle-backoff.ts). */
   maxIdleMs?: number;
   log?: (line: string) => void;
 }
 
 export interface DispatchLoop {
+  /** Something was written: an idle pause is cut to `idleMs` (a capacity wait is not). */
+  nudge(): void;
   stop(): Promise<void>;
 }
 
 /** Starts the loop; `stop()` resolves once the run in progress has finished. */
 export function startDispatchLoop(options: DispatchLoopOptions): DispatchLoop {
   const idleMs = options.idleMs ?? 50;
-  const maxIdleMs = Math.max(options.maxIdleMs ?? 400, idleMs);
-  let nextIdleMs = idleMs;
+  const backoff = idleBackoff(idleMs, options.maxIdleMs ?? 400);
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let wake: (() => void) | undefined;
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      wake = resolve;
-      timer = setTimeout(resolve, ms);
-    });
   const loop = (async () => {
     while (!stopped) {
       let delay = idleMs;
+      let idle = true;
       try {
         const run = await options.handler({ Records: [] });
-        if (run.idle) {
-          delay = run.waitMs ?? nextIdleMs;
-          nextIdleMs = Math.min(nextIdleMs * 2, maxIdleMs);
-        } else {
+        idle = run.idle === true && run.waitMs === undefined;
+        if (run.idle) delay = run.waitMs ?? backoff.nextIdleMs();
+        else {
           delay = run.waitMs ?? 0;
-          nextIdleMs = idleMs;
+          backoff.reset();
         }
       } catch (error) {
         options.log?.(`dispatcher: ${(error as Error).message}`);
       }
       if (stopped) break;
-      await pause(Math.max(delay, 1));
+      await backoff.sleep(Math.max(delay, 1), idle);
     }
   })();
   return {
+    nudge: () => backoff.nudge(),
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
-      wake?.();
+      backoff.cancel();
       await loop;
     },
   };

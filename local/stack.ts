@@ -83,6 +83,13 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+/**
+ * The longest idle pause of the stack's loops (the dispatcher loop, the stream pollers): an idle stack
+ * looks every two seconds, and every request through the gateway brings the next look within the base
+ * pause (local/idle-backoff.ts).
+ */
+const IDLE_LOOK_MAX_MS = 2000;
+
 export const DEMO_USER = 'demo';
 export const DEMO_CREDITS = 1000;
 /** How long the key a later start prints keeps working (the first start's demo key does not end). */
@@ -413,6 +420,8 @@ export async function startLocalStack(
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
     const { routes, authorizer, scheduled, streamWorkers, paced } = handlers;
+    // What the gateway calls on every request: the loops' nudges.
+    const nudges: Array<() => void> = [];
     // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
     for (const { definition, handler } of streamWorkers) {
       const poller = await startStreamPoller({
@@ -423,51 +432,58 @@ export async function startLocalStack(
         filter: undefined,
         filters: definition.filters,
         name: definition.name.replace('-', ' '),
+        maxIdleMs: IDLE_LOOK_MAX_MS,
         log,
       });
+      nudges.push(poller.nudge);
       cleanups.push(() => poller.stop());
     }
     // The paced functions (the dispatcher), as their stream records and SQS wake-ups drive them deployed
     // (local/dispatch-loop.ts).
     for (const { handler } of paced) {
-      const loop = startDispatchLoop({ handler, log });
+      const loop = startDispatchLoop({ handler, maxIdleMs: IDLE_LOOK_MAX_MS, log });
+      nudges.push(loop.nudge);
       cleanups.push(() => loop.stop());
     }
 
-    const server: Server = createServer(
-      createGateway({
-        traffic,
-        routes,
-        authorizer,
-        authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
-        // API Gateway's usage plans, with the same semantics (local/usage-plans.ts).
-        usageLimiter: createUsageLimiter(
-          storePlanLookup(storeFromEnv(), settings.keyRatePlan, settings.ratePlanCacheSeconds),
-        ),
-        staticDir: resolve(ROOT, settings.staticDir),
-        ...(settings.apiStage ? { stage: settings.apiStage, stageInPath: true } : {}),
-        media: {
-          resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
-          headers: mediaResponseHeaders,
+    const gateway = createGateway({
+      traffic,
+      routes,
+      authorizer,
+      authorizerCacheTtlSeconds: settings.authorizerCacheTtlSeconds,
+      // API Gateway's usage plans, with the same semantics (local/usage-plans.ts).
+      usageLimiter: createUsageLimiter(
+        storePlanLookup(storeFromEnv(), settings.keyRatePlan, settings.ratePlanCacheSeconds),
+      ),
+      staticDir: resolve(ROOT, settings.staticDir),
+      ...(settings.apiStage ? { stage: settings.apiStage, stageInPath: true } : {}),
+      media: {
+        resolve: (urlPath) => resolveMediaPath(mediaDir, urlPath),
+        headers: mediaResponseHeaders,
+      },
+      uploadBucket: createUploadBucket({
+        bucket: LOCAL_UPLOADS_BUCKET,
+        dir: uploadsDir,
+        region: 'local',
+        onBodyRead: (bytes) => {
+          storageRequestBytes += bytes;
         },
-        uploadBucket: createUploadBucket({
-          bucket: LOCAL_UPLOADS_BUCKET,
-          dir: uploadsDir,
-          region: 'local',
-          onBodyRead: (bytes) => {
-            storageRequestBytes += bytes;
-          },
-          // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
-          credentialsFor: (accessKeyId) => {
-            const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY);
-            return accessKeyId === readEnv(AWS_ACCESS_KEY_ID) && secretAccessKey
-              ? { accessKeyId, secretAccessKey }
-              : undefined;
-          },
-        }),
-        log,
+        // The stack's own key pair (the handlers sign with it, as a Lambda role does deployed).
+        credentialsFor: (accessKeyId) => {
+          const secretAccessKey = readEnv(AWS_SECRET_ACCESS_KEY);
+          return accessKeyId === readEnv(AWS_ACCESS_KEY_ID) && secretAccessKey
+            ? { accessKeyId, secretAccessKey }
+            : undefined;
+        },
       }),
-    );
+      log,
+    });
+    // Every request may write (a submit, a callback, an upload): the loops look again within their base
+    // pause, so their idle backoff never delays work (local/idle-backoff.ts).
+    const server: Server = createServer((request, response) => {
+      for (const nudge of nudges) nudge();
+      gateway(request, response);
+    });
     await new Promise<void>((ready, fail) => {
       server.once('error', fail);
       server.listen(settings.port, settings.host, () => ready());

@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from './dynamodb-local';
+import { idleBackoff } from './idle-backoff';
 
 /** Batches handed to the worker at once (the deployed mapping runs up to 10 per shard). */
 const MAX_BATCHES_IN_FLIGHT = 8;
@@ -37,7 +38,8 @@ export interface StreamPollerOptions {
   name?: string;
   /**
    * Pause after a round of reads that found nothing new (default 100 ms); each further empty round
-   * doubles it up to `maxIdleMs` (default 400 ms), and a round with records starts again at `idleMs`.
+   * doubles it up to `maxIdleMs` (default 400 ms), and a round with records starts again at `idleMs`
+   * (local/idle-backoff.ts).
    */
   idleMs?: number;
   maxIdleMs?: number;
@@ -46,6 +48,8 @@ export interface StreamPollerOptions {
 }
 
 export interface StreamPoller {
+  /** Something was written: an idle pause is cut to `idleMs`. */
+  nudge(): void;
   stop(): Promise<void>;
 }
 
@@ -81,8 +85,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const streamArn = described.Table?.LatestStreamArn;
   if (!streamArn) throw new Error(`Table ${options.tableName} has no stream`);
   const idleMs = options.idleMs ?? 100;
-  const maxIdleMs = Math.max(options.maxIdleMs ?? 400, idleMs);
-  let nextIdleMs = idleMs;
+  const backoff = idleBackoff(idleMs, options.maxIdleMs ?? 400);
   // The shard list is described again at most this often, or at once when a shard has closed: an idle
   // stack then costs a GetRecords per open shard a round, not a DescribeStream as well (the suite keeps
   // two local stacks idle for most of its run; every read is a request to DynamoDB Local's JVM).
@@ -172,10 +175,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
             if (inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
           }
         }
-        if (got === 0) {
-          await sleep(nextIdleMs);
-          nextIdleMs = Math.min(nextIdleMs * 2, maxIdleMs);
-        } else nextIdleMs = idleMs;
+        if (got === 0) await backoff.sleep(backoff.nextIdleMs(), true);
+        else backoff.reset();
       } catch (error) {
         if (!stopped) log(`stream poller: ${(error as Error).message}`);
         // Iterators do not survive a restart of DynamoDB Local: read every shard again from its start.
@@ -189,8 +190,10 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   })();
 
   return {
+    nudge: () => backoff.nudge(),
     async stop() {
       stopped = true;
+      backoff.cancel();
       for (const wake of [...sleepers]) wake();
       await loop;
       await Promise.all(inFlight);
