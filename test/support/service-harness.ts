@@ -563,6 +563,7 @@ export const TASK_INTERNALS = [
   'sendClaimedAt',
   'sendRequeues',
   'sendFailures',
+  'sendRefusals',
   'inFlightSlot',
   'PK',
   'SK',
