@@ -6,11 +6,12 @@
  */
 import { type DispatchSettings, type DispatchStep, dispatchNext } from '../../functions/lifecycle/dispatch';
 import { refreshFromCallback, refreshTask } from '../../functions/lifecycle/refresh-task';
-import { logger } from '../../functions/observability/logger';
+import { type LogFields, type Logger, logger } from '../../functions/observability/logger';
 import { claimSend, queuedAhead, readCapacity } from '../../functions/store/dispatch';
 import { auditUser } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
+import { handler as submitVideo } from '../../functions/submit-video/handler';
 import {
   imageRequest,
   invoke,
@@ -18,6 +19,7 @@ import {
   startServiceHarness,
   submitEvent,
   type TestUser,
+  videoRequest,
 } from '../support/service-harness';
 
 const RATE = { requests: 3, windowSeconds: 10 } as const;
@@ -159,6 +161,52 @@ describe('the dispatcher', () => {
     const last = await getTask(h.store, user.userId, taskIds[3] ?? '');
     expect(last).toMatchObject({ status: 0, stage: 'queued', creditsRefunded: false });
     expect(last?.providerTaskId).toBeUndefined();
+  });
+
+  it("a 503 asking for an hour backs off that model only, up to the bound, and says so; another model's task goes next", async () => {
+    // Prepare: every create of the image model answers 503 with Retry-After: 3600; videos are served.
+    const user = await h.createUser(100);
+    const image = await submit(user, { mockDelayMs: 600_000 });
+    const videoAnswer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockDelayMs: 600_000 })));
+    const video = String(videoAnswer.body.taskId);
+    h.provider.setFaults({
+      createFault: 'http_503',
+      createFaultModel: 'provider/image-model-1',
+      faultRetryAfter: '3600',
+    });
+    const warnings: { message: string; fields?: LogFields }[] = [];
+    const capture: Logger = {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message, fields) => warnings.push({ message, ...(fields ? { fields } : {}) }),
+      error: () => undefined,
+      child: () => capture,
+    };
+
+    // Act
+    const refused = await dispatchNext(lc(), SETTINGS, capture);
+    const next = await dispatchNext(lc(), SETTINGS, capture);
+    const during = await dispatchNext(lc(), SETTINGS, capture);
+    const capacity = await readCapacity(h.store);
+    const waiting = await getTask(h.store, user.userId, image);
+    h.provider.clearFaults();
+    clock += 60_000;
+    const after = await dispatchNext(lc(), SETTINGS, capture);
+
+    // Assert
+    expect(videoAnswer.statusCode).toBe(202);
+    expect(refused).toEqual({ kind: 'refused', taskId: image, model: 'image-model-1', waitMs: 60_000 });
+    expect(warnings).toContainEqual({
+      message: expect.stringContaining('longer Retry-After'),
+      fields: { retryAfterSeconds: 3600, honouredSeconds: 60 },
+    });
+    expect(next).toEqual({ kind: 'sent', taskId: video });
+    expect(during.kind).toBe('wait');
+    expect(during.kind === 'wait' && during.waitMs).toBeLessThanOrEqual(60_000);
+    expect(capacity.modelBackoff['image-model-1']).toEqual({ until: expect.any(Number), ms: 60_000 });
+    expect(capacity.backoffUntil ?? 0).toBeLessThanOrEqual(clock - 60_000);
+    expect(waiting).toMatchObject({ status: 0, stage: 'queued', sendRefusals: 1, creditsRefunded: false });
+    expect(after).toEqual({ kind: 'sent', taskId: image });
   });
 
   it('a send lost to a crash goes back to the queue once and is sent again; lost twice, it is refunded', async () => {
