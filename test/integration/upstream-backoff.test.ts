@@ -20,6 +20,7 @@ import {
   pollUntilTerminal,
   type ServiceHarness,
   startServiceHarness,
+  storedWhenSent,
   submitEvent,
   type TestUser,
   VIDEO_COST,
@@ -118,8 +119,10 @@ describe('upstream backoff: bounded, scoped to the refused model, limited per ta
       await submit(otherUser, 'video'),
       await submit(otherUser, 'video'),
     ];
-    const [otherTasks, ownVideoTask] = await Promise.all([ended(otherUser, others), ended(refusedUser, [ownVideo])]);
+    // The figure for the record (not asserted: a loaded machine stretches it): until the last one was sent.
+    await Promise.all(others.map((taskId) => storedWhenSent(h, otherUser.userId, taskId)));
     const otherModelMs = Date.now() - submittedAt;
+    const [otherTasks, ownVideoTask] = await Promise.all([ended(otherUser, others), ended(refusedUser, [ownVideo])]);
     const refusedTasks = await ended(refusedUser, refused);
     const capacity = await readCapacity(h.store);
 
@@ -140,8 +143,7 @@ describe('upstream backoff: bounded, scoped to the refused model, limited per ta
     await expectExactMoney(refusedUser, [...refusedTasks, ...ownVideoTask]);
     expect((await auditUser(h.store, otherUser.userId)).balance).toBe(INITIAL_CREDITS - 3 * VIDEO_COST);
     expect((await auditUser(h.store, refusedUser.userId)).balance).toBe(INITIAL_CREDITS - VIDEO_COST);
-    // The figure for the record (not asserted: a loaded machine stretches it).
-    console.info(`Other model's tasks completed ${otherModelMs} ms after their submits while one model was refused`);
+    console.info(`Another model's tasks were all sent ${otherModelMs} ms after their submits, one model refused`);
   });
 
   it('an HTML maintenance page is a refusal like a 503: no crash, and the tasks complete once it clears', async () => {
