@@ -1,4 +1,5 @@
 import { boundRetryAfter, DEFAULT_MAX_RETRY_AFTER_SECONDS, parseRetryAfter } from '../../functions/core/retry-after';
+import { dispatchSettingsFromEnv } from '../../functions/dispatcher/handler';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 
@@ -62,5 +63,35 @@ describe('boundRetryAfter', () => {
 
     // Assert
     expect(bounded).toEqual({ seconds: 60, cut: true });
+  });
+});
+
+describe("the dispatcher's backoff settings", () => {
+  it('reads the bound and the refusals per task from the environment; unset, the code defaults apply', () => {
+    // Act
+    const set = dispatchSettingsFromEnv({
+      PROVIDER_MAX_RETRY_AFTER_SECONDS: '30',
+      PROVIDER_MAX_REFUSALS_PER_TASK: '3',
+    });
+    const unset = dispatchSettingsFromEnv({});
+
+    // Assert
+    expect(set).toMatchObject({ maxRetryAfterSeconds: 30, maxRefusalsPerTask: 3 });
+    expect(unset).not.toHaveProperty('maxRetryAfterSeconds');
+    expect(unset).not.toHaveProperty('maxRefusalsPerTask');
+  });
+
+  it.each([
+    ['PROVIDER_MAX_RETRY_AFTER_SECONDS', '0'],
+    ['PROVIDER_MAX_RETRY_AFTER_SECONDS', '86401'],
+    ['PROVIDER_MAX_RETRY_AFTER_SECONDS', '1h'],
+    ['PROVIDER_MAX_REFUSALS_PER_TASK', '0'],
+    ['PROVIDER_MAX_REFUSALS_PER_TASK', 'many'],
+  ])('refuses %s=%s, naming the variable', (name, text) => {
+    // Act
+    const read = () => dispatchSettingsFromEnv({ [name]: text });
+
+    // Assert
+    expect(read).toThrow(name);
   });
 });
