@@ -11,7 +11,9 @@
  * - Accepted: HTTP 200 `{ "code": 200, "msg": "success", "data": { "taskId": string } }`.
  * - Input refused (never retry): HTTP 400 or 422, or HTTP 200 with body `code` 400 or 422, body
  *   `{ "code": number, "msg": string }`.
- * - Anything else (401/403 bad key, 429 rate limit, 5xx, other body codes) is a transient failure.
+ * - Anything else (401/403 bad key, 429 rate limit, 5xx, other body codes) is a transient failure;
+ *   429 and 503 (whatever their body: a maintenance page's HTML is never parsed) are refusals for
+ *   capacity, with their `Retry-After` (docs/design/dispatching.md, "Backoff").
  *
  * **Read a task** — `GET {base}/api/v1/jobs/recordInfo?taskId=<id>`.
  * - HTTP 200 `{ "code": 200, "msg": string, "data": { "taskId", "model",
