@@ -209,6 +209,40 @@ describe('the dispatcher', () => {
     expect(after).toEqual({ kind: 'sent', taskId: image });
   });
 
+  it('refusals across models back the whole service off, as a 429 does', async () => {
+    // Prepare: every create answers 503, whatever its model (a maintenance page in front of the upstream).
+    const user = await h.createUser(100);
+    const image = await submit(user, { mockDelayMs: 600_000 });
+    const videoAnswer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockDelayMs: 600_000 })));
+    const video = String(videoAnswer.body.taskId);
+    h.provider.setFaults({ createFault: 'http_503' });
+
+    // Act
+    const first = await dispatchNext(lc(), SETTINGS, logger);
+    const second = await dispatchNext(lc(), SETTINGS, logger);
+    const capacity = await readCapacity(h.store);
+    const refusedAt = clock;
+    const calls = h.provider.stats.createTaskCalls;
+    const during = await dispatchNext(lc(), SETTINGS, logger);
+    const callsDuring = h.provider.stats.createTaskCalls - calls;
+    h.provider.clearFaults();
+    const after = await steps(2);
+
+    // Assert: the first refusal backs its model off only; the second, of another model, everyone
+    expect(first).toEqual({ kind: 'refused', taskId: image, model: 'image-model-1', waitMs: 1_000 });
+    expect(second).toEqual({ kind: 'wait', waitMs: 1_000 });
+    expect(capacity.backoffUntil).toBe(refusedAt + 1_000);
+    expect(during.kind).toBe('wait');
+    expect(callsDuring).toBe(0);
+    expect(after).toEqual(
+      expect.arrayContaining([
+        { kind: 'sent', taskId: image },
+        { kind: 'sent', taskId: video },
+      ]),
+    );
+    expect(await getTask(h.store, user.userId, video)).toMatchObject({ sendRefusals: 1, stage: 'running' });
+  });
+
   it('a send lost to a crash goes back to the queue once and is sent again; lost twice, it is refunded', async () => {
     // Prepare: two tasks claimed for sending by a dispatcher that then died.
     const user = await h.createUser(100);
