@@ -468,7 +468,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       const nextLimits = parseLimits(body);
       if (!next || !nextLimits) {
         sendJson(res, 400, {
-          error: 'expected { createFault?, getFault?, ...Times?, createFaultModel?, faultRetryAfter?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
+          error:
+            'expected { createFault?, getFault?, ...Times?, createFaultModel?, faultRetryAfter?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
         });
         return;
       }
