@@ -4,11 +4,14 @@
  * the steps itself, on a clock it moves, so what is asserted is the order and the count of sends, never
  * a duration.
  */
+import { randomUUID } from 'node:crypto';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { type DispatchSettings, type DispatchStep, dispatchNext } from '../../functions/lifecycle/dispatch';
 import { refreshFromCallback, refreshTask } from '../../functions/lifecycle/refresh-task';
 import { type LogFields, type Logger, logger } from '../../functions/observability/logger';
-import { claimSend, queuedAhead, readCapacity } from '../../functions/store/dispatch';
+import { claimSend, nextQueued, queuedAhead, readCapacity } from '../../functions/store/dispatch';
 import { auditUser } from '../../functions/store/ledger';
+import * as keys from '../../functions/store/task-keys';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import { handler as submitVideo } from '../../functions/submit-video/handler';
@@ -241,6 +244,44 @@ describe('the dispatcher', () => {
       ]),
     );
     expect(await getTask(h.store, user.userId, video)).toMatchObject({ sendRefusals: 1, stage: 'running' });
+  });
+
+  it("passes over one account's backlog of a refused model, in bounded reads, to the next account's task", async () => {
+    // Prepare: 400 queue entries of the refused model for one account (more than a pass reads), then one
+    // entry of another model for the account after it in key order.
+    const busy = `aaa-${randomUUID()}`;
+    const other = `aab-${randomUUID()}`;
+    const entry = (userId: string, index: number, model: string) => {
+      const taskId = `t-${index}-${randomUUID()}`;
+      const createdAt = new Date(Date.UTC(2026, 10, 27, 0, 0, index)).toISOString();
+      return { ...keys.queueEntry(userId, createdAt, taskId), userId, taskId, model };
+    };
+    const items = [
+      ...Array.from({ length: 400 }, (_, index) => entry(busy, index, 'image-model-1')),
+      entry(other, 0, 'video-b-2-text-to-video'),
+    ];
+    const batches = Array.from({ length: Math.ceil(items.length / 25) }, (_, index) =>
+      items.slice(index * 25, index * 25 + 25),
+    );
+    const write = (request: (item: (typeof items)[number]) => Record<string, unknown>) =>
+      Promise.all(
+        batches.map((batch) =>
+          h.store.doc.send(new BatchWriteCommand({ RequestItems: { [h.store.tableName]: batch.map(request) } })),
+        ),
+      );
+    await write((item) => ({ PutRequest: { Item: item } }));
+
+    try {
+      // Act
+      const refusedPassedOver = await nextQueued(h.store, { limit: 8, excludeModels: ['image-model-1'] });
+      const unfiltered = await nextQueued(h.store, { limit: 8 });
+
+      // Assert
+      expect(refusedPassedOver.map((ref) => [ref.userId, ref.model])).toEqual([[other, 'video-b-2-text-to-video']]);
+      expect(unfiltered.map((ref) => ref.userId)).toEqual(Array.from({ length: 8 }, () => busy));
+    } finally {
+      await write((item) => ({ DeleteRequest: { Key: { PK: item.PK, SK: item.SK } } }));
+    }
   });
 
   it('a send lost to a crash goes back to the queue once and is sent again; lost twice, it is refunded', async () => {
