@@ -261,7 +261,7 @@ export interface OtherContextKey {
 
 /**
  * The context keys read besides `ServiceConfig`'s: the environment preset (lib/config.ts) and the
- * provider capacity (lib/constructs/dispatch.ts `dispatchCapacityFromContext`).
+ * provider capacity and backoff bound (lib/constructs/dispatch.ts `dispatchCapacityFromContext`).
  */
 export const OTHER_CONTEXT_KEYS = {
   env: {
@@ -278,5 +278,10 @@ export const OTHER_CONTEXT_KEYS = {
     values: 'a whole number from 1',
     default: "the provider profile's declared capacity (none: no cap)",
     doc: "The upstream's cap on the service's tasks in flight (sent, not finished), kept by the dispatcher and every function that finishes tasks (PROVIDER_MAX_IN_FLIGHT). Checked at synth.",
+  },
+  providerMaxRetryAfterSeconds: {
+    values: 'a whole number from 1 to 86400',
+    default: '60 (the code default)',
+    doc: 'The longest upstream `Retry-After` the dispatcher honours (PROVIDER_MAX_RETRY_AFTER_SECONDS of the dispatcher): a longer one (a maintenance page asking for an hour) is cut to it and logged. Checked at synth.',
   },
 } as const satisfies Record<string, OtherContextKey>;

@@ -43,7 +43,11 @@
  * once.
  *
  * Server-wide faults (tests): `setFaults()` on the returned object, or `POST /__control` with a JSON
- * body of the same shape; `GET /__stats` returns the call counts.
+ * body of the same shape; `GET /__stats` returns the call counts. The upstream's refusals in front of a
+ * model or of the whole service: `http_503` (a JSON 503), `maintenance_html` (a 503 whose body is an
+ * HTML maintenance page, as a CDN serves it); `faultRetryAfter` adds a `Retry-After` header (seconds or
+ * an HTTP date, e.g. `"3600"`) to them and to `http_429`; `createFaultModel` limits `createFault` to
+ * creates of that (provider) model name, the others being served as usual.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -75,7 +79,11 @@ export type MockFault =
   /** The connection is destroyed without an answer. */
   | 'connection_reset'
   /** HTTP 200 `{ code: 200 }` without `data` (createTask: no task id; recordInfo: no state). */
-  | 'missing_fields';
+  | 'missing_fields'
+  /** HTTP 503 with a JSON error body (the upstream cannot take this call now). */
+  | 'http_503'
+  /** HTTP 503 with an HTML maintenance page (`text/html`), as a CDN in front of the upstream serves it. */
+  | 'maintenance_html';
 
 export interface MockFaults {
   /** Fault for `createTask`, or null for none. */
@@ -86,6 +94,10 @@ export interface MockFaults {
   createFaultTimes?: number | null;
   /** Apply `getFault` to this many calls only, then clear it (default: until changed). */
   getFaultTimes?: number | null;
+  /** Apply `createFault` only to creates of this provider model name (default: every create). */
+  createFaultModel?: string | null;
+  /** `Retry-After` sent with `http_429`, `http_503` and `maintenance_html` (seconds or an HTTP date). */
+  faultRetryAfter?: string | null;
 }
 
 export type MockOutcome =
@@ -217,7 +229,12 @@ const FAULTS: readonly MockFault[] = [
   'malformed_json',
   'connection_reset',
   'missing_fields',
+  'http_503',
+  'maintenance_html',
 ];
+/** The page `maintenance_html` serves. */
+const MAINTENANCE_PAGE =
+  '<!DOCTYPE html><html><head><title>Down for maintenance</title></head><body><h1>We&rsquo;ll be back soon</h1></body></html>';
 const DEFAULT_DELAY_MS = 1500;
 const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 const IMAGE_SIZE = 64;
@@ -260,6 +277,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     getFault: null,
     createFaultTimes: null,
     getFaultTimes: null,
+    createFaultModel: null,
+    faultRetryAfter: null,
   };
   let baseUrl = '';
 
@@ -369,10 +388,14 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     peakInFlight = Math.max(peakInFlight, inFlightNow(task.createdAt));
   }
 
-  /** The active fault for one call, consuming one use when it is counted. */
-  function takeFault(which: 'create' | 'get'): MockFault | null {
+  /**
+   * The active fault for one call, consuming one use when it is counted; a create of another model than
+   * `createFaultModel` meets none.
+   */
+  function takeFault(which: 'create' | 'get', model?: string): MockFault | null {
     const fault = which === 'create' ? faults.createFault : faults.getFault;
     if (!fault) return null;
+    if (which === 'create' && faults.createFaultModel !== null && faults.createFaultModel !== model) return null;
     const times = which === 'create' ? faults.createFaultTimes : faults.getFaultTimes;
     if (times !== null && times !== undefined) {
       const left = times - 1;
@@ -404,7 +427,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         sendJson(res, 401, { code: 401, msg: 'Unauthorized' });
         return;
       }
-      if (applyFault(takeFault('create'), res, req)) return;
+      if (applyFault(takeFault('create', modelOf(body)), res, req)) return;
       if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
       // The reference download (the only await) comes before the capacity check, so that the check and
       // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
@@ -445,7 +468,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       const nextLimits = parseLimits(body);
       if (!next || !nextLimits) {
         sendJson(res, 400, {
-          error: 'expected { createFault?, getFault?, ...Times?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
+          error:
+            'expected { createFault?, getFault?, ...Times?, createFaultModel?, faultRetryAfter?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
         });
         return;
       }
@@ -709,6 +733,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   }
 
   function applyFault(fault: MockFault | null, res: ServerResponse, req: IncomingMessage): boolean {
+    const retryAfter: Record<string, string> =
+      faults.faultRetryAfter === null ? {} : { 'retry-after': faults.faultRetryAfter };
     switch (fault) {
       case null:
         return false;
@@ -716,7 +742,19 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         sendJson(res, 500, { code: 500, msg: 'Internal error (mock fault)' });
         return true;
       case 'http_429':
-        sendJson(res, 429, { code: 429, msg: 'Too many requests (mock fault)' });
+        sendJson(res, 429, { code: 429, msg: 'Too many requests (mock fault)' }, retryAfter);
+        return true;
+      case 'http_503':
+        sendJson(res, 503, { code: 503, msg: 'Service unavailable (mock fault)' }, retryAfter);
+        return true;
+      case 'maintenance_html':
+        res
+          .writeHead(503, {
+            ...retryAfter,
+            'content-type': 'text/html; charset=utf-8',
+            'content-length': Buffer.byteLength(MAINTENANCE_PAGE),
+          })
+          .end(MAINTENANCE_PAGE);
         return true;
       case 'http_401':
         sendJson(res, 401, { code: 401, msg: 'Unauthorized (mock fault)' });
@@ -758,7 +796,15 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     url: ownUrl,
     stats,
     setFaults,
-    clearFaults: () => setFaults({ createFault: null, getFault: null, createFaultTimes: null, getFaultTimes: null }),
+    clearFaults: () =>
+      setFaults({
+        createFault: null,
+        getFault: null,
+        createFaultTimes: null,
+        getFaultTimes: null,
+        createFaultModel: null,
+        faultRetryAfter: null,
+      }),
     setLimits,
     get limits() {
       return limits;
@@ -878,6 +924,12 @@ function parseFaults(body: unknown): MockFaults | undefined {
     if (value !== null && !(typeof value === 'number' && Number.isInteger(value) && value > 0)) return undefined;
     next[field] = value as number | null;
   }
+  for (const field of ['createFaultModel', 'faultRetryAfter'] as const) {
+    const value = body[field];
+    if (value === undefined) continue;
+    if (value !== null && !(typeof value === 'string' && value.length > 0 && value.length <= 200)) return undefined;
+    next[field] = value as string | null;
+  }
   return next;
 }
 
@@ -916,6 +968,12 @@ interface CreateLogEntry {
   created: boolean;
   /** The first 40 characters of `input.prompt`, so a bench can tell its callers apart. */
   prompt: string;
+}
+
+/** The `model` of a createTask body (undefined when there is none). */
+function modelOf(rawBody: string): string | undefined {
+  const body = parseJson(rawBody);
+  return isRecord(body) && typeof body.model === 'string' ? body.model : undefined;
 }
 
 /** The first 40 characters of a createTask body's `input.prompt` ('' when there is none). */

@@ -127,6 +127,11 @@ export interface TaskRecord {
   inFlightSlot?: boolean;
   /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */
   sendFailures?: number;
+  /**
+   * Creates of this task the upstream refused for capacity naming its model (503), counted towards the
+   * dispatcher's `maxRefusalsPerTask`; a 429 (over the service's rate) never counts.
+   */
+  sendRefusals?: number;
   /** Epoch milliseconds of the last claimed provider query (or send retry). */
   lastCheckedAt?: number;
   /** Epoch milliseconds of the last provider read a callback claimed (bounds reads per task). */

@@ -14,6 +14,8 @@ import {
   type Env,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
+  PROVIDER_MAX_REFUSALS_PER_TASK,
+  PROVIDER_MAX_RETRY_AFTER_SECONDS,
   readEnv,
   WEBHOOK_MAX_OPEN_DELIVERIES,
 } from '../environment/environment';
@@ -32,14 +34,19 @@ const SAFETY_MARGIN_MS = 10_000;
 
 /**
  * The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` and `PROVIDER_MAX_IN_FLIGHT` (checked at
- * synth and at start).
+ * synth and at start), `PROVIDER_MAX_RETRY_AFTER_SECONDS` and `PROVIDER_MAX_REFUSALS_PER_TASK` (the
+ * code's defaults when unset).
  */
 export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
   const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
   const maxInFlight = readEnv(PROVIDER_MAX_IN_FLIGHT, env);
+  const maxRetryAfterSeconds = readEnv(PROVIDER_MAX_RETRY_AFTER_SECONDS, env);
+  const maxRefusalsPerTask = readEnv(PROVIDER_MAX_REFUSALS_PER_TASK, env);
   return {
     ...(text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) }),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
+    ...(maxRetryAfterSeconds === undefined ? {} : { maxRetryAfterSeconds }),
+    ...(maxRefusalsPerTask === undefined ? {} : { maxRefusalsPerTask }),
   };
 }
 

@@ -69,6 +69,10 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
     "The upstream's create rate the dispatcher keeps to, `<requests>/<seconds>` (core/provider-capacity.ts).",
   PROVIDER_MAX_IN_FLIGHT:
     "The upstream's cap on our tasks in flight (sent, not finished): the dispatcher and every finisher.",
+  PROVIDER_MAX_RETRY_AFTER_SECONDS:
+    'The longest upstream `Retry-After` the dispatcher honours (default 60, core/retry-after.ts); a longer one is cut to it and logged.',
+  PROVIDER_MAX_REFUSALS_PER_TASK:
+    'Capacity refusals (503) of one task before it fails PROVIDER_UNAVAILABLE, refunded (default 5, lifecycle/dispatch.ts).',
   MAX_QUEUED_TASKS_PER_ACCOUNT:
     'Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full.',
   DISPATCH_WAKE_QUEUE_URL:

@@ -268,6 +268,18 @@ export const PROVIDER_MAX_IN_FLIGHT = /* @__PURE__ */ variable(
   integer(1, 1_000_000),
 );
 
+export const PROVIDER_MAX_RETRY_AFTER_SECONDS = /* @__PURE__ */ variable(
+  'PROVIDER_MAX_RETRY_AFTER_SECONDS',
+  'stack-when-configured',
+  integer(1, 86_400),
+);
+
+export const PROVIDER_MAX_REFUSALS_PER_TASK = /* @__PURE__ */ variable(
+  'PROVIDER_MAX_REFUSALS_PER_TASK',
+  'default',
+  integer(1, 100),
+);
+
 export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
   'MAX_QUEUED_TASKS_PER_ACCOUNT',
   'stack',

@@ -7,11 +7,13 @@
  * long to wait, and whoever drives it (SQS's delivery delay deployed, a timer locally) comes back then.
  */
 import type { CreateRateLimit } from '../core/provider-capacity';
+import { boundRetryAfter, DEFAULT_MAX_RETRY_AFTER_SECONDS } from '../core/retry-after';
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { ProviderRejectedError, ProviderUnavailableError } from '../provider/port';
 import {
   backOff,
+  backOffModel,
   type CapacityState,
   claimHeal,
   claimSend,
@@ -48,7 +50,21 @@ export interface DispatchSettings {
    * cap the step sends nothing and answers `wait` ({@link IN_FLIGHT_WAIT_MS}).
    */
   maxInFlight?: number;
+  /**
+   * The longest `Retry-After` honoured (s): a longer one is cut to it and logged. Default
+   * {@link DEFAULT_MAX_RETRY_AFTER_SECONDS}.
+   */
+  maxRetryAfterSeconds?: number;
+  /**
+   * Refusals of one task's model (503s on its creates) after which the task fails `PROVIDER_UNAVAILABLE`,
+   * refunded, instead of waiting at the head of its account's queue. Default
+   * {@link DEFAULT_MAX_REFUSALS_PER_TASK}.
+   */
+  maxRefusalsPerTask?: number;
 }
+
+/** The default of {@link DispatchSettings.maxRefusalsPerTask}. */
+export const DEFAULT_MAX_REFUSALS_PER_TASK = 5;
 
 /** How long a step at the cap on tasks in flight asks to wait before it looks again. */
 export const IN_FLIGHT_WAIT_MS = 1_000;
@@ -71,6 +87,11 @@ export type DispatchStep =
   | { kind: 'sent'; taskId: string }
   /** The task failed and was refunded: the provider refused its input (`PROVIDER_REJECTED`) or kept failing (`PROVIDER_UNAVAILABLE`). */
   | { kind: 'failed'; taskId: string }
+  /**
+   * The provider refused the task's model for now (a 503): that model backs off, the task waits in its
+   * place, and other models' tasks may be sent at once.
+   */
+  | { kind: 'refused'; taskId: string; model: string; waitMs: number }
   /** Nothing is queued. */
   | { kind: 'idle' }
   /** The upstream's capacity is spent, or it asked us to back off: come back in `waitMs`. */
@@ -155,11 +176,20 @@ export async function dispatchNext(
   const state = await readCapacity(lc.store);
   const freeAt = nextSlotAt(state, now, settings);
   if (freeAt !== undefined) return { kind: 'wait', waitMs: freeAt - now };
+  // The models the upstream refuses for now: their tasks are passed over, the others go on.
+  const backedOff = Object.entries(state.modelBackoff).filter(([, backoff]) => backoff.until > now);
+  const excludeModels = backedOff.map(([model]) => model);
   const candidates = await nextQueued(lc.store, {
     ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
     limit: settings.candidates ?? 8,
+    ...(excludeModels.length === 0 ? {} : { excludeModels }),
   });
   const first = candidates[0];
+  if (!first && backedOff.length > 0) {
+    // Only refused models' tasks as far as a step looks: wait for the first of their backoffs to end.
+    const anything = await nextQueued(lc.store, { limit: 1 });
+    if (anything.length > 0) return { kind: 'wait', waitMs: Math.min(...backedOff.map(([, b]) => b.until)) - now };
+  }
   // Nothing queued: idle, also at the cap (a wait there would wake the dispatcher until a task ends).
   if (!first) return { kind: 'idle' };
   for (const ref of candidates) observe?.queued(ref);
@@ -198,14 +228,22 @@ export async function dispatchNext(
   };
   const inFlight = cap !== undefined;
   for (const ref of candidates) {
-    const claimed = await claimSend(lc.store, { userId: ref.userId, taskId: ref.taskId, now, inFlightSlot: inFlight });
+    const claimed = await claimSend(lc.store, {
+      userId: ref.userId,
+      taskId: ref.taskId,
+      now,
+      inFlightSlot: inFlight,
+      ...(excludeModels.length === 0 ? {} : { excludeModels }),
+    });
     if (claimed) {
       observe?.claimed?.(claimed);
       // The slot's reservation becomes the task's entry, which its finish removes.
       if (inFlight) {
         await holdInFlight(lc.store, { slot: slotNumber, userId: ref.userId, taskId: ref.taskId, sentAt: slotAt });
       }
-      return send(lc, claimed, ref, state, log.child({ taskId: ref.taskId }), () => answered(lc.now().getTime()));
+      return send(lc, claimed, ref, { state, settings }, log.child({ taskId: ref.taskId }), () =>
+        answered(lc.now().getTime()),
+      );
     }
     await dropIfDone(lc, ref);
   }
@@ -256,7 +294,7 @@ async function send(
   lc: ProviderLifecycle,
   task: TaskRecord,
   ref: QueuedRef,
-  state: CapacityState,
+  { state, settings }: { state: CapacityState; settings: DispatchSettings },
   log: Logger,
   answered: () => Promise<void>,
 ): Promise<DispatchStep> {
@@ -305,16 +343,42 @@ async function send(
       return { kind: 'failed', taskId: task.taskId };
     }
     const now = lc.now().getTime();
-    const askedMs = error.throttled?.retryAfterSeconds;
-    const repeated =
-      state.backoffUntil !== undefined && state.backoffMs !== undefined && now - state.backoffUntil < REPEAT_WITHIN_MS;
-    // Over capacity (429): the wait it asked for, else 1 s doubling while refusals repeat (at most 60 s).
-    // Any other failure: a pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
+    const asked = error.throttled?.retryAfterSeconds;
+    const bound = settings.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
+    const honoured = asked === undefined ? undefined : boundRetryAfter(asked, bound);
+    if (honoured?.cut) {
+      // A maintenance page or a CDN asking for an hour would stop every send that long: honoured up to the bound.
+      log.warn('The provider asked for a longer Retry-After than honoured; cut to the bound', {
+        retryAfterSeconds: asked,
+        honouredSeconds: honoured.seconds,
+      });
+    }
+    // Without a Retry-After: 1 s, doubling while refusals repeat, at most 60 s (or the bound, when shorter).
+    const doubling = (previous: { until?: number; ms?: number } | undefined) =>
+      Math.min(
+        previous?.until !== undefined && previous.ms !== undefined && now - previous.until < REPEAT_WITHIN_MS
+          ? previous.ms * 2
+          : MIN_BACKOFF_MS,
+        MAX_BACKOFF_MS,
+        bound * 1000,
+      );
+    const askedMs = honoured === undefined ? undefined : Math.max(honoured.seconds * 1000, MIN_BACKOFF_MS);
+    if (error.throttled?.status === 503) {
+      return refusedModel(
+        lc,
+        { task, state, settings, error, now, log },
+        askedMs ?? doubling(state.modelBackoff[task.model]),
+      );
+    }
+    // Over capacity (429): the wait it asked for (bounded), else the doubling one. Any other failure: a
+    // pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
     const backoffMs = !throttled
       ? MIN_BACKOFF_MS
-      : askedMs !== undefined
-        ? Math.max(askedMs * 1000, MIN_BACKOFF_MS)
-        : Math.min(repeated ? (state.backoffMs ?? MIN_BACKOFF_MS) * 2 : MIN_BACKOFF_MS, MAX_BACKOFF_MS);
+      : (askedMs ??
+        doubling({
+          ...(state.backoffUntil === undefined ? {} : { until: state.backoffUntil }),
+          ...(state.backoffMs === undefined ? {} : { ms: state.backoffMs }),
+        }));
     log.warn('The provider refused a create; every dispatcher backs off', { backoffMs, error });
     // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
     await backOff(lc.store, { until: now + backoffMs, backoffMs });
@@ -322,6 +386,57 @@ async function send(
     await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
     return { kind: 'wait', waitMs: backoffMs };
   }
+}
+
+/**
+ * The upstream refused a create of the task's model (a 503: in this protocol a create names one model,
+ * and the other models' creates may well go on). That model backs off, not the service: its tasks are
+ * passed over until then, the others are sent at the usual pace. When another model is backing off
+ * already, the refusals span models (a maintenance page in front of the whole upstream): every send
+ * backs off too. The task counts the refusal; at `maxRefusalsPerTask` it fails `PROVIDER_UNAVAILABLE`,
+ * refunded, rather than waiting at the head of its account's queue for as long as the upstream refuses.
+ */
+async function refusedModel(
+  lc: ProviderLifecycle,
+  input: {
+    task: TaskRecord;
+    state: CapacityState;
+    settings: DispatchSettings;
+    error: ProviderUnavailableError;
+    now: number;
+    log: Logger;
+  },
+  backoffMs: number,
+): Promise<DispatchStep> {
+  const { task, state, settings, error, now, log } = input;
+  const model = task.model;
+  const others = Object.entries(state.modelBackoff).filter(
+    ([other, backoff]) => other !== model && backoff.until > now,
+  );
+  // Entries that ended long ago (no repeat can double them any more) leave the map with this write.
+  const stale = Object.entries(state.modelBackoff)
+    .filter(([, backoff]) => now - backoff.until >= REPEAT_WITHIN_MS)
+    .map(([other]) => other);
+  const acrossModels = others.length > 0;
+  log.warn(
+    acrossModels
+      ? 'The provider refused creates of several models; every dispatcher backs off'
+      : "The provider refused a create of one model; that model's tasks back off",
+    { model, backoffMs, error },
+  );
+  // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
+  await backOffModel(lc.store, { model, until: now + backoffMs, backoffMs, stale });
+  if (acrossModels) await backOff(lc.store, { until: now + backoffMs, backoffMs });
+  const refusals = (task.sendRefusals ?? 0) + 1;
+  if (refusals >= (settings.maxRefusalsPerTask ?? DEFAULT_MAX_REFUSALS_PER_TASK)) {
+    await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
+    return { kind: 'failed', taskId: task.taskId };
+  }
+  await leaveIfHeld(lc, task);
+  await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false, refused: true });
+  return acrossModels
+    ? { kind: 'wait', waitMs: backoffMs }
+    : { kind: 'refused', taskId: task.taskId, model, waitMs: backoffMs };
 }
 
 /**
@@ -343,6 +458,8 @@ export interface DispatchObserver {
 export interface DispatchRun {
   sent: number;
   failed: number;
+  /** Sends the upstream refused for their model (a 503): the task waits, the other models go on. */
+  refused?: number;
   /**
    * Age (ms) of the oldest queued task the run saw: the candidates of its steps, and when it had to wait
    * without looking at the queue, the next ones in turn. 0 when the queue was empty.
@@ -416,6 +533,7 @@ export async function dispatchQueued(
       }
       if (step.kind === 'sent') run.sent++;
       else if (step.kind === 'failed') run.failed++;
+      else if (step.kind === 'refused') run.refused = (run.refused ?? 0) + 1;
       else if (step.kind === 'idle') {
         idleWorkers++;
         return;

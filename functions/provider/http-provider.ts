@@ -11,7 +11,9 @@
  * - Accepted: HTTP 200 `{ "code": 200, "msg": "success", "data": { "taskId": string } }`.
  * - Input refused (never retry): HTTP 400 or 422, or HTTP 200 with body `code` 400 or 422, body
  *   `{ "code": number, "msg": string }`.
- * - Anything else (401/403 bad key, 429 rate limit, 5xx, other body codes) is a transient failure.
+ * - Anything else (401/403 bad key, 429 rate limit, 5xx, other body codes) is a transient failure;
+ *   429 and 503 (whatever their body: a maintenance page's HTML is never parsed) are refusals for
+ *   capacity, with their `Retry-After` (docs/design/dispatching.md, "Backoff").
  *
  * **Read a task** — `GET {base}/api/v1/jobs/recordInfo?taskId=<id>`.
  * - HTTP 200 `{ "code": 200, "msg": string, "data": { "taskId", "model",
@@ -47,6 +49,7 @@
  * part of an error message. Each call carries the service's request id as `X-Request-Id` (the id the
  * client got in its own `X-Request-Id`), so one task can be followed across both sides' logs.
  */
+import { parseRetryAfter } from '../core/retry-after';
 import { currentRequestId } from '../observability/logger';
 import {
   type GenerationProvider,
@@ -103,7 +106,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
     try {
       const response = await doFetch(url, { ...init, signal, redirect: 'error' });
       const text = await readBounded(response, MAX_PROVIDER_ANSWER_BYTES);
-      const retryAfter = retryAfterSeconds(response.headers.get('retry-after'));
+      const retryAfter = parseRetryAfter(response.headers.get('retry-after'), Date.now());
       return { status: response.status, text, ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }) };
     } catch (error) {
       const timedOut = signal.aborted;
@@ -146,9 +149,13 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       }
       if (result.status < 200 || result.status > 299) {
         const error = new ProviderUnavailableError(`createTask: provider answered HTTP ${result.status}`);
+        // A refusal, whatever its body (a CDN's or a maintenance page's HTML is never parsed as JSON
+        // here): 429 says the caller is over its rate, 503 that the upstream cannot take this create now.
         if (result.status === 429 || result.status === 503) {
-          error.throttled =
-            result.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: result.retryAfterSeconds };
+          error.throttled = {
+            status: result.status,
+            ...(result.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: result.retryAfterSeconds }),
+          };
         }
         throw error;
       }
@@ -223,17 +230,11 @@ function requestIdHeader(): Record<string, string> {
 interface Exchange {
   status: number;
   text: string;
-  /** The `Retry-After` header in seconds (delta-seconds or an HTTP date), when present and sane. */
+  /**
+   * The `Retry-After` header in seconds (delta-seconds or an HTTP date), when present and readable: as
+   * asked, unbounded here; the dispatcher bounds it (core/retry-after.ts).
+   */
   retryAfterSeconds?: number;
-}
-
-/** Reads `Retry-After` (seconds, or an HTTP date); undefined when absent or unreadable; at most a day. */
-function retryAfterSeconds(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const trimmed = header.trim();
-  const seconds = /^\d{1,9}$/.test(trimmed) ? Number(trimmed) : (Date.parse(trimmed) - Date.now()) / 1000;
-  if (!Number.isFinite(seconds)) return undefined;
-  return Math.min(Math.max(Math.ceil(seconds), 0), 86_400);
 }
 
 class TransportError extends Error {

@@ -53,8 +53,9 @@ export class ProviderRejectedError extends Error {
 export class ProviderUnavailableError extends Error {
   override readonly name = 'ProviderUnavailableError';
   /**
-   * Whether the provider said it is over capacity (HTTP 429), and the seconds it asked us to wait
-   * (`Retry-After`, when it sent one): the dispatcher backs off that long.
+   * Whether the provider refused for capacity (HTTP 429: over the caller's rate; 503: it cannot take
+   * this create now), and the seconds it asked us to wait (`Retry-After`, when it sent one, unbounded):
+   * the dispatcher backs off that long, up to its bound (docs/design/dispatching.md).
    */
-  throttled?: { retryAfterSeconds?: number };
+  throttled?: { status?: 429 | 503; retryAfterSeconds?: number };
 }

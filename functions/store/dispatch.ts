@@ -34,6 +34,11 @@ export interface CapacityState {
   backoffUntil?: number;
   /** The length of that backoff (ms), doubled while refusals repeat. */
   backoffMs?: number;
+  /**
+   * Backoffs of single models (our model ids): the upstream refused a create naming that model (a 503)
+   * while other models' creates go on. Only that model's tasks wait (docs/design/dispatching.md).
+   */
+  modelBackoff: Record<string, ModelBackoff>;
   /** The account (as the queue's sort keys hold it) served last: the round-robin cursor. */
   lastServed?: string;
   /**
@@ -50,6 +55,26 @@ export interface CapacityState {
   running?: Record<string, RunningEntry>;
   /** Epoch ms of the last look at `running` for entries a lost removal left (see `claimHeal`). */
   healAt?: number;
+}
+
+/** One entry of the capacity item's `modelBackoff` map. */
+export interface ModelBackoff {
+  /** No send of the model before this (epoch ms). */
+  until: number;
+  /** The length of that backoff (ms), doubled while the model's refusals repeat. */
+  ms: number;
+}
+
+function modelBackoffOf(raw: unknown): Record<string, ModelBackoff> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
+  const backoffs: Record<string, ModelBackoff> = {};
+  for (const [model, value] of Object.entries(raw as Record<string, unknown>)) {
+    const entry = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+    if (typeof entry.until === 'number') {
+      backoffs[model] = { until: entry.until, ms: typeof entry.ms === 'number' ? entry.ms : 0 };
+    }
+  }
+  return backoffs;
 }
 
 /** One entry of the capacity item's `running` map. */
@@ -93,6 +118,8 @@ export interface QueuedRef {
   createdAt: string;
   /** The account part of the entry's sort key (`queueAccount(userId)`). */
   account: string;
+  /** The task's model (entries written before 2026-11-27 lack it). */
+  model?: string;
 }
 
 export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityState> {
@@ -105,6 +132,7 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
     n: typeof item.n === 'number' ? item.n : 0,
     sends: Array.isArray(item.sends) ? item.sends.filter((at): at is number => typeof at === 'number') : [],
     answered: {},
+    modelBackoff: modelBackoffOf(item.modelBackoff),
   };
   if (typeof item.tokens === 'number') state.tokens = item.tokens;
   if (typeof item.tokensAt === 'number') state.tokensAt = item.tokensAt;
@@ -310,14 +338,74 @@ export async function backOff(ctx: RetryingStoreContext, input: { until: number;
 }
 
 /**
+ * Starts (or lengthens) the backoff of one model: no send of its tasks before `until`; a backoff of it
+ * that already reaches further is kept. The same write removes the entries of `stale` (other models'
+ * backoffs that ended a while ago, as read), so the map holds only the models refused lately and the
+ * item stays small.
+ */
+export async function backOffModel(
+  ctx: RetryingStoreContext,
+  input: { model: string; until: number; backoffMs: number; stale?: readonly string[] },
+): Promise<void> {
+  const entry = { until: input.until, ms: input.backoffMs };
+  const stale = (input.stale ?? []).filter((model) => model !== input.model);
+  const staleNames = Object.fromEntries(stale.map((model, index) => [`#stale${index}`, model]));
+  const remove = stale.length === 0 ? '' : ` REMOVE ${stale.map((_, index) => `#mb.#stale${index}`).join(', ')}`;
+  // The map exists: set the model's entry in it, unless a longer backoff of the model is there.
+  const inMap = await updateCapacity(ctx, {
+    UpdateExpression: `SET #mb.#model = :entry${remove}`,
+    ConditionExpression: 'attribute_exists(#mb) AND (attribute_not_exists(#mb.#model) OR #mb.#model.#until < :until)',
+    ExpressionAttributeNames: { '#mb': 'modelBackoff', '#model': input.model, '#until': 'until', ...staleNames },
+    ExpressionAttributeValues: { ':entry': entry, ':until': input.until },
+  });
+  if (inMap) return;
+  // No map yet (a nested path cannot be set without its map): create it with the entry. When another
+  // dispatcher created it meanwhile, this fails too, and the first write is tried once more.
+  const created = await updateCapacity(ctx, {
+    UpdateExpression: 'SET #mb = :map',
+    ConditionExpression: 'attribute_not_exists(#mb)',
+    ExpressionAttributeNames: { '#mb': 'modelBackoff' },
+    ExpressionAttributeValues: { ':map': { [input.model]: entry } },
+  });
+  if (created) return;
+  await updateCapacity(ctx, {
+    UpdateExpression: 'SET #mb.#model = :entry',
+    ConditionExpression: 'attribute_exists(#mb) AND (attribute_not_exists(#mb.#model) OR #mb.#model.#until < :until)',
+    ExpressionAttributeNames: { '#mb': 'modelBackoff', '#model': input.model, '#until': 'until' },
+    ExpressionAttributeValues: { ':entry': entry, ':until': input.until },
+  });
+}
+
+/** Entries one filtered Query evaluates (see `nextQueued`): about 10 KB, 3 read units. */
+const FILTERED_PAGE = 50;
+/** Filtered Queries per pass over the queue (before and after the wrap), so a step's reads stay bounded. */
+const FILTERED_PAGES = 6;
+
+/**
  * Up to `limit` queue entries in round-robin order: those of the accounts after `afterAccount` (each
  * account's oldest first), then, wrapping around, from the first account on.
+ *
+ * With `excludeModels` (the models in backoff), entries of those models are passed over, so a refused
+ * model's tasks do not hold up other tasks of the same account nor of the accounts after it: the Query
+ * filters them out (entries without a model, written before the model was kept, pass; their claim
+ * checks the model). A filtered page that found nothing and ended inside one account's entries moves on
+ * to the next account: past that page the account's queue is all the refused model's, as far as one step
+ * looks. At most {@link FILTERED_PAGES} pages of {@link FILTERED_PAGE} entries are read per pass.
  */
 export async function nextQueued(
   ctx: RetryingStoreContext,
-  input: { afterAccount?: string; limit: number },
+  input: { afterAccount?: string; limit: number; excludeModels?: readonly string[] },
 ): Promise<QueuedRef[]> {
-  const page = async (after: string | undefined): Promise<QueuedRef[]> => {
+  const excluded = input.excludeModels ?? [];
+  const filter =
+    excluded.length === 0
+      ? undefined
+      : {
+          FilterExpression: `attribute_not_exists(${attr('model')}) OR NOT (${attr('model')} IN (${excluded.map((_, index) => `:model${index}`).join(', ')}))`,
+          names: { [attr('model')]: 'model' },
+          values: Object.fromEntries(excluded.map((model, index) => [`:model${index}`, model])),
+        };
+  const query = async (after: string | undefined, limit: number) => {
     const out = await withRetry(
       () =>
         ctx.doc.send(
@@ -325,30 +413,52 @@ export async function nextQueued(
             TableName: ctx.tableName,
             KeyConditionExpression:
               after === undefined ? `${attr('PK')} = :queue` : `${attr('PK')} = :queue AND ${attr('SK')} > :after`,
-            ExpressionAttributeNames:
-              after === undefined
-                ? { [attr('PK')]: TABLE.partitionKey }
-                : { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
+            ExpressionAttributeNames: {
+              [attr('PK')]: TABLE.partitionKey,
+              ...(after === undefined ? {} : { [attr('SK')]: TABLE.sortKey }),
+              ...filter?.names,
+            },
             ExpressionAttributeValues: {
               ':queue': DISPATCH_QUEUE,
-              ...(after === undefined ? {} : { ':after': `${after}#\uffff` }),
+              ...(after === undefined ? {} : { ':after': after }),
+              ...filter?.values,
             },
+            ...(filter ? { FilterExpression: filter.FilterExpression } : {}),
             ConsistentRead: true,
-            Limit: input.limit,
+            Limit: limit,
           }),
         ),
       ctx.retry,
     );
-    return (out.Items ?? []).flatMap((item) => {
+    const refs = (out.Items ?? []).flatMap((item) => {
       const [account, createdAt] = String(item[TABLE.sortKey]).split('#');
       if (typeof item.userId !== 'string' || typeof item.taskId !== 'string' || !account || !createdAt) return [];
-      return [{ userId: item.userId, taskId: item.taskId, createdAt, account }];
+      const ref: QueuedRef = { userId: item.userId, taskId: item.taskId, createdAt, account };
+      if (typeof item.model === 'string') ref.model = item.model;
+      return [ref];
     });
+    const last = out.LastEvaluatedKey?.[TABLE.sortKey];
+    return { refs, lastKey: typeof last === 'string' ? last : undefined };
   };
-  const found = await page(input.afterAccount);
+  /** One pass from `start` (a sort key to read after; undefined: the queue's start) to the queue's end. */
+  const pass = async (start: string | undefined, want: number): Promise<QueuedRef[]> => {
+    if (!filter) return (await query(start, want)).refs;
+    const found: QueuedRef[] = [];
+    let after = start;
+    for (let page = 0; page < FILTERED_PAGES && found.length < want; page++) {
+      const { refs, lastKey } = await query(after, FILTERED_PAGE);
+      found.push(...refs);
+      if (lastKey === undefined) break;
+      // Nothing here but the refused models' entries, and the page ended inside an account: the next
+      // account comes next, not the rest of this one's backlog of the same models.
+      after = refs.length === 0 ? `${lastKey.split('#')[0] ?? ''}#\uffff` : lastKey;
+    }
+    return found.slice(0, want);
+  };
+  const found = await pass(input.afterAccount === undefined ? undefined : `${input.afterAccount}#\uffff`, input.limit);
   if (found.length >= input.limit || input.afterAccount === undefined) return found;
   const seen = new Set(found.map((ref) => ref.taskId));
-  const wrapped = (await page(undefined)).filter((ref) => !seen.has(ref.taskId));
+  const wrapped = (await pass(undefined, input.limit)).filter((ref) => !seen.has(ref.taskId));
   return [...found, ...wrapped].slice(0, input.limit);
 }
 
@@ -484,8 +594,19 @@ function updateTask(
  */
 export function claimSend(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; now: number; inFlightSlot?: boolean },
+  input: { userId: string; taskId: string; now: number; inFlightSlot?: boolean; excludeModels?: readonly string[] },
 ): Promise<TaskRecord | undefined> {
+  const excluded = input.excludeModels ?? [];
+  // The models in backoff: a queue entry written before entries kept the model is checked here.
+  const notExcluded: Expr | undefined =
+    excluded.length === 0
+      ? undefined
+      : {
+          expression: `NOT (${attr('model')} IN (${excluded.map((_, index) => `:claimModel${index}`).join(', ')}))`,
+          names: { [attr('model')]: 'model' },
+          values: Object.fromEntries(excluded.map((model, index) => [`:claimModel${index}`, model])),
+        };
+  const queued = and(conditions.taskIsPending(), stageIs('queued', ':queuedStage'));
   return updateTask(
     ctx,
     input,
@@ -493,19 +614,25 @@ export function claimSend(
       update({
         set: { stage: 'sending', sendClaimedAt: input.now, ...(input.inFlightSlot ? { inFlightSlot: true } : {}) },
       }),
-      and(conditions.taskIsPending(), stageIs('queued', ':queuedStage')),
+      notExcluded ? and(queued, notExcluded) : queued,
     ),
   );
 }
 
 /**
  * Puts a task whose send did not reach the provider back in the queue (`sending` -> `queued`), in its
- * place; `failed` counts the attempt as a provider failure (`sendFailures`), a capacity refusal does not.
+ * place; `failed` counts the attempt as a provider failure (`sendFailures`), `refused` as a refusal of
+ * its model (`sendRefusals`), and a refusal for the service's rate (429) counts as neither.
  */
 export function releaseSend(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; failed: boolean },
+  input: { userId: string; taskId: string; failed: boolean; refused?: boolean },
 ): Promise<TaskRecord | undefined> {
+  const add: Record<string, number> | undefined = input.failed
+    ? { sendFailures: 1 }
+    : input.refused
+      ? { sendRefusals: 1 }
+      : undefined;
   return updateTask(
     ctx,
     input,
@@ -513,7 +640,7 @@ export function releaseSend(
       update({
         set: { stage: 'queued' },
         remove: ['sendClaimedAt'],
-        ...(input.failed ? { add: { sendFailures: 1 } } : {}),
+        ...(add ? { add } : {}),
       }),
       and(conditions.taskIsPending(), stageIs('sending', ':sendingStage'), conditions.providerTaskNotRecorded()),
     ),

@@ -196,7 +196,14 @@ export async function acceptTask(
   items.push({
     Put: {
       TableName: ctx.tableName,
-      Item: { ...keys.queueEntry(task.userId, createdAt, task.taskId), userId: task.userId, taskId: task.taskId },
+      // The model, so the dispatcher can pass over the tasks of a model the upstream refuses for now
+      // without reading them (docs/design/dispatching.md, "Backoff").
+      Item: {
+        ...keys.queueEntry(task.userId, createdAt, task.taskId),
+        userId: task.userId,
+        taskId: task.taskId,
+        model: task.model,
+      },
     },
   });
   // An accept with an API key checks the key's end on its guard for the first debited shard (see

@@ -21,10 +21,12 @@ import {
   parseCreateRateLimit,
   parseMaxInFlight,
 } from '../../functions/core/provider-capacity';
+import { MAX_RETRY_AFTER_SECONDS_LIMIT } from '../../functions/core/retry-after';
 import {
   DISPATCH_WAKE_QUEUE_URL,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
+  PROVIDER_MAX_RETRY_AFTER_SECONDS,
 } from '../../functions/environment/environment';
 import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
 import type { ServiceFunctions } from './service-functions';
@@ -40,21 +42,43 @@ export interface DispatchCapacity {
    * which take a finished task off the count: only these get `UpdateItem` on `DISPATCH#CAPACITY`.
    */
   readonly maxInFlight?: number;
+  /**
+   * The longest upstream `Retry-After` the dispatcher honours (s); undefined: the code's default (60).
+   * Given to the dispatcher only (`PROVIDER_MAX_RETRY_AFTER_SECONDS`).
+   */
+  readonly maxRetryAfterSeconds?: number;
 }
 
 /**
  * The capacity from the context (`-c providerCreateRateLimit=20/10`, `-c providerMaxInFlight=N`), else
- * the profile's declared one. Checked here, at synth: a malformed value stops it naming the setting.
+ * the profile's declared one, and the bound on the upstream's `Retry-After`
+ * (`-c providerMaxRetryAfterSeconds=N`). Checked here, at synth: a malformed value stops it naming the
+ * setting.
  */
 export function dispatchCapacityFromContext(node: Node, profile: ProviderProfile): DispatchCapacity {
   const rate = node.tryGetContext('providerCreateRateLimit') ?? profile.capacity?.createRateLimit;
   const cap = node.tryGetContext('providerMaxInFlight') ?? profile.capacity?.maxInFlight;
+  const retryAfter = node.tryGetContext('providerMaxRetryAfterSeconds');
   return {
+    ...(retryAfter === undefined || retryAfter === ''
+      ? {}
+      : { maxRetryAfterSeconds: parseMaxRetryAfterSeconds(String(retryAfter)) }),
     ...(rate === undefined || rate === ''
       ? {}
       : { createRateLimit: parseCreateRateLimit(String(rate), 'providerCreateRateLimit') }),
     ...(cap === undefined || cap === '' ? {} : { maxInFlight: parseMaxInFlight(String(cap), 'providerMaxInFlight') }),
   };
+}
+
+/** `providerMaxRetryAfterSeconds`: a whole number of seconds from 1 to a day. */
+function parseMaxRetryAfterSeconds(text: string): number {
+  const value = /^\s*\d{1,6}\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_RETRY_AFTER_SECONDS_LIMIT) {
+    throw new Error(
+      `providerMaxRetryAfterSeconds must be a whole number from 1 to ${MAX_RETRY_AFTER_SECONDS_LIMIT}; got "${text}"`,
+    );
+  }
+  return value;
 }
 
 /** Props of {@link ServiceDispatch}. */
@@ -145,6 +169,9 @@ export class ServiceDispatch extends Construct {
     fn.addEnvironment(DISPATCH_WAKE_QUEUE_URL.name, wakeQueue.queueUrl);
     if (props.capacity.createRateLimit) {
       fn.addEnvironment(PROVIDER_CREATE_RATE_LIMIT.name, formatCreateRateLimit(props.capacity.createRateLimit));
+    }
+    if (props.capacity.maxRetryAfterSeconds !== undefined) {
+      fn.addEnvironment(PROVIDER_MAX_RETRY_AFTER_SECONDS.name, String(props.capacity.maxRetryAfterSeconds));
     }
     // A task was queued: every insert matching the filters wakes the function (batched). The queue is in
     // the table, so a record lost or failed costs nothing the next wake-up does not make up for.

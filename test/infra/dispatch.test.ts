@@ -79,6 +79,23 @@ describe('the dispatcher', () => {
     expect(environment).toMatchObject({ PROVIDER_CREATE_RATE_LIMIT: '5/1', PROVIDER_MAX_IN_FLIGHT: '8' });
   });
 
+  test("gives the bound on the upstream's Retry-After to the dispatcher only when configured", () => {
+    // Act
+    const bounded = synthesize({ providerMaxRetryAfterSeconds: '30' }, { bundle: false });
+    const withBound = LAMBDAS.filter(
+      (definition) => 'PROVIDER_MAX_RETRY_AFTER_SECONDS' in functionOf(bounded, definition.name).environment,
+    );
+    const boundedEnvironment = dispatcherOf(bounded).environment;
+    cleanUp(bounded);
+    service = synthesize({}, { bundle: false });
+    const unset = dispatcherOf(service).environment;
+
+    // Assert
+    expect(boundedEnvironment).toMatchObject({ PROVIDER_MAX_RETRY_AFTER_SECONDS: '30' });
+    expect(withBound).toHaveLength(1);
+    expect(unset).not.toHaveProperty('PROVIDER_MAX_RETRY_AFTER_SECONDS');
+  });
+
   test('gives the cap on tasks in flight to the dispatcher and to every function that finishes tasks, only', () => {
     // Act
     const synthesized = synthesize({ providerMaxInFlight: '8' }, { bundle: false });
@@ -109,6 +126,8 @@ describe('the dispatcher', () => {
   test.each([
     [{ providerCreateRateLimit: '20 per 10' }, 'providerCreateRateLimit must be <requests>/<seconds>'],
     [{ providerMaxInFlight: '0' }, 'providerMaxInFlight must be a whole number from 1'],
+    [{ providerMaxRetryAfterSeconds: '0' }, 'providerMaxRetryAfterSeconds must be a whole number from 1 to 86400'],
+    [{ providerMaxRetryAfterSeconds: '1h' }, 'providerMaxRetryAfterSeconds must be a whole number from 1 to 86400'],
   ])('refuses a malformed capacity at synth: %o', (context, message) => {
     // Act
     const attempt = () => synthesize(context, { bundle: false });

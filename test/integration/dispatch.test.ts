@@ -4,13 +4,17 @@
  * the steps itself, on a clock it moves, so what is asserted is the order and the count of sends, never
  * a duration.
  */
+import { randomUUID } from 'node:crypto';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { type DispatchSettings, type DispatchStep, dispatchNext } from '../../functions/lifecycle/dispatch';
 import { refreshFromCallback, refreshTask } from '../../functions/lifecycle/refresh-task';
-import { logger } from '../../functions/observability/logger';
-import { claimSend, queuedAhead, readCapacity } from '../../functions/store/dispatch';
+import { type LogFields, type Logger, logger } from '../../functions/observability/logger';
+import { claimSend, nextQueued, queuedAhead, readCapacity } from '../../functions/store/dispatch';
 import { auditUser } from '../../functions/store/ledger';
+import * as keys from '../../functions/store/task-keys';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
+import { handler as submitVideo } from '../../functions/submit-video/handler';
 import {
   imageRequest,
   invoke,
@@ -18,6 +22,7 @@ import {
   startServiceHarness,
   submitEvent,
   type TestUser,
+  videoRequest,
 } from '../support/service-harness';
 
 const RATE = { requests: 3, windowSeconds: 10 } as const;
@@ -159,6 +164,124 @@ describe('the dispatcher', () => {
     const last = await getTask(h.store, user.userId, taskIds[3] ?? '');
     expect(last).toMatchObject({ status: 0, stage: 'queued', creditsRefunded: false });
     expect(last?.providerTaskId).toBeUndefined();
+  });
+
+  it("a 503 asking for an hour backs off that model only, up to the bound, and says so; another model's task goes next", async () => {
+    // Prepare: every create of the image model answers 503 with Retry-After: 3600; videos are served.
+    const user = await h.createUser(100);
+    const image = await submit(user, { mockDelayMs: 600_000 });
+    const videoAnswer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockDelayMs: 600_000 })));
+    const video = String(videoAnswer.body.taskId);
+    h.provider.setFaults({
+      createFault: 'http_503',
+      createFaultModel: 'provider/image-model-1',
+      faultRetryAfter: '3600',
+    });
+    const warnings: { message: string; fields?: LogFields }[] = [];
+    const capture: Logger = {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message, fields) => warnings.push({ message, ...(fields ? { fields } : {}) }),
+      error: () => undefined,
+      child: () => capture,
+    };
+
+    // Act
+    const refused = await dispatchNext(lc(), SETTINGS, capture);
+    const next = await dispatchNext(lc(), SETTINGS, capture);
+    const during = await dispatchNext(lc(), SETTINGS, capture);
+    const capacity = await readCapacity(h.store);
+    const waiting = await getTask(h.store, user.userId, image);
+    h.provider.clearFaults();
+    clock += 60_000;
+    const after = await dispatchNext(lc(), SETTINGS, capture);
+
+    // Assert
+    expect(videoAnswer.statusCode).toBe(202);
+    expect(refused).toEqual({ kind: 'refused', taskId: image, model: 'image-model-1', waitMs: 60_000 });
+    expect(warnings).toContainEqual({
+      message: expect.stringContaining('longer Retry-After'),
+      fields: { retryAfterSeconds: 3600, honouredSeconds: 60 },
+    });
+    expect(next).toEqual({ kind: 'sent', taskId: video });
+    expect(during.kind).toBe('wait');
+    expect(during.kind === 'wait' && during.waitMs).toBeLessThanOrEqual(60_000);
+    expect(capacity.modelBackoff['image-model-1']).toEqual({ until: expect.any(Number), ms: 60_000 });
+    expect(capacity.backoffUntil ?? 0).toBeLessThanOrEqual(clock - 60_000);
+    expect(waiting).toMatchObject({ status: 0, stage: 'queued', sendRefusals: 1, creditsRefunded: false });
+    expect(after).toEqual({ kind: 'sent', taskId: image });
+  });
+
+  it('refusals across models back the whole service off, as a 429 does', async () => {
+    // Prepare: every create answers 503, whatever its model (a maintenance page in front of the upstream).
+    const user = await h.createUser(100);
+    const image = await submit(user, { mockDelayMs: 600_000 });
+    const videoAnswer = await invoke(submitVideo, submitEvent('video', user, videoRequest({ mockDelayMs: 600_000 })));
+    const video = String(videoAnswer.body.taskId);
+    h.provider.setFaults({ createFault: 'http_503' });
+
+    // Act
+    const first = await dispatchNext(lc(), SETTINGS, logger);
+    const second = await dispatchNext(lc(), SETTINGS, logger);
+    const capacity = await readCapacity(h.store);
+    const refusedAt = clock;
+    const calls = h.provider.stats.createTaskCalls;
+    const during = await dispatchNext(lc(), SETTINGS, logger);
+    const callsDuring = h.provider.stats.createTaskCalls - calls;
+    h.provider.clearFaults();
+    const after = await steps(2);
+
+    // Assert: the first refusal backs its model off only; the second, of another model, everyone
+    expect(first).toEqual({ kind: 'refused', taskId: image, model: 'image-model-1', waitMs: 1_000 });
+    expect(second).toEqual({ kind: 'wait', waitMs: 1_000 });
+    expect(capacity.backoffUntil).toBe(refusedAt + 1_000);
+    expect(during.kind).toBe('wait');
+    expect(callsDuring).toBe(0);
+    expect(after).toEqual(
+      expect.arrayContaining([
+        { kind: 'sent', taskId: image },
+        { kind: 'sent', taskId: video },
+      ]),
+    );
+    expect(await getTask(h.store, user.userId, video)).toMatchObject({ sendRefusals: 1, stage: 'running' });
+  });
+
+  it("passes over one account's backlog of a refused model, in bounded reads, to the next account's task", async () => {
+    // Prepare: 400 queue entries of the refused model for one account (more than a pass reads), then one
+    // entry of another model for the account after it in key order.
+    const busy = `aaa-${randomUUID()}`;
+    const other = `aab-${randomUUID()}`;
+    const entry = (userId: string, index: number, model: string) => {
+      const taskId = `t-${index}-${randomUUID()}`;
+      const createdAt = new Date(Date.UTC(2026, 10, 27, 0, 0, index)).toISOString();
+      return { ...keys.queueEntry(userId, createdAt, taskId), userId, taskId, model };
+    };
+    const items = [
+      ...Array.from({ length: 400 }, (_, index) => entry(busy, index, 'image-model-1')),
+      entry(other, 0, 'video-b-2-text-to-video'),
+    ];
+    const batches = Array.from({ length: Math.ceil(items.length / 25) }, (_, index) =>
+      items.slice(index * 25, index * 25 + 25),
+    );
+    const write = (request: (item: (typeof items)[number]) => Record<string, unknown>) =>
+      Promise.all(
+        batches.map((batch) =>
+          h.store.doc.send(new BatchWriteCommand({ RequestItems: { [h.store.tableName]: batch.map(request) } })),
+        ),
+      );
+    await write((item) => ({ PutRequest: { Item: item } }));
+
+    try {
+      // Act
+      const refusedPassedOver = await nextQueued(h.store, { limit: 8, excludeModels: ['image-model-1'] });
+      const unfiltered = await nextQueued(h.store, { limit: 8 });
+
+      // Assert
+      expect(refusedPassedOver.map((ref) => [ref.userId, ref.model])).toEqual([[other, 'video-b-2-text-to-video']]);
+      expect(unfiltered.map((ref) => ref.userId)).toEqual(Array.from({ length: 8 }, () => busy));
+    } finally {
+      await write((item) => ({ DeleteRequest: { Key: { PK: item.PK, SK: item.SK } } }));
+    }
   });
 
   it('a send lost to a crash goes back to the queue once and is sent again; lost twice, it is refunded', async () => {

@@ -228,6 +228,65 @@ describe('createTask under server faults (never retried)', () => {
   });
 });
 
+describe("createTask refused for capacity: the refusal's status and Retry-After, whatever its body", () => {
+  /** What the adapter threw. */
+  async function thrown(result: Promise<unknown>): Promise<ProviderUnavailableError> {
+    const error = await result.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    return error as ProviderUnavailableError;
+  }
+
+  it.each<[MockFault, 429 | 503]>([
+    ['http_503', 503],
+    ['maintenance_html', 503],
+    ['http_429', 429],
+  ])('%s with Retry-After: 3600 -> a refusal (%d) asking 3600 s, unbounded here', async (fault, status) => {
+    // Prepare
+    mock.setFaults({ createFault: fault, faultRetryAfter: '3600' });
+
+    // Act
+    const error = await thrown(provider.createTask({ model: 'image-model-1', input: {} }));
+
+    // Assert
+    expect(error.throttled).toEqual({ status, retryAfterSeconds: 3600 });
+    expect(error.message).toBe(`createTask: provider answered HTTP ${status}`);
+    expect(mock.stats.createTaskCalls).toBe(1);
+  });
+
+  it('reads an HTTP date as the seconds until it', async () => {
+    // Prepare: a date two minutes ahead (HTTP dates have whole seconds)
+    mock.setFaults({ createFault: 'http_503', faultRetryAfter: new Date(Date.now() + 120_000).toUTCString() });
+
+    // Act
+    const error = await thrown(provider.createTask({ model: 'image-model-1', input: {} }));
+
+    // Assert
+    expect(error.throttled?.retryAfterSeconds).toBeGreaterThanOrEqual(100);
+    expect(error.throttled?.retryAfterSeconds).toBeLessThanOrEqual(120);
+  });
+
+  it("refuses only the named model's creates, switched through POST /__control", async () => {
+    // Prepare
+    const control = await fetch(`${mock.url}/__control`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ createFault: 'maintenance_html', createFaultModel: 'model-a' }),
+    });
+
+    // Act
+    const refused = thrown(provider.createTask({ model: 'model-a', input: {} }));
+    const other = await provider.createTask({ model: 'model-b', input: { mockDelayMs: 0 } });
+
+    // Assert
+    expect(control.status).toBe(200);
+    expect((await refused).throttled).toEqual({ status: 503 });
+    expect(other.providerTaskId).toMatch(/^mock_/);
+  });
+});
+
 describe('getTask under server faults', () => {
   let taskId: string;
 

@@ -31,6 +31,8 @@ import {
   METRICS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
+  PROVIDER_MAX_REFUSALS_PER_TASK,
+  PROVIDER_MAX_RETRY_AFTER_SECONDS,
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_SECRET_ARN,
   setting,
@@ -62,6 +64,10 @@ export interface ServiceHarnessOptions {
   maxPendingSeconds?: number;
   /** PROVIDER_MAX_SEND_ATTEMPTS; default 2. */
   maxSendAttempts?: number;
+  /** PROVIDER_MAX_RETRY_AFTER_SECONDS; default unset (the code's default, 60). */
+  maxRetryAfterSeconds?: number;
+  /** PROVIDER_MAX_REFUSALS_PER_TASK; default unset (the code's default, 5). */
+  maxRefusalsPerTask?: number;
   /** MAX_QUEUED_TASKS_PER_ACCOUNT; default the deployed default (1000). */
   maxQueuedTasksPerAccount?: number;
   /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
@@ -127,6 +133,8 @@ const CLEARED_ENV = [
   DISPATCH_WAKE_QUEUE_URL,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
+  PROVIDER_MAX_RETRY_AFTER_SECONDS,
+  PROVIDER_MAX_REFUSALS_PER_TASK,
 ].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
@@ -216,6 +224,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       maxQueuedTasksPerAccount: options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT,
     },
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
+    setting(PROVIDER_MAX_RETRY_AFTER_SECONDS, options.maxRetryAfterSeconds),
+    setting(PROVIDER_MAX_REFUSALS_PER_TASK, options.maxRefusalsPerTask),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
@@ -563,6 +573,7 @@ export const TASK_INTERNALS = [
   'sendClaimedAt',
   'sendRequeues',
   'sendFailures',
+  'sendRefusals',
   'inFlightSlot',
   'PK',
   'SK',

@@ -67,7 +67,9 @@ describe('the configuration reference', () => {
     const missing = [...keys].filter((key) => !text.includes(`| \`${key}\` |`));
 
     // Assert
-    expect(contextKeysReadInLib()).toEqual(new Set(['env', 'providerCreateRateLimit', 'providerMaxInFlight']));
+    expect(contextKeysReadInLib()).toEqual(
+      new Set(['env', 'providerCreateRateLimit', 'providerMaxInFlight', 'providerMaxRetryAfterSeconds']),
+    );
     expect(CONFIG_KEYS.length).toBeGreaterThan(30);
     expect(missing).toEqual([]);
   });
