@@ -779,6 +779,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       else res.destroy();
     });
   });
+  // Idle connections are kept a minute, as upstreams behind nginx or a load balancer keep them (Node's
+  // default is 5 s). With 5 s, the service's fetch (which keeps a socket 4 s) could reuse a socket the
+  // mock was closing just then on a loaded machine, and a createTask failed with ECONNRESET: a fault of
+  // the stand-in, not of the upstream it stands for.
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 61_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
