@@ -484,6 +484,10 @@ export async function startLocalStack(
       for (const nudge of nudges) nudge();
       gateway(request, response);
     });
+    // Idle connections kept a minute, as API Gateway keeps them, not Node's 5 s: a client that keeps a
+    // socket 4 s (fetch) could otherwise reuse one the server was closing just then on a loaded machine.
+    server.keepAliveTimeout = 60_000;
+    server.headersTimeout = 61_000;
     await new Promise<void>((ready, fail) => {
       server.once('error', fail);
       server.listen(settings.port, settings.host, () => ready());
