@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run test:stress [-- <jest args>]`: the race, bookkeeping and fuzz tests at full scale. They are the
+ * `npm run test:stress [-- <jest args>]`: the race, bookkeeping and property tests at full scale. They are the
  * test files that size themselves with test/support/scale.ts; this runs exactly those, with
  * TEST_SCALE=stress, so a new test joins the stress run by importing `atScale`.
  */

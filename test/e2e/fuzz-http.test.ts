@@ -12,13 +12,9 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import fc from 'fast-check';
-import { atScale } from '../support/scale';
 import { createApi, IMAGE_PATH, REFERENCE_IMAGE, VIDEO_PATH } from './support/api';
 import { checkAgainstContract } from './support/contract';
 import { loadTarget } from './support/target';
-
-/** Each property's runs: as written in `npm test`, ten times as many in `npm run test:stress`. */
-const RUNS_FACTOR = atScale(1, 10);
 
 jest.setTimeout(240_000);
 
@@ -486,7 +482,7 @@ function run<Ts extends [unknown, ...unknown[]]>(
   numRuns: number,
   examples: Ts[] = [],
 ): Promise<void> {
-  return fc.assert(property, { numRuns: numRuns * RUNS_FACTOR, seed: SEED, examples, interruptAfterTimeLimit: 90_000 });
+  return fc.assert(property, { numRuns, seed: SEED, examples, interruptAfterTimeLimit: 90_000 });
 }
 
 describe('HTTP fuzzing: never a 5xx, every error body documented', () => {
