@@ -235,6 +235,15 @@ const FAULTS: readonly MockFault[] = [
 /** The page `maintenance_html` serves. */
 const MAINTENANCE_PAGE =
   '<!DOCTYPE html><html><head><title>Down for maintenance</title></head><body><h1>We&rsquo;ll be back soon</h1></body></html>';
+/** No fault set: the state at start and after `clearFaults()`. */
+const NO_FAULTS: Required<MockFaults> = {
+  createFault: null,
+  getFault: null,
+  createFaultTimes: null,
+  getFaultTimes: null,
+  createFaultModel: null,
+  faultRetryAfter: null,
+};
 const DEFAULT_DELAY_MS = 1500;
 const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 const IMAGE_SIZE = 64;
@@ -272,14 +281,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let referenceDownloads: { status: number; bytes: number }[] = [];
   const callbackTimers = new Set<NodeJS.Timeout>();
   let getCalls = new Map<string, number>();
-  let faults: Required<MockFaults> = {
-    createFault: null,
-    getFault: null,
-    createFaultTimes: null,
-    getFaultTimes: null,
-    createFaultModel: null,
-    faultRetryAfter: null,
-  };
+  let faults: Required<MockFaults> = { ...NO_FAULTS };
   let baseUrl = '';
 
   const stats: MockProviderStats = {
@@ -802,15 +804,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     url: ownUrl,
     stats,
     setFaults,
-    clearFaults: () =>
-      setFaults({
-        createFault: null,
-        getFault: null,
-        createFaultTimes: null,
-        getFaultTimes: null,
-        createFaultModel: null,
-        faultRetryAfter: null,
-      }),
+    clearFaults: () => setFaults({ ...NO_FAULTS }),
     setLimits,
     get limits() {
       return limits;
