@@ -47,9 +47,11 @@
  * model or of the whole service: `http_503` (a JSON 503), `maintenance_html` (a 503 whose body is an
  * HTML maintenance page, as a CDN serves it); `faultRetryAfter` adds a `Retry-After` header (seconds or
  * an HTTP date, e.g. `"3600"`) to them and to `http_429`; `createFaultModel` limits `createFault` to
- * creates of that (provider) model name, the others being served as usual.
+ * creates of that (provider) model name, the others being served as usual. `referenceFetchDelayMs`
+ * makes it an upstream with a queue of its own: it answers the create at once and downloads the
+ * reference images that long after (`stats.referenceDownloads` has each download's SHA-256).
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -98,6 +100,11 @@ export interface MockFaults {
   createFaultModel?: string | null;
   /** `Retry-After` sent with `http_429`, `http_503` and `maintenance_html` (seconds or an HTTP date). */
   faultRetryAfter?: string | null;
+  /**
+   * An upstream with a queue of its own: createTask answers at once and downloads the reference images
+   * this long (ms) after, the task generating no sooner; one that cannot be downloaded then fails the task.
+   */
+  referenceFetchDelayMs?: number | null;
 }
 
 export type MockOutcome =
@@ -128,9 +135,19 @@ export interface MockProviderStats {
   readonly fileDownloads: number;
   /** Callbacks sent since the last reset, with the status each got (0: no answer). */
   readonly callbacks: readonly { providerTaskId: string; status: number }[];
-  /** Reference images on this machine downloaded at createTask since the last reset (status 0: no answer). */
-  readonly referenceDownloads: readonly { status: number; bytes: number }[];
+  /**
+   * Reference images on this machine downloaded since the last reset (status 0: no answer), with the
+   * SHA-256 (hex) of the bytes received.
+   */
+  readonly referenceDownloads: readonly ReferenceDownload[];
   reset(): void;
+}
+
+/** One reference image download by the mock. */
+export interface ReferenceDownload {
+  status: number;
+  bytes: number;
+  sha256: string;
 }
 
 export interface MockProviderOptions {
@@ -243,6 +260,7 @@ const NO_FAULTS: Required<MockFaults> = {
   getFaultTimes: null,
   createFaultModel: null,
   faultRetryAfter: null,
+  referenceFetchDelayMs: null,
 };
 const DEFAULT_DELAY_MS = 1500;
 const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
@@ -278,7 +296,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let createLog: CreateLogEntry[] = [];
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
-  let referenceDownloads: { status: number; bytes: number }[] = [];
+  let referenceDownloads: ReferenceDownload[] = [];
   const callbackTimers = new Set<NodeJS.Timeout>();
   let getCalls = new Map<string, number>();
   let faults: Required<MockFaults> = { ...NO_FAULTS };
@@ -433,7 +451,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
       // The reference download (the only await) comes before the capacity check, so that the check and
       // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
-      const unreadable = await unreadableReference(body);
+      // An upstream with its own queue reads the references later (`referenceFetchDelayMs`).
+      const lateFetchMs = faults.referenceFetchDelayMs;
+      const unreadable = lateFetchMs === null ? await unreadableReference(body) : undefined;
       if (unreadable) {
         sendJson(res, 422, { code: 422, msg: unreadable });
         return;
@@ -445,7 +465,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         sendJson(res, 429, { code: 429, msg: refused.message }, { 'retry-after': String(refused.retryAfterSeconds) });
         return;
       }
-      createTask(body, res);
+      const created = createTask(body, res, lateFetchMs ?? 0);
+      if (created && lateFetchMs !== null) fetchReferencesLater(created, body, lateFetchMs);
       return;
     }
     if (route === 'GET /api/v1/jobs/recordInfo') {
@@ -471,7 +492,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       if (!next || !nextLimits) {
         sendJson(res, 400, {
           error:
-            'expected { createFault?, getFault?, ...Times?, createFaultModel?, faultRetryAfter?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
+            'expected { createFault?, getFault?, ...Times?, createFaultModel?, faultRetryAfter?, referenceFetchDelayMs?, createRateLimit?: "<n>/<seconds>", maxInFlight?: n }',
         });
         return;
       }
@@ -518,51 +539,73 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     for (const url of urls) {
       const response = await fetch(url, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
       const bytes = response ? await response.arrayBuffer().catch(() => new ArrayBuffer(0)) : new ArrayBuffer(0);
-      referenceDownloads.push({ status: response?.status ?? 0, bytes: bytes.byteLength });
+      referenceDownloads.push({
+        status: response?.status ?? 0,
+        bytes: bytes.byteLength,
+        sha256: createHash('sha256').update(new Uint8Array(bytes)).digest('hex'),
+      });
       if (!response?.ok) return `Reference image could not be downloaded (HTTP ${response?.status ?? 'error'})`;
     }
     return undefined;
   }
 
-  function createTask(rawBody: string, res: ServerResponse): void {
+  /** Downloads a created task's references `delayMs` after its create; an unreadable one fails the task. */
+  function fetchReferencesLater(task: MockTask, rawBody: string, delayMs: number): void {
+    const timer = setTimeout(() => {
+      callbackTimers.delete(timer);
+      void unreadableReference(rawBody).then((problem) => {
+        if (!problem) return;
+        task.outcome = 'fail';
+        task.failCode = 'REFERENCE_UNREADABLE';
+        task.failMsg = problem;
+      });
+    }, delayMs);
+    callbackTimers.add(timer);
+  }
+
+  /**
+   * Creates the task and answers; returns it (undefined when refused). It generates for its
+   * `mockDelayMs`, and never ends before `minDelayMs` (a late reference download).
+   */
+  function createTask(rawBody: string, res: ServerResponse, minDelayMs = 0): MockTask | undefined {
     const body = parseJson(rawBody);
     if (!isRecord(body)) {
       sendJson(res, 400, { code: 400, msg: 'Body must be a JSON object' });
-      return;
+      return undefined;
     }
     const { model, input } = body;
     if (typeof model !== 'string' || model.length === 0) {
       sendJson(res, 422, { code: 422, msg: 'model is required' });
-      return;
+      return undefined;
     }
     if (!isRecord(input)) {
       sendJson(res, 422, { code: 422, msg: 'input must be an object' });
-      return;
+      return undefined;
     }
     if (body.callBackUrl !== undefined && typeof body.callBackUrl !== 'string') {
       sendJson(res, 422, { code: 422, msg: 'callBackUrl must be a string' });
-      return;
+      return undefined;
     }
     const callbackMode = input.mockCallback ?? 'send';
     if (!CALLBACK_MODES.includes(callbackMode as MockCallbackMode)) {
       sendJson(res, 422, { code: 422, msg: `unknown mockCallback ${String(callbackMode)}` });
-      return;
+      return undefined;
     }
 
     const profiled = options.profile ? checkProfiledCall(options.profile, model, input) : undefined;
     if (profiled && !profiled.ok) {
       sendJson(res, 422, { code: 422, msg: profiled.message });
-      return;
+      return undefined;
     }
 
     const outcome = input.mockOutcome ?? 'success';
     if (!OUTCOMES.includes(outcome as MockOutcome)) {
       sendJson(res, 422, { code: 422, msg: `unknown mockOutcome ${String(outcome)}` });
-      return;
+      return undefined;
     }
     if (outcome === 'reject') {
       sendJson(res, 422, { code: 422, msg: 'Input refused by the mock (mockOutcome reject)' });
-      return;
+      return undefined;
     }
     const delay = input.mockDelayMs;
     const task: MockTask = {
@@ -571,7 +614,10 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       kind: profiled?.ok ? profiled.call.kind : resultKind(model, input),
       outcome: outcome as MockOutcome,
       count: profiled?.ok ? profiled.call.count : resultCount(input),
-      delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
+      delayMs: Math.max(
+        minDelayMs + 1,
+        typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
+      ),
       createdAt: clock(),
       failCode: typeof input.mockFailCode === 'string' ? input.mockFailCode : 'MOCK_FAILURE',
       failMsg: repeated(
@@ -605,6 +651,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       );
     }
     sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
+    return task;
   }
 
   /** Calls the task's callback URL as `mode` says, on timers that `stop()` cancels. */
@@ -929,6 +976,13 @@ function parseFaults(body: unknown): MockFaults | undefined {
     if (value === undefined) continue;
     if (value !== null && !(typeof value === 'string' && value.length > 0 && value.length <= 200)) return undefined;
     next[field] = value as string | null;
+  }
+  const late = body.referenceFetchDelayMs;
+  if (late !== undefined) {
+    if (late !== null && !(typeof late === 'number' && Number.isInteger(late) && late >= 0 && late <= 3_600_000)) {
+      return undefined;
+    }
+    next.referenceFetchDelayMs = late;
   }
   return next;
 }

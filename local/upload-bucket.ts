@@ -12,11 +12,16 @@
  *   Missing objects are `404 NoSuchKey`; anything unsigned or expired is `403`.
  * - `PUT /<bucket>/<key>` with a presigned query (the submit's inline `data:` images): the same
  *   signature and expiry checks (a URL signed for GET does not PUT); the body is the object.
+ * - `PUT /<bucket>/<key>` with `x-amz-copy-source` (CopyObject, the submit's copy of the version it
+ *   checked): the copy headers must be among the signed ones; `x-amz-copy-source-if-match` that names
+ *   another version is `412 PreconditionFailed`, a missing source `404 NoSuchKey`.
+ * - ETags are the MD5 of the bytes, quoted, as S3 gives them for an object stored in one request; GET
+ *   sends it.
  *
  * Files live under `dir` (the key's path); DynamoDB Local does not run TTL, so expired uploads are
  * refused by their record's time (functions/store/uploads.ts), not by deleting their files.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -97,6 +102,33 @@ async function readCapped(req: IncomingMessage, cap: number): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/** The sidecar file of a key's `kind` (`type`: its Content-Type, `etag`: its ETag), beside its file. */
+function sidecarOf(file: string, kind: 'type' | 'etag'): string {
+  return join(dirname(file), `.${file.split(sep).pop() ?? ''}.${kind}`);
+}
+
+/** S3's ETag of an object stored in one request: the MD5 of its bytes, hex, in quotes. */
+function etagOf(bytes: Uint8Array): string {
+  return `"${createHash('md5').update(bytes).digest('hex')}"`;
+}
+
+/** Stores an object (its bytes, type and ETag) at `file`, atomically; returns the ETag. */
+async function storeObject(file: string, bytes: Uint8Array, contentType: string): Promise<string> {
+  await mkdir(dirname(file), { recursive: true });
+  const temp = join(dirname(file), `.${randomUUID()}.part`);
+  const etag = etagOf(bytes);
+  await writeFile(temp, bytes);
+  await writeFile(sidecarOf(file, 'type'), contentType);
+  await writeFile(sidecarOf(file, 'etag'), etag);
+  await rename(temp, file);
+  return etag;
+}
+
+/** The ETag of the object at `file` (computed for one stored before ETags were kept). */
+async function storedEtag(file: string): Promise<string> {
+  return readFile(sidecarOf(file, 'etag'), 'utf8').catch(async () => etagOf(await readFile(file)));
 }
 
 export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
@@ -217,12 +249,8 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     const key = fields.get('key') ?? '';
     const target = fileOf(root, key);
     if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
-    await mkdir(dirname(target), { recursive: true });
-    const temp = join(dirname(target), `.${randomUUID()}.part`);
-    await writeFile(temp, Buffer.from(await file.arrayBuffer()));
-    await rename(temp, target);
-    await writeFile(join(dirname(target), `.${key.split('/').pop() ?? ''}.type`), fields.get('content-type') ?? '');
-    res.writeHead(204, { ETag: `"${key.length}"` });
+    const etag = await storeObject(target, new Uint8Array(await file.arrayBuffer()), fields.get('content-type') ?? '');
+    res.writeHead(204, { ETag: etag });
     res.end();
     return 204;
   }
@@ -241,6 +269,14 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
       throw new S3Error(403, 'AccessDenied', 'Request has expired');
     const unsigned = new URL(`http://${req.headers.host ?? url.host}${url.pathname}`);
     for (const [name, value] of params) if (!name.startsWith('X-Amz-')) unsigned.searchParams.append(name, value);
+    // Headers the URL signed (besides host) must come with the request, with the values signed.
+    const signedHeaders: Record<string, string> = {};
+    for (const name of (params.get('X-Amz-SignedHeaders') ?? 'host').split(';')) {
+      if (name === 'host') continue;
+      const value = req.headers[name];
+      if (typeof value !== 'string') throw new S3Error(403, 'AccessDenied', `Missing signed header ${name}`);
+      signedHeaders[name] = value;
+    }
     const expected = new URL(
       await presignUrl({
         method,
@@ -250,6 +286,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
         credentials,
         date,
         expiresInSeconds: expires,
+        signedHeaders,
       }),
     ).searchParams.get('X-Amz-Signature');
     if (!expected || !sameText(expected, signature)) {
@@ -271,15 +308,41 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     const key = await presignedKey(req, url, 'PUT');
     const target = fileOf(root, key);
     if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
+    if (req.headers['x-amz-copy-source'] !== undefined) return copy(req, res, url, target);
     const body = await readCapped(req, maxBodyBytes);
     options.onBodyRead?.(body.length);
-    await mkdir(dirname(target), { recursive: true });
-    const temp = join(dirname(target), `.${randomUUID()}.part`);
-    await writeFile(temp, body);
-    await rename(temp, target);
-    await writeFile(join(dirname(target), `.${key.split('/').pop() ?? ''}.type`), req.headers['content-type'] ?? '');
-    res.writeHead(200, { ETag: `"${body.length}"`, 'Content-Length': '0' });
+    const etag = await storeObject(target, body, req.headers['content-type'] ?? '');
+    res.writeHead(200, { ETag: etag, 'Content-Length': '0' });
     res.end();
+    return 200;
+  }
+
+  /** CopyObject within this bucket, with `x-amz-copy-source-if-match` checked as S3 checks it. */
+  async function copy(req: IncomingMessage, res: ServerResponse, url: URL, target: string): Promise<number> {
+    const signed = (url.searchParams.get('X-Amz-SignedHeaders') ?? '').split(';');
+    if (!signed.includes('x-amz-copy-source')) throw new S3Error(403, 'AccessDenied', 'Access Denied');
+    const source = String(req.headers['x-amz-copy-source']).replace(/^\/+/, '');
+    const [bucket, ...path] = source.split('/');
+    let sourceKey: string;
+    try {
+      sourceKey = path.map(decodeURIComponent).join('/');
+    } catch {
+      throw new S3Error(400, 'InvalidArgument', 'Invalid copy source');
+    }
+    const from = bucket === options.bucket ? fileOf(root, sourceKey) : undefined;
+    const info = from ? await stat(from).catch(() => undefined) : undefined;
+    if (!from || !info?.isFile()) throw new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
+    const etag = await storedEtag(from);
+    const ifMatch = req.headers['x-amz-copy-source-if-match'];
+    if (typeof ifMatch === 'string' && ifMatch !== etag) {
+      throw new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+    }
+    const type = await readFile(sidecarOf(from, 'type'), 'utf8').catch(() => '');
+    // Read, then written as one new object: a concurrent replacement of the source leaves the copy whole.
+    const copied = await storeObject(target, await readFile(from), type);
+    const body = `<?xml version="1.0" encoding="UTF-8"?>\n<CopyObjectResult><ETag>${xmlEscape(copied)}</ETag></CopyObjectResult>`;
+    res.writeHead(200, { 'Content-Type': 'application/xml', 'Content-Length': String(Buffer.byteLength(body)) });
+    res.end(body);
     return 200;
   }
 
@@ -288,10 +351,11 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     const file = fileOf(root, key);
     const info = file ? await stat(file).catch(() => undefined) : undefined;
     if (!file || !info?.isFile()) throw new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
-    const type = await readFile(join(dirname(file), `.${key.split('/').pop() ?? ''}.type`), 'utf8').catch(() => '');
+    const type = await readFile(sidecarOf(file, 'type'), 'utf8').catch(() => '');
     const headers: Record<string, string> = {
       'Content-Type': type || 'application/octet-stream',
       'Accept-Ranges': 'bytes',
+      ETag: await storedEtag(file),
     };
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     if (range) {

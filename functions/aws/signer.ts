@@ -121,7 +121,12 @@ export async function presignUrl(input: PresignUrlInput): Promise<string> {
   const presigned = await signer.presign(requestOf(input.method, url, headers), {
     signingDate: input.date ?? new Date(),
     expiresIn: input.expiresInSeconds,
-    unhoistableHeaders: new Set([CONTENT_SHA256]),
+    // Signed headers stay headers: an x-amz-* header hoisted into the query (the signer's default)
+    // would be a query parameter S3 does not read as that header (a copy's source, its condition).
+    unhoistableHeaders: new Set([
+      CONTENT_SHA256,
+      ...Object.keys(input.signedHeaders ?? {}).map((name) => name.toLowerCase()),
+    ]),
     unsignableHeaders: new Set([CONTENT_SHA256]),
   });
   const query = Object.entries(presigned.query ?? {})

@@ -16,8 +16,12 @@ export const DEFAULT_UPLOAD_MAX_BYTES = 20 * 1024 * 1024;
 export const DEFAULT_UPLOAD_TTL_SECONDS = 24 * 3600;
 /** Lifetime of the presigned POST form: the bytes must be sent within it. */
 export const UPLOAD_POST_TTL_SECONDS = 900;
-/** Lifetime of the signed GET URL the provider receives for an upload at send time. */
-export const UPLOAD_PROVIDER_URL_TTL_SECONDS = 900;
+/**
+ * Shortest lifetime of the signed GET URL the provider receives for an upload at send time. The URL
+ * lives as long as the task may still live (an upstream with a queue of its own fetches references
+ * late), never less than this: see `providerReferenceTtlSeconds` (lifecycle/uploads.ts).
+ */
+export const MIN_PROVIDER_REFERENCE_TTL_SECONDS = 900;
 /** Bytes read from storage to judge a file's type (the longest signature checked is 12 bytes). */
 export const UPLOAD_SNIFF_BYTES = 16;
 /** Key prefix of uploads in the media bucket (and the local upload folder). */
@@ -47,6 +51,19 @@ export function uploadIdOf(value: string): string | undefined {
 /** Where an upload's bytes live: under the owner, so a key never names another account's file. */
 export function uploadKey(userId: string, uploadId: string): string {
   return `${UPLOADS_PREFIX}${encodeURIComponent(userId)}/${uploadId}`;
+}
+
+/**
+ * Where the version of an upload that a submit checked is kept for its task: a copy made under a
+ * condition on the ETag the check read (S3's `x-amz-copy-source-if-match`), so the provider reads the
+ * bytes the submit checked, whatever the upload's key holds later (its presigned POST stays usable for
+ * its 15 minutes and could replace them). No presigned POST can write here: a POST names its one key
+ * exactly (`uploads/<owner>/<uploadId>`), and this key is another (a sibling, not below it: the
+ * local stand-in keeps objects as files). One copy per version, so tasks that name the same unchanged
+ * upload share it.
+ */
+export function checkedUploadKey(userId: string, uploadId: string, etag: string): string {
+  return `${uploadKey(userId, uploadId)}.checked-${etag.replace(/[^0-9A-Za-z-]/g, '').slice(0, 64)}`;
 }
 
 /** The allowed type whose signature `bytes` start with, if any. */

@@ -75,7 +75,13 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
       inputImageUrls?: string[];
       providerInput?: Record<string, unknown>;
     };
-    await checkUploadReferences({ ...ctx, uploads }, req.caller.userId, inputImageUrls, idempotency, providerInput);
+    const uploadVersions = await checkUploadReferences(
+      { ...ctx, uploads },
+      req.caller.userId,
+      inputImageUrls,
+      idempotency,
+      providerInput,
+    );
     const { response, replayed } = await submitTask(
       ctx,
       {
@@ -86,6 +92,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         webhookUrl,
         idempotency,
         maxQueued: maxQueuedTasksFromEnv(),
+        uploadVersions,
       },
       req.log,
     );

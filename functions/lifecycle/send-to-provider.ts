@@ -7,7 +7,7 @@ import type { ImageRequest, VideoRequest } from '../core/request-schemas';
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderLifecycle, timedProviderCall } from './lifecycle';
-import { withSignedUploads } from './uploads';
+import { providerReferenceTtlSeconds, withSignedUploads } from './uploads';
 
 /** A provider request as tasks accepted before 2026-11-25 kept it (newer tasks keep their request). */
 export interface StoredProviderRequest {
@@ -54,8 +54,16 @@ export async function createAtProvider(
 ): Promise<{ providerTaskId: string }> {
   const request = providerRequestOf(lc, task);
   const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
-  // Upload references become short-lived signed GET URLs at each send; the task keeps the references.
-  const signed = await withSignedUploads(lc, task.userId, request);
+  // Upload references become signed GET URLs at each send, living as long as the task may; the task
+  // keeps the references.
+  const ttlSeconds = lc.uploads
+    ? providerReferenceTtlSeconds(task, {
+        now: lc.now(),
+        maxPendingMs: lc.config.maxPendingMs,
+        maxUrlTtlSeconds: lc.uploads.maxUrlTtlSeconds(),
+      })
+    : 0;
+  const signed = await withSignedUploads(lc, task, request, ttlSeconds);
   const create = callBackUrl === undefined ? signed : { ...signed, callBackUrl };
   return timedProviderCall('createTask', () => lc.provider.createTask(create), log);
 }

@@ -24,6 +24,8 @@ export interface SubmitInput {
   idempotency?: { key: string; requestHash: string };
   /** The most tasks the account may have queued (`MAX_QUEUED_TASKS_PER_ACCOUNT`); past it, `QueueFullError`. */
   maxQueued: number;
+  /** The versions of its uploads the submit checked and kept (lifecycle/uploads.ts), by upload id. */
+  uploadVersions?: Record<string, string>;
 }
 
 export interface SubmitResult {
@@ -102,6 +104,10 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
         // The reference images as the caller gave them, for the Task resource (the provider request
         // holds them under the provider's own field name).
         ...(Array.isArray(input.request.inputImageUrls) ? { inputImageUrls: input.request.inputImageUrls } : {}),
+        // Which version of each upload the provider reads: the one checked (send-to-provider.ts).
+        ...(input.uploadVersions && Object.keys(input.uploadVersions).length > 0
+          ? { uploadVersions: input.uploadVersions }
+          : {}),
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,

@@ -11,6 +11,8 @@
 import {
   type AwsCredentials,
   credentialsFromEnv,
+  MAX_PRESIGNED_URL_SECONDS,
+  MAX_TEMPORARY_CREDENTIALS_URL_SECONDS,
   type PresignedPost,
   presignPost,
   presignUrl,
@@ -31,16 +33,31 @@ import {
 export interface UploadHead {
   bytes: Uint8Array;
   size: number;
+  /** The object's ETag as S3 sent it (quotes included): the version these bytes are of. */
+  etag?: string;
 }
+
+/** What a conditional copy found: the source still was the version named, or it was not (or is gone). */
+export type CopyOutcome = 'copied' | 'changed';
 
 /** What the submit and the send to the provider need. */
 export interface UploadReader {
   /** The first `length` bytes and the total size, or undefined when nothing is stored at `key`. */
   head(key: string, length: number): Promise<UploadHead | undefined>;
-  /** A signed GET URL of the object, valid `ttlSeconds`. */
+  /** A signed GET URL of the object, valid `ttlSeconds` (at most {@link UploadReader.maxUrlTtlSeconds}). */
   signedUrl(key: string, ttlSeconds: number): Promise<string>;
+  /**
+   * The longest lifetime a signed URL can really have with these credentials: a URL signed with a
+   * session token (a Lambda role) dies with the session, so one hour; with long-term keys SigV4's 7 days.
+   */
+  maxUrlTtlSeconds(): number;
   /** Stores `bytes` at `key` (a presigned PUT): the submit's inline `data:` images. */
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /**
+   * Copies `from` to `to` in the bucket only while `from` is still the version `etag` names (S3's
+   * CopyObject with `x-amz-copy-source-if-match`): `changed` when it is not, or is gone.
+   */
+  copyIfUnchanged(input: { from: string; to: string; etag: string }): Promise<CopyOutcome>;
 }
 
 /** What the uploads function needs. */
@@ -113,9 +130,43 @@ export function createS3UploadReader(options: S3UploadsOptions): UploadReader {
       const bytes = new Uint8Array(await response.arrayBuffer()).subarray(0, length);
       const range = /\/(\d+)$/.exec(response.headers.get('content-range') ?? '');
       const size = range?.[1] ? Number(range[1]) : Number(response.headers.get('content-length') ?? bytes.byteLength);
-      return { bytes, size };
+      const etag = response.headers.get('etag');
+      return { bytes, size, ...(etag ? { etag } : {}) };
     },
     signedUrl: sign,
+    maxUrlTtlSeconds: () =>
+      credentials().sessionToken === undefined ? MAX_PRESIGNED_URL_SECONDS : MAX_TEMPORARY_CREDENTIALS_URL_SECONDS,
+    async copyIfUnchanged(input) {
+      const copyHeaders = {
+        'x-amz-copy-source': `/${uriEncode(options.bucket)}/${input.from.split('/').map(uriEncode).join('/')}`,
+        'x-amz-copy-source-if-match': input.etag,
+      };
+      // The copy headers are signed (and kept as headers, not hoisted into the query), so the URL
+      // copies this source under this condition and nothing else.
+      const url = await presignUrl({
+        method: 'PUT',
+        url: objectUrl(options, input.to),
+        service: 's3',
+        region: options.region,
+        credentials: credentials(),
+        date: now(),
+        expiresInSeconds: 60,
+        signedHeaders: copyHeaders,
+      });
+      const response = await fetch(url, {
+        method: 'PUT',
+        headers: copyHeaders,
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await response.text();
+      // 412: the source is another version now; 404: it is gone. Either way not the bytes checked.
+      if (response.status === 412 || response.status === 404) return 'changed';
+      // CopyObject can fail after answering 200, with the error in the body (S3's CopyObject docs).
+      if (!response.ok || text.includes('<Error>')) {
+        throw new Error(`Copy of ${input.from} answered HTTP ${response.status}`);
+      }
+      return 'copied';
+    },
     async put(key, bytes, contentType) {
       const url = await presignUrl({
         method: 'PUT',

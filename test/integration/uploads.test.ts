@@ -4,10 +4,11 @@
  * image-to-image task whose provider downloads the upload through its signed GET URL, and every refused
  * reference a 400 naming its `inputImageUrls` entry with nothing debited.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost, presignUrl } from '../../functions/aws/signer';
+import { createS3UploadReader } from '../../functions/media/uploads';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
@@ -109,6 +110,22 @@ async function pollUntilDone(taskId: string, apiKey: string): Promise<{ status: 
   throw new Error(`Task ${taskId} still pending`);
 }
 
+/** Sets (or, with nulls, clears) the mock provider's server-wide faults. */
+async function mockFaults(faults: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${mockUrl}/__control`, { method: 'POST', body: JSON.stringify(faults) });
+  if (!response.ok) throw new Error(`POST /__control answered ${response.status}`);
+}
+
+/** The reference downloads the mock made since `from` (an earlier count). */
+async function referenceDownloadsSince(from: number): Promise<{ status: number; bytes: number; sha256: string }[]> {
+  const stats = (await (await fetch(`${mockUrl}/__stats`)).json()) as {
+    referenceDownloads: { status: number; bytes: number; sha256: string }[];
+  };
+  return stats.referenceDownloads.slice(from);
+}
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
 beforeAll(async () => {
   const [mockPort] = await freePorts(1);
   mockUrl = `http://127.0.0.1:${mockPort}`;
@@ -169,8 +186,75 @@ describe('uploading a reference image', () => {
       referenceDownloads: { status: number; bytes: number }[];
     };
     expect(stats.referenceDownloads.slice(statsBefore.referenceDownloads.length)).toEqual([
-      { status: 200, bytes: png.length },
+      { status: 200, bytes: png.length, sha256: sha256(png) },
     ]);
+  });
+
+  test('the provider reads the bytes the submit checked: bytes sent again through the same upload form before the task is sent do not reach it', async () => {
+    // Prepare: creates refused (429) until cleared, so the task waits in the queue; the upload form
+    // stays usable for its 15 minutes.
+    const checked = tinyPng([0, 255, 0]);
+    const replacement = tinyPng([255, 0, 0]);
+    const upload = await startUpload(owner, 'image/png', checked.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, checked);
+    const downloadsBefore = (await referenceDownloadsSince(0)).length;
+    await mockFaults({ createFault: 'http_429', faultRetryAfter: '1' });
+    let submitted: { status: number; body: unknown };
+    let replaced: { status: number };
+    try {
+      submitted = await api(IMAGE_PATH, owner, {
+        model: 'image-model-1',
+        prompt: 'the checked bytes',
+        inputImageUrls: [upload.url],
+        providerInput: { mockDelayMs: 200 },
+      });
+
+      // Act: the same form stores other (valid) bytes under the upload's key, then the upstream is back.
+      replaced = await postForm(upload.uploadUrl, upload.uploadFields, replacement);
+    } finally {
+      await mockFaults({ createFault: null, faultRetryAfter: null });
+    }
+    const done = await pollUntilDone((submitted.body as { taskId: string }).taskId, owner);
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect(replaced.status).toBe(204);
+    expect(done.status).toBe(1);
+    expect(await referenceDownloadsSince(downloadsBefore)).toEqual([
+      { status: 200, bytes: checked.length, sha256: sha256(checked) },
+    ]);
+  });
+
+  test('an upstream that fetches references after answering the create reads them through the signed URL and the task completes', async () => {
+    // Prepare
+    const png = tinyPng([0, 0, 255]);
+    const upload = await startUpload(owner, 'image/png', png.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, png);
+    const downloadsBefore = (await referenceDownloadsSince(0)).length;
+    const before = await balanceOf(owner);
+    await mockFaults({ referenceFetchDelayMs: 1500 });
+    let done: { status: number; text: string };
+    let submitted: { status: number; body: unknown };
+    try {
+      // Act
+      submitted = await api(IMAGE_PATH, owner, {
+        model: 'image-model-1',
+        prompt: 'fetched late',
+        inputImageUrls: [upload.url],
+        providerInput: { mockDelayMs: 100 },
+      });
+      done = await pollUntilDone((submitted.body as { taskId: string }).taskId, owner);
+    } finally {
+      await mockFaults({ referenceFetchDelayMs: null });
+    }
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect(done.status).toBe(1);
+    expect(await referenceDownloadsSince(downloadsBefore)).toEqual([
+      { status: 200, bytes: png.length, sha256: sha256(png) },
+    ]);
+    expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
   });
 
   test('the submit refuses foreign, expired, missing, not-yet-uploaded, mislabelled (text or JPEG bytes as PNG) and oversize uploads, each a 400 naming its entry, and debits nothing', async () => {
@@ -386,8 +470,75 @@ describe('inline data: images', () => {
     };
     // The mock fetches local references only: the stored upload, through its signed URL.
     expect(stats.referenceDownloads.slice(statsBefore.referenceDownloads.length)).toEqual([
-      { status: 200, bytes: png.length },
+      { status: 200, bytes: png.length, sha256: sha256(png) },
     ]);
+  });
+
+  test('the provider reads the bytes the submit checked: bytes sent again through the same upload form before the task is sent do not reach it', async () => {
+    // Prepare: creates refused (429) until cleared, so the task waits in the queue; the upload form
+    // stays usable for its 15 minutes.
+    const checked = tinyPng([0, 255, 0]);
+    const replacement = tinyPng([255, 0, 0]);
+    const upload = await startUpload(owner, 'image/png', checked.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, checked);
+    const downloadsBefore = (await referenceDownloadsSince(0)).length;
+    await mockFaults({ createFault: 'http_429', faultRetryAfter: '1' });
+    let submitted: { status: number; body: unknown };
+    let replaced: { status: number };
+    try {
+      submitted = await api(IMAGE_PATH, owner, {
+        model: 'image-model-1',
+        prompt: 'the checked bytes',
+        inputImageUrls: [upload.url],
+        providerInput: { mockDelayMs: 200 },
+      });
+
+      // Act: the same form stores other (valid) bytes under the upload's key, then the upstream is back.
+      replaced = await postForm(upload.uploadUrl, upload.uploadFields, replacement);
+    } finally {
+      await mockFaults({ createFault: null, faultRetryAfter: null });
+    }
+    const done = await pollUntilDone((submitted.body as { taskId: string }).taskId, owner);
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect(replaced.status).toBe(204);
+    expect(done.status).toBe(1);
+    expect(await referenceDownloadsSince(downloadsBefore)).toEqual([
+      { status: 200, bytes: checked.length, sha256: sha256(checked) },
+    ]);
+  });
+
+  test('an upstream that fetches references after answering the create reads them through the signed URL and the task completes', async () => {
+    // Prepare
+    const png = tinyPng([0, 0, 255]);
+    const upload = await startUpload(owner, 'image/png', png.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, png);
+    const downloadsBefore = (await referenceDownloadsSince(0)).length;
+    const before = await balanceOf(owner);
+    await mockFaults({ referenceFetchDelayMs: 1500 });
+    let done: { status: number; text: string };
+    let submitted: { status: number; body: unknown };
+    try {
+      // Act
+      submitted = await api(IMAGE_PATH, owner, {
+        model: 'image-model-1',
+        prompt: 'fetched late',
+        inputImageUrls: [upload.url],
+        providerInput: { mockDelayMs: 100 },
+      });
+      done = await pollUntilDone((submitted.body as { taskId: string }).taskId, owner);
+    } finally {
+      await mockFaults({ referenceFetchDelayMs: null });
+    }
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect(done.status).toBe(1);
+    expect(await referenceDownloadsSince(downloadsBefore)).toEqual([
+      { status: 200, bytes: png.length, sha256: sha256(png) },
+    ]);
+    expect(await balanceOf(owner)).toBe(before - (submitted.body as { creditsUsed: number }).creditsUsed);
   });
 
   test('a bad data: entry is a 400 naming it (type, encoding, bytes, size), nothing is debited and nothing stored', async () => {
@@ -500,6 +651,49 @@ describe('inline data: images', () => {
     expect(withGetSignature.status).toBe(403);
     expect(await withGetSignature.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
     expect(Buffer.from(await read.arrayBuffer())).toEqual(png);
+  });
+});
+
+describe('the copy of a checked version, as S3 copies', () => {
+  test('a copy under x-amz-copy-source-if-match copies the version named and refuses another with 412; an unsigned copy source is 403', async () => {
+    // Prepare
+    const png = tinyPng([10, 20, 30]);
+    const upload = await startUpload(owner, 'image/png', png.length);
+    await postForm(upload.uploadUrl, upload.uploadFields, png);
+    const key = upload.uploadFields.key ?? '';
+    const reader = createS3UploadReader({
+      bucket: new URL(upload.uploadUrl).pathname.split('/').filter(Boolean).pop() ?? '',
+      region: 'local',
+      endpoint: new URL(upload.uploadUrl).origin,
+      credentials: () => ({ accessKeyId: 'local', secretAccessKey: 'local' }),
+    });
+    const head = await reader.head(key, 16);
+    const putUrl = await presignUrl({
+      method: 'PUT',
+      url: new URL(`${upload.uploadUrl}${key}.unsigned-copy`),
+      service: 's3',
+      region: 'local',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      expiresInSeconds: 60,
+    });
+
+    // Act
+    const copied = await reader.copyIfUnchanged({ from: key, to: `${key}.copy-1`, etag: head?.etag ?? '' });
+    const refused = await reader.copyIfUnchanged({ from: key, to: `${key}.copy-2`, etag: '"0123456789abcdef"' });
+    const gone = await reader.copyIfUnchanged({ from: `${key}-missing`, to: `${key}.copy-3`, etag: head?.etag ?? '' });
+    const unsigned = await fetch(putUrl, {
+      method: 'PUT',
+      headers: { 'x-amz-copy-source': `/${key}` },
+    });
+    const copy = await fetch(await reader.signedUrl(`${key}.copy-1`, 60));
+    const notCopied = await fetch(await reader.signedUrl(`${key}.copy-2`, 60));
+
+    // Assert
+    expect(head?.etag).toBe(`"${createHash('md5').update(png).digest('hex')}"`);
+    expect([copied, refused, gone]).toEqual(['copied', 'changed', 'changed']);
+    expect(unsigned.status).toBe(403);
+    expect(Buffer.from(await copy.arrayBuffer())).toEqual(png);
+    expect(notCopied.status).toBe(404);
   });
 });
 

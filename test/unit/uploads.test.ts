@@ -7,6 +7,7 @@
 import { postPolicySignature, presignPost } from '../../functions/aws/signer';
 import { ValidationError } from '../../functions/core/errors';
 import {
+  checkedUploadKey,
   DEFAULT_UPLOAD_MAX_BYTES,
   DEFAULT_UPLOAD_TTL_SECONDS,
   isUploadReference,
@@ -27,6 +28,7 @@ import {
   UPLOADS_BUCKET,
   UPLOADS_S3_ENDPOINT,
 } from '../../functions/environment/environment';
+import { providerReferenceTtlSeconds } from '../../functions/lifecycle/uploads';
 import { uploadsOptionsFromEnv } from '../../functions/media/uploads';
 import { uploadSettingsFromEnv } from '../../functions/runtime/uploads-from-env';
 
@@ -65,6 +67,37 @@ describe('upload references', () => {
 
     // Assert
     expect(key).toBe(`uploads/a%2Fb%40c/${ID}`);
+  });
+
+  test("the checked copy's key is a sibling of the upload's, named by the version, which no upload form names", () => {
+    // Act
+    const key = checkedUploadKey('a/b@c', ID, '"9b2cf535f27731c974343645a3985328"');
+    const multipart = checkedUploadKey('u', ID, '"d41d8cd98f00b204e9800998ecf8427e-2"');
+
+    // Assert
+    expect(key).toBe(`uploads/a%2Fb%40c/${ID}.checked-9b2cf535f27731c974343645a3985328`);
+    expect(key).not.toBe(uploadKey('a/b@c', ID));
+    expect(multipart).toBe(`uploads/u/${ID}.checked-d41d8cd98f00b204e9800998ecf8427e-2`);
+  });
+});
+
+describe("the lifetime of the provider's reference URL", () => {
+  const createdAt = '2026-11-27T10:00:00.000Z';
+  const at = (minutes: number) => new Date(Date.parse(createdAt) + minutes * 60_000);
+  const ROLE = 3600;
+  const KEYS = 604_800;
+
+  test('it lives as long as the task may still live, a minute more, never under 15 minutes, never past what the credentials allow', () => {
+    // Act
+    const ttls = [
+      providerReferenceTtlSeconds({ createdAt }, { now: at(0), maxPendingMs: 30 * 60_000, maxUrlTtlSeconds: ROLE }),
+      providerReferenceTtlSeconds({ createdAt }, { now: at(29), maxPendingMs: 30 * 60_000, maxUrlTtlSeconds: ROLE }),
+      providerReferenceTtlSeconds({ createdAt }, { now: at(0), maxPendingMs: 3 * 3_600_000, maxUrlTtlSeconds: ROLE }),
+      providerReferenceTtlSeconds({ createdAt }, { now: at(0), maxPendingMs: 3 * 3_600_000, maxUrlTtlSeconds: KEYS }),
+    ];
+
+    // Assert
+    expect(ttls).toEqual([30 * 60 + 60, 900, ROLE, 3 * 3600 + 60]);
   });
 });
 
