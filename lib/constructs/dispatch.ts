@@ -28,6 +28,7 @@ import {
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
 } from '../../functions/environment/environment';
+import { TABLE } from '../../functions/store/table';
 import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
 import type { ServiceFunctions } from './service-functions';
 import { acknowledge, DEAD_LETTER_RETENTION, pascal } from './support';
@@ -122,11 +123,20 @@ export class ServiceDispatch extends Construct {
       if (!definition.needs.finishesTasks) continue;
       fn.addEnvironment(PROVIDER_MAX_IN_FLIGHT.name, String(maxInFlight));
       if (definition.needs.table.keys.includes('DISPATCH#CAPACITY')) continue;
+      // Only the in-flight map (`REMOVE running.<taskId>`, store/dispatch-capacity.ts `leaveInFlight`):
+      // a bug in a function that finishes tasks (GET, the public provider callback) cannot set the
+      // backoff, the slot version or the ring and so halt dispatch. DynamoDB's attribute-level
+      // condition, as AWS's own example writes it: the top-level attributes a request names (the key's
+      // included) all in the list, and no return of attributes outside it.
       fn.addToRolePolicy(
         new PolicyStatement({
           actions: ['dynamodb:UpdateItem'],
           resources: [props.table.tableArn],
-          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#CAPACITY'] } },
+          conditions: {
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DISPATCH#CAPACITY'] },
+            'ForAllValues:StringEquals': { 'dynamodb:Attributes': [TABLE.partitionKey, TABLE.sortKey, 'running'] },
+            StringEqualsIfExists: { 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] },
+          },
         }),
       );
     }

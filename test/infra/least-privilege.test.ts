@@ -203,10 +203,13 @@ describe('with a cap on tasks in flight (-c providerMaxInFlight)', () => {
 
   /**
    * A finish takes its task off the dispatcher's count (`REMOVE running.<taskId>` on the capacity item):
-   * UpdateItem there and nothing else, for the functions that finish tasks and have no access to it.
+   * UpdateItem there, of the in-flight map only (never the backoff, the slot version or the ring), for
+   * the functions that finish tasks and have no access to it.
    */
   const LEAVE_IN_FLIGHT =
-    'Allow dynamodb:UpdateItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#CAPACITY';
+    'Allow dynamodb:UpdateItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys DISPATCH#CAPACITY' +
+    ' and ForAllValues:StringEquals dynamodb:Attributes PK,SK,running' +
+    ' and StringEqualsIfExists dynamodb:ReturnValues NONE,UPDATED_OLD,UPDATED_NEW';
   const FINISHING_WITHOUT_CAPACITY = ['get-task', 'provider-callback', 'sweeper', 'media-worker'];
 
   test.each(LAMBDAS.map((definition) => [definition.name]))(
