@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from . import uploads
 from .errors import ApiError, NetworkError, TaskFailedError, WaitTimeoutError
@@ -38,8 +38,6 @@ from .models import (
 )
 
 __version__ = "0.1.0"
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -177,6 +175,7 @@ class Client:
         ``data:`` images. ``idempotency_key``: by default a new one per call, reused by its retries; pass
         your own to make a resubmission after a crash the same task.
         """
+        # Every other parameter is a property of the request body (tests/test_openapi.py checks the list).
         fields = dict(locals())
         del fields["self"], fields["idempotency_key"]
         return self._submit("submitImage", _body(fields), idempotency_key)

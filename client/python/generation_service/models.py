@@ -285,6 +285,11 @@ class WebhookEvent:
     data: Task | KeySpendLimitEvent | CreditsLowEvent | dict[str, Any]
     raw: dict[str, Any] = _raw()
 
+    @property
+    def task(self) -> Task | None:
+        """The task of ``task.completed`` and ``task.failed``; None for the account events."""
+        return self.data if isinstance(self.data, Task) else None
+
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> WebhookEvent:
         kind = str(body.get("type", ""))

@@ -140,7 +140,8 @@ if ENV.get("GENERATION_API_URL") and ENV.get("GENERATION_API_KEY"):
             self.assertEqual((task.status, task.error_code, task.credits_refunded), (2, "PROVIDER_ERROR", True))
 
         def test_wait_raises_when_its_timeout_ends_first(self) -> None:
-            submitted = self.client.generate_image(model="image-model-1", prompt="slow", provider_input={"mockDelayMs": 60_000})
+            slow = {"mockDelayMs": 60_000}
+            submitted = self.client.generate_image(model="image-model-1", prompt="slow", provider_input=slow)
             with self.assertRaises(WaitTimeoutError) as raised:
                 self.client.wait(submitted.task_id, timeout=0.5, poll_interval=POLL)
             self.assertEqual((raised.exception.task.task_id, raised.exception.task.status), (submitted.task_id, 0))
@@ -173,15 +174,14 @@ if ENV.get("GENERATION_API_URL") and ENV.get("GENERATION_API_KEY"):
 
             # Act
             page = self.client.list_tasks(limit=100, type="image")
-            credits = self.client.credits(limit=5)
+            credits = self.client.credits(limit=100)
             usage = self.client.usage(group_by="model")
             models = self.client.models()
 
             # Assert
             self.assertIn(submitted.task_id, [task.task_id for task in page.tasks])
             self.assertTrue(all(task.type == "image" for task in page.tasks))
-            self.assertEqual(len(credits.entries), 5)
-            self.assertEqual(credits.entries[0].kind, "debit")
+            self.assertIn(("debit", submitted.task_id), [(entry.kind, entry.task_id) for entry in credits.entries])
             self.assertIn("image-model-1", [row.group for row in usage.rows])
             self.assertGreater(usage.totals.debited, 0)
             self.assertEqual(len(models.models), 20)
@@ -196,9 +196,8 @@ if ENV.get("GENERATION_API_URL") and ENV.get("GENERATION_API_KEY"):
                 if method != "GET" or "bearerKey" not in effective_security(operation):
                     continue
                 with self.subTest(operation_id):
-                    request = urllib.request.Request(
-                        ENV["GENERATION_API_URL"] + path, headers={"Authorization": f"Bearer {ENV['GENERATION_API_KEY']}"}
-                    )
+                    key = {"Authorization": f"Bearer {ENV['GENERATION_API_KEY']}"}
+                    request = urllib.request.Request(ENV["GENERATION_API_URL"] + path, headers=key)
                     with self.assertRaises(urllib.error.HTTPError) as raised:
                         urllib.request.urlopen(request, timeout=30)
                     self.assertEqual(raised.exception.code, 403)
@@ -209,7 +208,13 @@ else:
     print("tests/test_e2e.py: the service tests need GENERATION_API_URL and GENERATION_API_KEY; not defined")
 
 
-if all(ENV.get(name) for name in ("GENERATION_CAPPED_API_URL", "GENERATION_CAPPED_API_KEY", "GENERATION_WEBHOOK_SECRET", "GENERATION_WEBHOOK_PORT")):
+CAPPED = (
+    "GENERATION_CAPPED_API_URL",
+    "GENERATION_CAPPED_API_KEY",
+    "GENERATION_WEBHOOK_SECRET",
+    "GENERATION_WEBHOOK_PORT",
+)
+if all(ENV.get(name) for name in CAPPED):
 
     class Receiver:
         """A webhook endpoint on 127.0.0.1: keeps each delivery's raw body and headers."""
@@ -292,7 +297,7 @@ if all(ENV.get(name) for name in ("GENERATION_CAPPED_API_URL", "GENERATION_CAPPE
             event = verify_webhook(body, headers, secret)
             self.assertEqual(event.type, "task.completed")
             self.assertIsInstance(event.data, Task)
-            self.assertEqual(event.data, task)
+            self.assertEqual(event.task, task)
             with self.assertRaises(WebhookVerificationError):
                 verify_webhook(body.replace(b"task.completed", b"task.failed"), headers, secret)
             with self.assertRaises(WebhookVerificationError):
@@ -301,7 +306,8 @@ if all(ENV.get(name) for name in ("GENERATION_CAPPED_API_URL", "GENERATION_CAPPE
 
         def test_cancel_a_queued_task_refunded_and_a_started_one_is_a_409(self) -> None:
             # Prepare: the first task holds the one slot with the provider, so the second waits here
-            running = self.client.generate_image(model="image-model-1", prompt="hold the slot", provider_input={"mockDelayMs": 20_000})
+            hold = {"mockDelayMs": 20_000}
+            running = self.client.generate_image(model="image-model-1", prompt="hold the slot", provider_input=hold)
             started = self.wait_for_stage(running.task_id, "running")
             queued = self.client.generate_image(model="image-model-1", prompt="cancel me")
             before = self.client.get_task(queued.task_id)
@@ -315,7 +321,9 @@ if all(ENV.get(name) for name in ("GENERATION_CAPPED_API_URL", "GENERATION_CAPPE
             # Assert
             self.assertEqual((started.status, started.stage), (0, "running"))
             self.assertEqual((before.status, before.stage), (0, "queued"))
-            self.assertEqual((cancelled.status, cancelled.error_code, cancelled.credits_refunded), (2, "CANCELLED", True))
+            self.assertEqual(
+                (cancelled.status, cancelled.error_code, cancelled.credits_refunded), (2, "CANCELLED", True)
+            )
             self.assertEqual((refused.exception.status, refused.exception.error), (409, "Task already started"))
             self.assertEqual((credits.entries[0].kind, credits.entries[0].task_id), ("refund", queued.task_id))
 

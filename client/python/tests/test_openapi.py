@@ -81,10 +81,13 @@ def answer_mismatches(cls: type, schema: dict[str, Any], where: str) -> list[str
     props, required = properties(schema)
     hints = typing.get_type_hints(cls)
     fields = {camel_case(spec.name): spec.name for spec in dataclasses.fields(cls) if spec.name != "raw"}
-    problems = [f"{where}: property {name} has no field {snake_case(name)} in {cls.__name__}" for name in props if name not in fields]
-    problems += [f"{where}: required property {name} has no field in {cls.__name__}" for name in required if name not in fields]
-    if props:  # An object the document leaves open (no properties) may be read field by field as the API sends it.
-        problems += [f"{where}: {cls.__name__}.{field} is no property of the answer" for json_name, field in fields.items() if json_name not in props]
+    name = cls.__name__
+    problems = [f"{where}: property {p} has no field {snake_case(p)} in {name}" for p in props if p not in fields]
+    problems += [f"{where}: required property {p} has no field in {name}" for p in required if p not in fields]
+    # An object the document leaves open (no properties) may be read field by field as the API sends it.
+    if props:
+        invented = [field for p, field in fields.items() if p not in props]
+        problems += [f"{where}: {name}.{field} is no property of the answer" for field in invented]
     for json_name, field in fields.items():
         inner, is_list = nested_class(hints[field])
         if inner is None or json_name not in props:
@@ -206,7 +209,7 @@ class AnswersTest(unittest.TestCase):
                 with self.subTest(event_type):
                     self.assertIn(event_type, WEBHOOK_DATA, f"webhook {name}: no data class for {event_type}")
                     self.assertEqual(answer_mismatches(WEBHOOK_DATA[event_type], props["data"], event_type), [])
-        self.assertEqual(set(WEBHOOK_DATA) - documented, set(), "WEBHOOK_DATA names event types the API no longer sends")
+        self.assertEqual(set(WEBHOOK_DATA) - documented, set(), "WEBHOOK_DATA names types the API no longer sends")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,9 @@ class RetriesTest(unittest.TestCase):
 
     def test_a_429_is_retried_after_its_retry_after_with_the_same_idempotency_key(self) -> None:
         # Prepare
-        client, server, slept = self.serve((429, {"Retry-After": "3"}, {"error": "Too many requests"}), (202, {}, SUBMISSION))
+        client, server, slept = self.serve(
+            (429, {"Retry-After": "3"}, {"error": "Too many requests"}), (202, {}, SUBMISSION)
+        )
 
         # Act
         submission = client.generate_image(model="image-model-1", prompt="p", num_outputs=2)
@@ -91,7 +93,8 @@ class RetriesTest(unittest.TestCase):
         keys = [request["headers"]["Idempotency-Key"] for request in server.requests]
         self.assertEqual(len(keys), 2)
         self.assertEqual(keys[0], keys[1])
-        self.assertEqual(json.loads(server.requests[0]["body"]), {"model": "image-model-1", "prompt": "p", "numOutputs": 2})
+        sent = json.loads(server.requests[0]["body"])
+        self.assertEqual(sent, {"model": "image-model-1", "prompt": "p", "numOutputs": 2})
         self.assertEqual(server.requests[0]["headers"]["Authorization"], "Bearer gsk_live_test")
 
     def test_each_submit_has_a_new_key_unless_one_is_given(self) -> None:
@@ -138,8 +141,10 @@ class RetriesTest(unittest.TestCase):
         self.assertEqual(raised.exception.retry_after, 3600.0)
 
     def test_other_errors_are_not_retried_and_carry_error_and_details(self) -> None:
-        refusal = {"error": "Invalid request", "details": {"fieldErrors": {"prompt": ["Must not be empty"]}, "formErrors": []}}
-        client, server, _ = self.serve((400, {}, refusal), (402, {}, {"error": "Insufficient credits", "required": 3, "balance": 1}))
+        details = {"fieldErrors": {"prompt": ["Must not be empty"]}, "formErrors": []}
+        refusal = {"error": "Invalid request", "details": details}
+        poorer = {"error": "Insufficient credits", "required": 3, "balance": 1}
+        client, server, _ = self.serve((400, {}, refusal), (402, {}, poorer))
         with self.assertRaises(ApiError) as invalid:
             client.generate_image(model="image-model-1", prompt="")
         with self.assertRaises(ApiError) as poor:
@@ -150,8 +155,9 @@ class RetriesTest(unittest.TestCase):
         self.assertEqual((poor.exception.status, poor.exception.body["balance"]), (402, 1))
 
     def test_query_parameters_are_sent_in_the_apis_names(self) -> None:
-        usage = {"from": "2026-11-01", "to": "2026-11-02", "groupBy": "key", "rows": [],
-                 "totals": {"debited": 0, "refunded": 0, "net": 0, "tasks": {"accepted": 0, "completed": 0, "failed": 0, "pending": 0}}}
+        tasks = {"accepted": 0, "completed": 0, "failed": 0, "pending": 0}
+        totals = {"debited": 0, "refunded": 0, "net": 0, "tasks": tasks}
+        usage = {"from": "2026-11-01", "to": "2026-11-02", "groupBy": "key", "rows": [], "totals": totals}
         client, server, _ = self.serve((200, {}, usage))
         answer = client.usage(from_="2026-11-01", to="2026-11-02", group_by="key")
         self.assertEqual(server.requests[0]["path"], "/api/ai/usage?from=2026-11-01&to=2026-11-02&groupBy=key")
