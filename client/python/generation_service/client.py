@@ -47,7 +47,7 @@ class Operation:
     method: str
     http_method: Literal["GET", "POST"]
     path: str
-    answer: type
+    answer: type[Any]
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .models import as_object
+
 if TYPE_CHECKING:
     from .models import Task
 
@@ -33,20 +35,16 @@ class ApiError(GenerationServiceError):
         self.body = body
         self.retry_after = retry_after
         self.headers = headers or {}
-        if isinstance(body, dict):
-            self.error: str = str(body.get("error", "HTTP error"))
-            self.details: Any = body.get("details")
-        else:
-            self.error = "HTTP error"
-            self.details = None
+        answer = as_object(body) or {}
+        self.error: str = str(answer.get("error", "HTTP error"))
+        self.details: Any = answer.get("details")
         super().__init__(f"{status} {self.error}" + (f": {self.details}" if self.details else ""))
 
     @property
     def field_errors(self) -> dict[str, list[str]]:
         """A 400's messages by dotted field path (``inputImageUrls.0``), or ``{}``."""
-        if isinstance(self.details, dict) and isinstance(self.details.get("fieldErrors"), dict):
-            return dict(self.details["fieldErrors"])
-        return {}
+        messages = as_object((as_object(self.details) or {}).get("fieldErrors")) or {}
+        return {path: list(texts) for path, texts in messages.items()}
 
 
 class NetworkError(GenerationServiceError):

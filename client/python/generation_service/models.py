@@ -34,6 +34,11 @@ def camel_case(name: str) -> str:
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+def as_object(value: Any) -> dict[str, Any] | None:
+    """``value`` typed as a JSON object when it is one, else None."""
+    return typing.cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
 def _convert(hint: Any, value: Any) -> Any:
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
@@ -43,9 +48,10 @@ def _convert(hint: Any, value: Any) -> Any:
         return _convert(options[0], value) if len(options) == 1 else value
     if origin is list and isinstance(value, list):
         (item,) = typing.get_args(hint)
-        return [_convert(item, entry) for entry in value]
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, dict):
-        return from_json(hint, value)
+        return [_convert(item, entry) for entry in typing.cast(list[Any], value)]
+    json_object = as_object(value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and json_object is not None:
+        return from_json(hint, json_object)
     return value
 
 
@@ -65,8 +71,8 @@ def from_json(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**values)
 
 
-def _raw() -> Any:
-    return field(default_factory=dict, repr=False, compare=False)
+def _raw() -> Any:  # a field of its own for each instance, left out of repr and ==
+    return field(default_factory=dict[str, Any], repr=False, compare=False)
 
 
 @dataclass
@@ -265,7 +271,7 @@ class CreditsLowEvent:
     raw: dict[str, Any] = _raw()
 
 
-WEBHOOK_DATA: dict[str, type] = {
+WEBHOOK_DATA: dict[str, type[Any]] = {
     "task.completed": Task,
     "task.failed": Task,
     "key.spend_limit.warning": KeySpendLimitEvent,
@@ -293,8 +299,9 @@ class WebhookEvent:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> WebhookEvent:
         kind = str(body.get("type", ""))
-        data = body.get("data")
-        data = data if isinstance(data, dict) else {}
+        data = as_object(body.get("data")) or {}
         data_class = WEBHOOK_DATA.get(kind)
-        parsed = from_json(data_class, data) if data_class else data
+        parsed: Task | KeySpendLimitEvent | CreditsLowEvent | dict[str, Any] = (
+            from_json(data_class, data) if data_class else data
+        )
         return cls(type=kind, timestamp=str(body.get("timestamp", "")), data=parsed, raw=body)

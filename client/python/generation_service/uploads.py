@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 
-from .errors import StorageError
+from .errors import NetworkError, StorageError
 
 UPLOAD_CONTENT_TYPES = ("image/png", "image/jpeg", "image/webp")
 """What the service accepts (checked again on the file's bytes when a task names the upload)."""
@@ -67,7 +67,8 @@ def encode_form(fields: Mapping[str, str], data: bytes, content_type: str) -> tu
 def send_to_storage(
     upload_url: str, fields: Mapping[str, str], data: bytes, content_type: str, timeout: float
 ) -> None:
-    """POSTs the form to the storage; raises ``StorageError`` (its status and XML error) unless it took it."""
+    """POSTs the form to the storage; raises ``StorageError`` (its status and XML error) unless it took it,
+    ``NetworkError`` when it did not answer (not retried: ask for a new upload)."""
     body, form_type = encode_form(fields, data, content_type)
     request = urllib.request.Request(upload_url, data=body, method="POST", headers={"Content-Type": form_type})
     try:
@@ -76,3 +77,5 @@ def send_to_storage(
     except urllib.error.HTTPError as error:
         text = error.read().decode("utf-8", "replace")
         raise StorageError(error.code, text, headers=dict(error.headers.items())) from None
+    except OSError as error:
+        raise NetworkError(f"POST {upload_url.split('?')[0]}: {error}") from error

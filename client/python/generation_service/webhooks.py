@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 
 from .errors import WebhookVerificationError
-from .models import WebhookEvent
+from .models import WebhookEvent, as_object
 
 TOLERANCE_SECONDS = 5 * 60
 """How far a delivery's timestamp may be from now, either way."""
@@ -80,9 +80,9 @@ def verify_webhook(
     if not any(hmac.compare_digest(entry, expected) for entry in signatures.split(" ") if entry.startswith("v1,")):
         raise WebhookVerificationError("No webhook-signature matches the body under this secret")
     try:
-        body = json.loads(_text(raw_body))
+        body = as_object(json.loads(_text(raw_body)))
     except ValueError as error:
         raise WebhookVerificationError("The signed body is not JSON") from error
-    if not isinstance(body, dict):
+    if body is None:
         raise WebhookVerificationError("The signed body is not a JSON object")
     return WebhookEvent.from_json(body)
