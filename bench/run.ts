@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { bundleSizes } from './bundles';
 import { dispatchFigures } from './dispatch';
 import { eventTimes } from './events';
+import { faultFigures } from './faults';
 import { handlerOverhead } from './handler-overhead';
 import { loadRuns } from './load';
 import { loadTimes } from './load-time';
@@ -33,6 +34,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   dispatch: dispatchFigures,
   uploads: uploadFigures,
   spend: spendFigures,
+  faults: faultFigures,
 };
 
 async function main(): Promise<void> {

@@ -21,7 +21,10 @@ export interface DispatchLoopOptions {
 }
 
 export interface DispatchLoop {
-  /** Something was written: an idle pause is cut to `idleMs` (a capacity wait is not). */
+  /**
+   * Something was written: an idle pause, or a wait only for refused models, is cut to `idleMs` (a
+   * capacity wait is not).
+   */
   nudge(): void;
   stop(): Promise<void>;
 }
@@ -37,8 +40,13 @@ export function startDispatchLoop(options: DispatchLoopOptions): DispatchLoop {
       let idle = true;
       try {
         const run = await options.handler({ Records: [] });
-        idle = run.idle === true && run.waitMs === undefined;
+        // A wait only for models the upstream refuses is looked through like an idle pause (and cut by a
+        // write): a task of another model submitted meanwhile goes out at once, as its stream record
+        // would send it deployed, not after the refused model's backoff.
+        idle = (run.idle === true && run.waitMs === undefined) || run.waitsForRefusedModels === true;
         if (run.idle) delay = run.waitMs ?? backoff.nextIdleMs();
+        else if (run.waitsForRefusedModels)
+          delay = Math.min(run.waitMs ?? Number.POSITIVE_INFINITY, backoff.nextIdleMs());
         else {
           delay = run.waitMs ?? 0;
           backoff.reset();

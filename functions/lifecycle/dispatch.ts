@@ -94,8 +94,12 @@ export type DispatchStep =
   | { kind: 'refused'; taskId: string; model: string; waitMs: number }
   /** Nothing is queued. */
   | { kind: 'idle' }
-  /** The upstream's capacity is spent, or it asked us to back off: come back in `waitMs`. */
-  | { kind: 'wait'; waitMs: number }
+  /**
+   * The upstream's capacity is spent, or it asked us to back off: come back in `waitMs`. `refusedModels`:
+   * only tasks of models the upstream refuses for now are queued, so a task of another model, queued
+   * meanwhile, may be sent at once (deployed, its stream record wakes a dispatcher anyway).
+   */
+  | { kind: 'wait'; waitMs: number; refusedModels?: true }
   /** Another dispatcher took the slot or the task first: try again at once. */
   | { kind: 'contended' };
 
@@ -188,7 +192,9 @@ export async function dispatchNext(
   if (!first && backedOff.length > 0) {
     // Only refused models' tasks as far as a step looks: wait for the first of their backoffs to end.
     const anything = await nextQueued(lc.store, { limit: 1 });
-    if (anything.length > 0) return { kind: 'wait', waitMs: Math.min(...backedOff.map(([, b]) => b.until)) - now };
+    if (anything.length > 0) {
+      return { kind: 'wait', waitMs: Math.min(...backedOff.map(([, b]) => b.until)) - now, refusedModels: true };
+    }
   }
   // Nothing queued: idle, also at the cap (a wait there would wake the dispatcher until a task ends).
   if (!first) return { kind: 'idle' };
@@ -467,6 +473,11 @@ export interface DispatchRun {
   oldestQueuedAgeMs?: number;
   /** When the queue was not emptied: how long until a slot frees up. */
   waitMs?: number;
+  /**
+   * The wait is only for models the upstream refuses for now (every worker that waited found nothing
+   * else queued): new work of another model need not wait it out. The local loop lets a write cut it.
+   */
+  waitsForRefusedModels?: boolean;
   /** Nothing left queued. */
   idle: boolean;
 }
@@ -529,6 +540,7 @@ export async function dispatchQueued(
       } catch (error) {
         log.error('A dispatch step failed; the task stays queued', { error });
         run.waitMs = Math.min(run.waitMs ?? MIN_BACKOFF_MS, MIN_BACKOFF_MS);
+        run.waitsForRefusedModels = false;
         return;
       }
       if (step.kind === 'sent') run.sent++;
@@ -539,6 +551,7 @@ export async function dispatchQueued(
         return;
       } else if (step.kind === 'wait') {
         run.waitMs = Math.min(run.waitMs ?? step.waitMs, step.waitMs);
+        run.waitsForRefusedModels = step.refusedModels === true && run.waitsForRefusedModels !== false;
         return;
       }
       contended = step.kind === 'contended' ? contended + 1 : 0;

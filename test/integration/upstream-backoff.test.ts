@@ -5,6 +5,7 @@
  * only, and its tasks end `PROVIDER_UNAVAILABLE`, refunded, after their refusal limit; an HTML
  * maintenance page is a refusal like any 503. Money is exact throughout (ledger audit).
  */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TaskRecord } from '../../functions/core/task';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { readCapacity } from '../../functions/store/dispatch';
@@ -164,5 +165,48 @@ describe('upstream backoff: bounded, scoped to the refused model, limited per ta
     expect(h.logs.slice(errorsBefore).filter((line) => line.includes('dispatch step failed'))).toEqual([]);
     await expectExactMoney(user, tasks);
     expect((await auditUser(h.store, user.userId)).balance).toBe(INITIAL_CREDITS - 2 * IMAGE_COST - VIDEO_COST);
+  });
+
+  it("a model waiting out a refusal's Retry-After does not hold a task of another model submitted after it", async () => {
+    await h.withEnv({ PROVIDER_MAX_RETRY_AFTER_SECONDS: '120' }, async () => {
+      // Prepare: the image model's next create answers 503 asking for an hour: it backs off 120 s.
+      const user = await h.createUser(INITIAL_CREDITS);
+      h.provider.setFaults({
+        createFault: 'http_503',
+        createFaultModel: IMAGE_PROVIDER_MODEL,
+        createFaultTimes: 1,
+        faultRetryAfter: '3600',
+      });
+      const submittedAt = Date.now();
+      const image = await submit(user, 'image');
+      // The refusal's backoff (an earlier test's, of the same model, ended long ago).
+      const refusedNow = (backoff?: { until: number }) => backoff !== undefined && backoff.until > submittedAt;
+      let backoff = (await readCapacity(h.store)).modelBackoff[IMAGE_MODEL];
+      for (let read = 0; read < 1200 && !refusedNow(backoff); read++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        backoff = (await readCapacity(h.store)).modelBackoff[IMAGE_MODEL];
+      }
+
+      // Act: a video task is submitted while the image model waits.
+      const video = await submit(user, 'video');
+      const sent = await storedWhenSent(h, user.userId, video, 1500);
+
+      // Assert: sent (its send is its last update, or the completion right after) before the backoff ended.
+      expect(backoff?.ms).toBe(120_000);
+      expect(sent?.providerTaskId).toBeDefined();
+      expect(Date.parse(sent?.updatedAt ?? '')).toBeLessThan(backoff?.until ?? 0);
+
+      // Then: the backoff lifted, both end, charged once each.
+      await h.store.doc.send(
+        new UpdateCommand({
+          TableName: h.store.tableName,
+          Key: { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' },
+          UpdateExpression: 'REMOVE modelBackoff',
+        }),
+      );
+      const tasks = await ended(user, [image, video]);
+      for (const task of tasks) expect(task).toMatchObject({ status: 1, creditsRefunded: false });
+      await expectExactMoney(user, tasks);
+    });
   });
 });
