@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { bigCustomer } from './big-customer';
 import { bundleSizes } from './bundles';
 import { dispatchFigures } from './dispatch';
 import { eventTimes } from './events';
@@ -27,6 +28,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   load: loadRuns,
   requests: requestCounts,
   'one-account': oneAccount,
+  'big-customer': bigCustomer,
   cli: cliTimes,
   start: startTimes,
   events: eventTimes,

@@ -169,6 +169,12 @@ export interface TaskRecord {
    * with a monthly spend limit only): a refund gives the credits back there too.
    */
   accountSpendCounter?: string;
+  /**
+   * The counter shards (store/spend.ts) of `spendCounter` and `accountSpendCounter` the refund gives the
+   * credits back to (absent: shard 0, as on tasks accepted before the counters were sharded).
+   */
+  spendShard?: number;
+  accountSpendShard?: number;
   /** Where to POST the signed `task.completed` / `task.failed` event (else the account's default). */
   webhookUrl?: string;
 }

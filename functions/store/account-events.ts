@@ -23,6 +23,7 @@ import type { KeySpendLimit } from '../core/task';
 import { attr } from './conditions';
 import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { accountKeys, webhookKeys } from './keys';
+import { sumSpentShards } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
 
@@ -173,10 +174,11 @@ export async function readBudgetPeriod(
   const items = await itemsWithPrefix(ctx, counter);
   const state: BudgetPeriodState = { spent: 0, sent: new Set() };
   const markerPrefix = `${counter.SK}#ALERT`;
+  // The counter is split over shards (store/spend.ts): what was spent is their sum.
+  state.spent = sumSpentShards(counter.SK, items);
   for (const item of items) {
     const sk = String(item[TABLE.sortKey]);
-    if (sk === counter.SK && typeof item.spent === 'number') state.spent = item.spent;
-    else if (sk.startsWith(markerPrefix) && item.sentAt !== undefined) {
+    if (sk.startsWith(markerPrefix) && item.sentAt !== undefined) {
       const threshold = Number(sk.slice(markerPrefix.length));
       if (Number.isSafeInteger(threshold)) state.sent.add(threshold);
     }

@@ -22,7 +22,7 @@ import {
   withRetry,
 } from './errors';
 import { accountKeys } from './keys';
-import { ACCOUNT_BUDGET, accountBudget, readSpent } from './spend';
+import { ACCOUNT_BUDGET, accountBudget, readSpent, rebalanceSpendCounters } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
 
@@ -150,6 +150,10 @@ export async function setAccountSpendLimit(
       throw error;
     }
     await stampShards(ctx, { userId: input.userId, version, credits: input.credits ?? undefined });
+    // The month's counter shards within the new limit's shares (a lowered limit shrinks them; store/spend.ts).
+    if (input.credits !== null) {
+      await rebalanceSpendCounters(ctx, { userId: input.userId, limit: accountBudget(input.credits), now: input.now });
+    }
     return getAccountSpendLimit(ctx, input.userId, input.now);
   }
 }

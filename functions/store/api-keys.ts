@@ -22,7 +22,7 @@ import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors'
 import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { readSpent, spendCounterOf, stampLimitVersion } from './spend';
+import { readSpent, rebalanceSpendCounters, spendCounterOf, stampLimitVersion } from './spend';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
 export interface ApiKeyRecord {
@@ -676,6 +676,9 @@ export async function setSpendLimit(
       }
     : undefined;
   await stampLimitVersion(ctx, { userId: ref.userId, keyId: ref.keyId, version, now });
+  // No accept of the key commits from here until the key takes the new limit: the counter shards are
+  // brought within the new limit's shares first (a lowered limit shrinks them; store/spend.ts).
+  if (spendLimit) await rebalanceSpendCounters(ctx, { userId: ref.userId, limit: spendLimit, now });
   const change = spendLimit
     ? { UpdateExpression: 'SET #spendLimit = :limit, #spendLimitVersion = :version' }
     : { UpdateExpression: 'SET #spendLimitVersion = :version REMOVE #spendLimit' };

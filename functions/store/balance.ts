@@ -5,10 +5,11 @@
  * shards, accepts pick different items and commit side by side.
  *
  * - An accept debits one shard picked at random; on a conflict it tries another shard at once.
- * - When the picked shard cannot cover the cost, all shards are read and the debit is spread over the
- *   picked shard and the richest others in the same single transaction (each with its own
- *   `balance >= take` condition); what is left of those shards is evened out among them, so credits
- *   flow towards empty shards and later accepts find them. Only the total decides a 402.
+ * - When the picked shard cannot cover the cost, all shards are read and the debit is planned from
+ *   them (store/shard-plan.ts): one shard that covers it when enough do, else a gathering of the
+ *   shards with credits into lumps of at least one cost, in the same single transaction (each shard
+ *   with its own `balance >= take` condition), so a burst on a thin balance settles at once. Only the
+ *   total decides a 402.
  * - Grants and refunds credit one shard picked at random (another one at once on a conflict).
  *
  * Every change is still one transaction with its ledger entry; moving credits between shards inside it
@@ -29,6 +30,7 @@ import {
 } from './errors';
 import { balanceShardOf, type ItemKey } from './keys';
 import { queryAllWithPrefix } from './pages';
+import type { ShardPlan } from './shard-plan';
 import { TABLE } from './table';
 import * as keys from './task-keys';
 
@@ -114,39 +116,8 @@ export function spreadEvenly(amount: number): number[] {
   return Array.from({ length: TABLE.balanceShards }, (_, shard) => share + (shard < extra ? 1 : 0));
 }
 
-/** How a debit is spread: shard number and the (non-zero) change of its balance; the sum is `-cost`. */
-export type DebitPlan = Array<{ shard: number; delta: number }>;
-
-/**
- * Plans a debit of `cost` that `target` alone cannot cover: `target` plus the richest other shards until
- * they cover it, and what is left of them evened out among them (so the debit also refills the empty
- * target). Undefined when the whole account cannot pay.
- */
-export function planSpreadDebit(
-  balances: ShardBalances,
-  cost: number,
-  target: number,
-  random: () => number = Math.random,
-): DebitPlan | undefined {
-  const involved = [target];
-  let covered = balances[target] ?? 0;
-  // Richest first; ties broken at random so racing accepts do not all pick the same donor.
-  const donors = [...balances.keys()]
-    .filter((shard) => shard !== target && (balances[shard] ?? 0) > 0)
-    .map((shard) => [shard, (balances[shard] ?? 0) + random() / 2] as const)
-    .sort((a, b) => b[1] - a[1]);
-  for (const [shard] of donors) {
-    if (covered >= cost) break;
-    involved.push(shard);
-    covered += balances[shard] ?? 0;
-  }
-  if (covered < cost) return undefined;
-  const left = covered - cost;
-  const n = involved.length;
-  return involved
-    .map((shard, i) => ({ shard, delta: Math.floor(left / n) + (i < left % n ? 1 : 0) - (balances[shard] ?? 0) }))
-    .filter((entry) => entry.delta !== 0);
-}
+/** How a debit is spread: shard number and the (non-zero) change of its balance; the sum is `-cost` (store/shard-plan.ts). */
+export type DebitPlan = ShardPlan;
 
 /**
  * Tries per operation that moves credits. A conflict on a shard is retried at once on another shard,

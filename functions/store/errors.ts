@@ -7,7 +7,6 @@ import {
   IdempotencyConflictError,
   KeyLimitError,
   ServiceBusyError,
-  SpendLimitError,
   UnauthorizedError,
   UsageError,
 } from '../core/errors';
@@ -86,12 +85,12 @@ export interface AcceptLayout {
   keyEnd?: number;
   /** The accept's time in epoch seconds: a guard's `endsAt` at or before it means the key has ended. */
   nowSeconds?: number;
-  /** The key's spend counter (accepts with a limited key only) and what a refusal reports. */
-  spend?: { index: number; limit: number; period: 'day' | 'month' | 'total'; resetsAt: string | null };
+  /** The key's counter shards in the transaction (accepts with a limited key only). */
+  spend?: number[];
   /** The account limit version the debits state (store/spend.ts `knownAccountLimit`). */
   accountLimitVersion?: number;
-  /** The account's monthly counter (an account with a limit only) and what a refusal reports. */
-  accountSpend?: { index: number; limit: number; resetsAt: string | null };
+  /** The account's monthly counter shards in the transaction (an account with a limit only). */
+  accountSpend?: number[];
 }
 
 /**
@@ -99,23 +98,28 @@ export interface AcceptLayout {
  * - `replay`: the Idempotency-Key was used before with the same request; answer with that task.
  * - `account-limit`: a debited shard carries another account spend limit than the accept assumed
  *   (`version`, `credits`: the shard's); learn it and try again.
- * - `short`: a debited shard did not hold what was taken from it (`shards` lists them): read all
- *   shards and plan again; only the total decides 402.
+ * - `short`: a debited shard did not hold what was taken from it (`shards` lists them), or a counter
+ *   shard had less room than was taken from it (`spend`: whose budget, the key's or the account's):
+ *   read them all and plan again; only the total decides 402 (store/spend.ts).
  * - `conflict`: another transaction held one of the items (or throttling cancelled it): nothing was
  *   written, try again; `conflictedShards` are the shards to avoid on the next try.
  */
 export type AcceptOutcome =
   | { kind: 'replay'; replayOf: string }
   | { kind: 'account-limit'; version: number; credits: number | undefined }
-  | { kind: 'short'; shards: number[] }
+  | { kind: 'short'; shards: number[]; spend?: SpendScope[] }
   | { kind: 'conflict'; conflictedShards: number[] };
+
+/** Whose budget a counter belongs to: the key's limit or the account's. */
+export type SpendScope = 'key' | 'account';
 
 /**
  * Maps a failed accept. Idempotency wins over credits and over the key's spend limit (a replayed request
  * gets its original answer even when the balance or the budget has since run out), and an ended key over
  * everything (a revoked key spends nothing and replays nothing). Throws `UnauthorizedError` /
- * `IdempotencyConflictError` / `SpendLimitError` / `ServiceBusyError` (the key's limit changed since the
- * authorizer read it), or rethrows what it does not recognise.
+ * `IdempotencyConflictError` / `ServiceBusyError` (the key's limit changed since the authorizer read it),
+ * or rethrows what it does not recognise. A counter shard short of room is no 402 by itself: the accept
+ * reads the budget's sum (store/spend.ts).
  */
 export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutcome {
   const reasons = cancellationReasons(error);
@@ -151,17 +155,11 @@ export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutco
   if (guard) throw busy(error);
   // The account's limit changed: judged by the one now stamped, not by the counter of the old one.
   if (accountLimit) return accountLimit;
-  // Over the key's budget: 402 naming it, after the replay (a replayed task was counted when accepted).
-  const spend = layout.spend ? failedCondition(reasons, layout.spend.index) : undefined;
-  if (spend && layout.spend) {
-    const { limit, period, resetsAt } = layout.spend;
-    throw new SpendLimitError(limit, period, readNumber(spend.Item, 'spent') ?? 0, resetsAt);
-  }
-  const accountSpend = layout.accountSpend ? failedCondition(reasons, layout.accountSpend.index) : undefined;
-  if (accountSpend && layout.accountSpend) {
-    const { limit, resetsAt } = layout.accountSpend;
-    throw new SpendLimitError(limit, 'month', readNumber(accountSpend.Item, 'spent') ?? 0, resetsAt, 'account');
-  }
+  // A counter shard short of room: the budget may still have room on other shards.
+  const spend: SpendScope[] = [];
+  if (layout.spend?.some((index) => failedCondition(reasons, index))) spend.push('key');
+  if (layout.accountSpend?.some((index) => failedCondition(reasons, index))) spend.push('account');
+  if (spend.length > 0) return { kind: 'short', shards: shortShards, spend };
   if (shortShards.length > 0) return { kind: 'short', shards: shortShards };
   if (failedCondition(reasons, layout.task) || failedCondition(reasons, layout.ledger)) {
     throw new Error('Task id already in use: a task id must be unique per user', { cause: error });

@@ -1,35 +1,51 @@
 /**
- * Spend limits per API key, enforced inside the accept transaction (docs/api/spend-limits-and-usage.md#spend-limits).
+ * Spend limits per API key and per account, enforced inside the accept transaction
+ * (docs/api/spend-limits-and-usage.md#spend-limits, docs/decisions/0013-sharded-spend-allowances.md).
  *
- * An accept with a key that has a limit adds ONE item to its transaction: the key's counter for the
- * current period (`USER#<id>` / `KEYSPEND#<budgetKeyId>#<period>`), `ADD spent :cost` under the
- * condition `attribute_not_exists(spent) OR spent <= :limit - cost`. DynamoDB serialises transactions
- * on an item, so however many accepts race, the credits counted in a period never pass the limit; a
- * conflict on the counter is retried like one on a shard, and what cannot win answers 503 (nothing
- * written), never more spending. A refund takes the task's credits off the counter it was counted in
- * (the task records it: `spendCounter`).
+ * A budget's count for one period is split over `SPEND_SHARDS` counter items, as the balance is split
+ * over its shards: shard 0 is `USER#<id>` / `KEYSPEND#<budgetKeyId>#<period>` (the one counter of
+ * earlier versions), shard n `...#S<n>`. Each shard owns a fixed share of the limit (`spendCaps`: the
+ * limit split as evenly as whole credits allow), and holds `spent`: what accepts counted on it, less
+ * refunds and less what was moved away. An accept takes its cost from the room of one shard
+ * (`ADD spent :take` on the condition `spent <= cap - take`), normally the shard number it debits the
+ * balance on, so two accepts meet on a counter only where they already meet on a balance shard. When
+ * the shards' rooms are thin the accept reads them all and gathers room from several in its one
+ * transaction (store/shard-plan.ts), moving `spent` between shards without changing its sum. Every
+ * shard stays within its share, so the sum, what was spent, stays within the limit however many accepts
+ * race; only the sum decides a 402. A conflict is retried like one on a balance shard, and what
+ * cannot win answers 503 (nothing written), never more spending. A refund takes the task's credits off
+ * the shard its accept counted them on (the task records it: `spendCounter`, `spendShard`).
  *
- * Where the limit comes from: the authorizer reads the key item on every request (strongly consistent,
- * no result cache) and passes the limit and its version in its context, so the accept costs no extra
- * read. A change made between that read and the accept must not let the old limit through: a change
- * first stamps its new version on each of the key's 32 key-end guards (`limitVersion`) and only then
- * writes the key, and the guard check every key accept already makes (balance.ts `keyEndCheck`) also
- * requires `limitVersion <= ` the version the accept holds. An accept holding an older view fails that
- * check and answers 503 (retry: the next authorizer read has the new limit). So lowering, raising,
- * adding and removing a limit are exact too, at no cost to accepts.
+ * A lowered limit shrinks every share: a shard may then hold more than its new share (room below
+ * zero). Before the new limit takes effect the shards are rebalanced (`rebalanceSpendCounters`), so
+ * that no shard is over its share while the sum is within the limit.
+ *
+ * Where a key's limit comes from: the authorizer reads the key item on every request (strongly
+ * consistent, no result cache) and passes the limit and its version in its context, so the accept costs
+ * no extra read. A change made between that read and the accept must not let the old limit through: a
+ * change first stamps its new version on each of the key's 32 key-end guards (`limitVersion`), then
+ * rebalances the counters, and only then writes the key, and the guard check every key accept already
+ * makes (balance.ts `keyEndCheck`) also requires `limitVersion <= ` the version the accept holds. An
+ * accept holding an older view fails that check and answers 503 (retry: the next authorizer read has
+ * the new limit). So lowering, raising, adding and removing a limit are exact too, at no cost to accepts.
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
 import type { TransactItem } from './balance';
-import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import { isRetryable, lostCondition, type RetryingStoreContext, withRetry } from './errors';
+import type { ItemKey } from './keys';
+import { queryAllWithPrefix } from './pages';
 import { TABLE } from './table';
 import * as keys from './task-keys';
 
 /** How long a period's counter is kept after the period ends (a refund of a late task still finds it). */
 export const SPEND_COUNTER_KEEP_SECONDS = 7 * 24 * 60 * 60;
 
-/** The counter a limit spends into at `at`, and when its period ends (undefined: `total`). */
+/** Counter shards per budget and period: as many as balance shards, so an accept's items align on one number. */
+export const SPEND_SHARDS = TABLE.balanceShards;
+
+/** The counter a limit spends into at `at` (its shard 0), and when its period ends (undefined: `total`). */
 export function spendCounterOf(
   userId: string,
   limit: KeySpendLimit,
@@ -39,28 +55,63 @@ export function spendCounterOf(
   return { key: keys.spendCounter(userId, limit.budgetKeyId, period.name), resetsAt: period.resetsAt };
 }
 
+/** Counter shard `shard` of the counter whose shard 0 is `base` (`<base SK>#S<n>` beyond 0). */
+export function spendShardKey(base: ItemKey, shard: number): ItemKey {
+  return shard === 0 ? base : { PK: base.PK, SK: `${base.SK}#S${shard}` };
+}
+
+/** The shard number of a counter item's sort key, or undefined for another item under the same prefix. */
+function spendShardOf(baseSk: string, sk: string): number | undefined {
+  if (sk === baseSk) return 0;
+  const rest = sk.startsWith(`${baseSk}#S`) ? sk.slice(baseSk.length + 2) : '';
+  const shard = /^\d+$/.test(rest) ? Number(rest) : Number.NaN;
+  return Number.isSafeInteger(shard) && shard > 0 && shard < SPEND_SHARDS ? shard : undefined;
+}
+
+/** Each shard's share of a limit of `credits`, as evenly as whole credits allow (shard 0 gets the rest first). */
+export function spendCaps(credits: number): number[] {
+  const share = Math.floor(credits / SPEND_SHARDS);
+  const extra = credits % SPEND_SHARDS;
+  return Array.from({ length: SPEND_SHARDS }, (_, shard) => share + (shard < extra ? 1 : 0));
+}
+
+/** The room left on each shard: its share less what it holds (below zero after a lowered limit, until rebalanced). */
+export function spendRooms(credits: number, spent: readonly number[]): number[] {
+  return spendCaps(credits).map((cap, shard) => cap - (spent[shard] ?? 0));
+}
+
 function counterTtl(resetsAt: Date | undefined): number | undefined {
   return resetsAt === undefined ? undefined : Math.floor(resetsAt.getTime() / 1000) + SPEND_COUNTER_KEEP_SECONDS;
 }
 
 /**
- * The accept's counter item: `ADD spent :cost` while what was spent leaves room for `cost`. A cost above
- * the whole limit can never fit: the condition then needs `spent` to exist (a comparison with a missing
- * attribute fails), so it fails on a fresh counter too. ALL_OLD gives acceptFailure the `spent` to report.
+ * One counter shard's part of an accept: its room changes by `delta` (`spent` by `-delta`). Taking room
+ * (`delta <= 0`) holds while the shard stays within its share: `spent <= cap + delta`; a take beyond
+ * the share can never fit, and then needs `spent` to exist (a comparison with a missing attribute
+ * fails), so it fails on a fresh shard too. Giving room back (a gathering moving `spent` to other
+ * shards) needs no condition. ALL_OLD shows the failed shard.
  */
-export function spendCounterDebit(
+export function spendCounterChange(
   ctx: RetryingStoreContext,
-  input: { userId: string; limit: KeySpendLimit; cost: number; at: Date },
+  input: { userId: string; limit: KeySpendLimit; shard: number; delta: number; at: Date },
 ): TransactItem {
   const { key, resetsAt } = spendCounterOf(input.userId, input.limit, input.at);
-  const room = input.limit.credits - input.cost;
   const ttl = counterTtl(resetsAt);
+  const take = -input.delta;
+  const room = (spendCaps(input.limit.credits)[input.shard] ?? 0) - take;
+  const guarded = take >= 0;
   return {
     Update: {
       TableName: ctx.tableName,
-      Key: key,
+      Key: spendShardKey(key, input.shard),
       UpdateExpression: `SET #userId = :spendUser${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :spendTtl)'} ADD #spent :spendCost`,
-      ConditionExpression: room >= 0 ? 'attribute_not_exists(#spent) OR #spent <= :spendRoom' : '#spent <= :spendRoom',
+      ...(guarded
+        ? {
+            ConditionExpression:
+              room >= 0 ? 'attribute_not_exists(#spent) OR #spent <= :spendRoom' : '#spent <= :spendRoom',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+          }
+        : {}),
       ExpressionAttributeNames: {
         '#spent': 'spent',
         '#userId': 'userId',
@@ -68,28 +119,28 @@ export function spendCounterDebit(
       },
       ExpressionAttributeValues: {
         ':spendUser': input.userId,
-        ':spendCost': input.cost,
-        ':spendRoom': room,
+        ':spendCost': take,
+        ...(guarded ? { ':spendRoom': room } : {}),
         ...(ttl === undefined ? {} : { ':spendTtl': ttl }),
       },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };
 }
 
 /**
- * A refund's counter item: the task's credits back to the counter its accept added them to. No
+ * A refund's counter item: the task's credits back to the counter shard its accept counted them on. No
  * condition (the refund transaction is exactly-once already); a counter TTL-deleted meanwhile comes back
- * negative for a while and is deleted again (the TTL is set when missing). `sk` is the task's `spendCounter`.
+ * negative for a while and is deleted again (the TTL is set when missing). `sk` is the task's
+ * `spendCounter`, `shard` its `spendShard` (absent on tasks accepted before the counters were sharded: 0).
  */
 export function spendCounterRefund(
   ctx: RetryingStoreContext,
-  input: { userId: string; sk: string; credits: number; at: Date },
+  input: { userId: string; sk: string; shard?: number; credits: number; at: Date },
 ): TransactItem {
   return {
     Update: {
       TableName: ctx.tableName,
-      Key: keys.spendCounterBySk(input.userId, input.sk),
+      Key: spendShardKey(keys.spendCounterBySk(input.userId, input.sk), input.shard ?? 0),
       UpdateExpression: 'SET #ttl = if_not_exists(#ttl, :spendTtl) ADD #spent :spendBack',
       ExpressionAttributeNames: { '#spent': 'spent', '#ttl': TABLE.ttlAttribute },
       ExpressionAttributeValues: {
@@ -100,29 +151,100 @@ export function spendCounterRefund(
   };
 }
 
-/** What a limit has spent in the period of `at` (one consistent GetItem; 0 for a counter not written yet). */
+/** What each counter shard of a limit holds in the period of `at` (one consistent Query; 0 where not written). */
+export async function readSpentShards(
+  ctx: RetryingStoreContext,
+  userId: string,
+  limit: KeySpendLimit,
+  at: Date,
+): Promise<number[]> {
+  const { key } = spendCounterOf(userId, limit, at);
+  const spent: number[] = new Array(SPEND_SHARDS).fill(0);
+  for (const item of await queryAllWithPrefix(ctx, key, [TABLE.sortKey, 'spent'])) {
+    const shard = spendShardOf(key.SK, String(item[TABLE.sortKey]));
+    if (shard !== undefined && typeof item.spent === 'number') spent[shard] = item.spent;
+  }
+  return spent;
+}
+
+/** What a limit has spent in the period of `at`: the sum of its counter shards (one consistent Query). */
 export async function readSpent(
   ctx: RetryingStoreContext,
   userId: string,
   limit: KeySpendLimit,
   at: Date,
 ): Promise<number> {
-  const { key } = spendCounterOf(userId, limit, at);
-  const out = await withRetry(
-    () =>
-      ctx.doc.send(
-        new GetCommand({
+  return (await readSpentShards(ctx, userId, limit, at)).reduce((sum, spent) => sum + spent, 0);
+}
+
+/** What a budget's counter items under `baseSk` hold in all: its shards, not its alert markers. */
+export function sumSpentShards(baseSk: string, items: ReadonlyArray<Record<string, unknown>>): number {
+  let sum = 0;
+  for (const item of items) {
+    if (spendShardOf(baseSk, String(item[TABLE.sortKey])) !== undefined && typeof item.spent === 'number') {
+      sum += item.spent;
+    }
+  }
+  return sum;
+}
+
+/** Tries of a rebalance: it races only refunds (and accepts of a key in its rotation grace). */
+const REBALANCE_ATTEMPTS = 20;
+
+/**
+ * Moves `spent` between the counter shards of `limit`'s current period so that no shard holds more than
+ * its share of the limit while the sum fits in it (when it does not, every shard but shard 0 is left
+ * exactly full and shard 0 holds the excess: nothing fits until refunds bring the sum back under the
+ * limit). Run by a change of a limit before accepts use it (a lowered limit shrinks the shares); a
+ * no-op when every shard is within its share. One transaction, each shard conditioned on what was read.
+ */
+export async function rebalanceSpendCounters(
+  ctx: RetryingStoreContext,
+  input: { userId: string; limit: KeySpendLimit; now: Date },
+): Promise<void> {
+  const { key, resetsAt } = spendCounterOf(input.userId, input.limit, input.now);
+  const ttl = counterTtl(resetsAt);
+  const caps = spendCaps(input.limit.credits);
+  for (let attempt = 1; ; attempt++) {
+    const spent = await readSpentShards(ctx, input.userId, input.limit, input.now);
+    const rooms = caps.map((cap, shard) => cap - (spent[shard] ?? 0));
+    if (rooms.every((room) => room >= 0)) return;
+    const total = rooms.reduce((sum, room) => sum + room, 0);
+    const wanted = total >= 0 ? spendCaps(total) : rooms.map((_, shard) => (shard === 0 ? total : 0));
+    const items: TransactItem[] = [];
+    for (const [shard, cap] of caps.entries()) {
+      const was = spent[shard] ?? 0;
+      const next = cap - (wanted[shard] ?? 0);
+      if (next === was) continue;
+      items.push({
+        Update: {
           TableName: ctx.tableName,
-          Key: key,
-          ConsistentRead: true,
-          ProjectionExpression: '#spent',
-          ExpressionAttributeNames: { '#spent': 'spent' },
-        }),
-      ),
-    ctx.retry,
-  );
-  const spent = out.Item?.spent;
-  return typeof spent === 'number' ? spent : 0;
+          Key: spendShardKey(key, shard),
+          UpdateExpression: `SET #spent = :next, #userId = :userId${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :ttl)'}`,
+          ConditionExpression: was === 0 ? 'attribute_not_exists(#spent) OR #spent = :was' : '#spent = :was',
+          ExpressionAttributeNames: {
+            '#spent': 'spent',
+            '#userId': 'userId',
+            ...(ttl === undefined ? {} : { '#ttl': TABLE.ttlAttribute }),
+          },
+          ExpressionAttributeValues: {
+            ':next': next,
+            ':was': was,
+            ':userId': input.userId,
+            ...(ttl === undefined ? {} : { ':ttl': ttl }),
+          },
+        },
+      });
+    }
+    try {
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return;
+    } catch (error) {
+      // A refund moved a shard since the read (a failed condition or a conflict): read again.
+      const moved = isRetryable(error) || (error as { name?: string }).name === 'TransactionCanceledException';
+      if (!moved || attempt >= REBALANCE_ATTEMPTS) throw error;
+    }
+  }
 }
 
 /**

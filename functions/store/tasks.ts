@@ -9,12 +9,12 @@ import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@
 import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
 import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import { usageDay } from '../core/usage';
+import { type AcceptBudget, budgetPlan, countedOn, readRooms, roomsIfThin } from './accept-budgets';
 import {
   type DebitPlan,
   type KeyGuard,
   keyEndCheck,
   pauseAfterConflict,
-  planSpreadDebit,
   randomShard,
   readShards,
   SHARD_ATTEMPTS,
@@ -32,15 +32,17 @@ import {
   lostCondition,
   type RetryingStoreContext,
   refundFailure,
+  type SpendScope,
   withRetry,
 } from './errors';
 import { pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
+import { planTake, type ShardPlan } from './shard-plan';
 import {
   accountBudget,
   knownAccountLimit,
   learnAccountLimit,
-  spendCounterDebit,
+  spendCounterChange,
   spendCounterOf,
   spendCounterRefund,
 } from './spend';
@@ -210,10 +212,6 @@ export async function acceptTask(
   // keyEndCheck). Callers without a key skip the check.
   const keyGuard: KeyGuard | undefined =
     task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds, limitVersion: task.spendLimitVersion ?? 0 };
-  const spendLayout =
-    limit && spend
-      ? { limit: limit.credits, period: limit.period, resetsAt: spend.resetsAt?.toISOString() ?? null }
-      : undefined;
 
   // The account's monthly limit, as this process knows it (store/spend.ts): its version goes into
   // every debit's condition, its counter into the transaction when there is a limit.
@@ -225,25 +223,55 @@ export async function acceptTask(
   let target = randomShard(avoid, random);
   // Unknown until the picked shard turns out short; from then on every try plans from a fresh read.
   let balances: ShardBalances | undefined;
+  // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
+  // shard number the balance is debited on; read when a shard is short or the shares are too thin.
+  const budgets = new Map<SpendScope, AcceptBudget>();
+  if (limit) budgets.set('key', { limit, ...(await roomsIfThin(ctx, task.userId, limit, cost, task.now)) });
   for (let attempt = 1; ; attempt++) {
-    let plan: DebitPlan = [{ shard: target, delta: -cost }];
-    if (balances) {
-      const spread = planSpreadDebit(balances, cost, target, random);
-      if (!spread) throw new InsufficientCreditsError(cost, totalOf(balances));
-      if (spread.length > 0) plan = spread;
-    }
     const accountLimit = account.credits === undefined ? undefined : accountBudget(account.credits);
-    const accountSpend = accountLimit && spendCounterOf(task.userId, accountLimit, task.now);
-    if (taskItem) taskItem.accountSpendCounter = accountSpend?.key.SK;
+    if (accountLimit && budgets.get('account')?.limit.credits !== accountLimit.credits) {
+      budgets.set('account', {
+        limit: accountLimit,
+        ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
+      });
+    } else if (!accountLimit) budgets.delete('account');
+    const plan: DebitPlan | undefined = balances
+      ? planTake(balances, cost, { prefer: target, avoid, random })
+      : [{ shard: target, delta: -cost }];
+    const first = plan?.[0]?.shard ?? target;
+    // A spent budget answers 402 before the balance does.
+    const spendPlans = new Map<SpendScope, ShardPlan>();
+    const exhausted = new Map<SpendScope, Error>();
+    for (const [scope, budget] of budgets) {
+      const planned = budgetPlan(budget, { scope, cost, prefer: first, random, at: task.now });
+      spendPlans.set(scope, planned.plan);
+      if (planned.exhausted) exhausted.set(scope, planned.exhausted);
+    }
+    if (!plan) throw new InsufficientCreditsError(cost, totalOf(balances ?? []));
     const shardItems = plan.map(({ shard, delta }) =>
       shardChange(ctx, { userId: task.userId, shard, delta, at: createdAt, accountLimitVersion: account.version }),
     );
-    if (keyGuard) shardItems.push(keyEndCheck(ctx, task.userId, keyGuard, plan[0]?.shard ?? target));
+    if (keyGuard) shardItems.push(keyEndCheck(ctx, task.userId, keyGuard, first));
     const keyEndIndex = shardItems.length - 1;
-    if (limit) shardItems.push(spendCounterDebit(ctx, { userId: task.userId, limit, cost, at: task.now }));
-    const accountSpendIndex = shardItems.length;
-    if (accountLimit) {
-      shardItems.push(spendCounterDebit(ctx, { userId: task.userId, limit: accountLimit, cost, at: task.now }));
+    const spendIndexes = new Map<SpendScope, number[]>();
+    for (const [scope, spendPlan] of spendPlans) {
+      const budget = budgets.get(scope);
+      if (!budget) continue;
+      const indexes: number[] = [];
+      for (const { shard, delta } of spendPlan) {
+        indexes.push(shardItems.length);
+        shardItems.push(
+          spendCounterChange(ctx, { userId: task.userId, limit: budget.limit, shard, delta, at: task.now }),
+        );
+      }
+      spendIndexes.set(scope, indexes);
+    }
+    // Where the cost was counted, for a refund to give it back there.
+    const counted = countedOn(task.userId, budgets, spendPlans, task.now);
+    if (taskItem) Object.assign(taskItem, counted);
+    const accepted: TaskRecord = { ...record };
+    for (const [name, value] of Object.entries(counted)) {
+      if (value !== undefined) Object.assign(accepted, { [name]: value });
     }
     const offset = shardItems.length;
     try {
@@ -254,12 +282,12 @@ export async function acceptTask(
       const usage = usageCounterChange(ctx, {
         userId: task.userId,
         day: usageDay(createdAt),
-        shard: plan[0]?.shard ?? target,
+        shard: first,
         subject: { keyId: task.keyId, model: task.model },
         change: { debited: cost, accepted: 1 },
       });
       await ctx.doc.send(new TransactWriteCommand({ TransactItems: [...shardItems, ...items, usage] }));
-      return { task: accountSpend ? { ...record, accountSpendCounter: accountSpend.key.SK } : record, replayed: false };
+      return { task: accepted, replayed: false };
     } catch (error) {
       const outcome = acceptFailure(error, {
         shards: plan.map(({ shard }) => shard),
@@ -267,17 +295,9 @@ export async function acceptTask(
         ledger: offset + 1,
         ...(idempotency ? { idempotency: offset + 2, requestHash: idempotency.requestHash } : {}),
         ...(keyGuard ? { keyEnd: keyEndIndex, nowSeconds } : {}),
-        ...(spendLayout ? { spend: { index: keyEndIndex + 1, ...spendLayout } } : {}),
+        ...(spendIndexes.has('key') ? { spend: spendIndexes.get('key') } : {}),
         accountLimitVersion: account.version,
-        ...(accountLimit && accountSpend
-          ? {
-              accountSpend: {
-                index: accountSpendIndex,
-                limit: accountLimit.credits,
-                resetsAt: accountSpend.resetsAt?.toISOString() ?? null,
-              },
-            }
-          : {}),
+        ...(spendIndexes.has('account') ? { accountSpend: spendIndexes.get('account') } : {}),
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
@@ -285,7 +305,12 @@ export async function acceptTask(
           throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
         return { task: original, replayed: true };
       }
+      // A budget read as spent, and its shard short on this try: 402, naming the budget.
+      const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
+      if (spent) throw exhausted.get(spent);
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
+        const [budgetSpent] = exhausted.values();
+        if (budgetSpent) throw budgetSpent;
         // Out of tries. Busy (503, "try again") is only the truth while the account could still pay:
         // when the race has spent its credits meanwhile, the honest answer is 402.
         const latest = await readShards(ctx, task.userId);
@@ -306,7 +331,14 @@ export async function acceptTask(
         await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0);
         target = randomShard(avoid, random);
       }
-      if (balances || outcome.kind === 'short') balances = await readShards(ctx, task.userId);
+      // What was read is stale once a try failed: read again what was read, and what turned out short.
+      const short = outcome.kind === 'short' ? outcome : undefined;
+      if (balances || (short && short.shards.length > 0)) balances = await readShards(ctx, task.userId);
+      for (const [scope, budget] of budgets) {
+        if (budget.rooms || short?.spend?.includes(scope)) {
+          budget.rooms = await readRooms(ctx, task.userId, budget.limit, task.now);
+        }
+      }
     }
   }
 }
@@ -651,10 +683,26 @@ export async function failAndRefund(
     },
     // Accepted with a limited key: the credits go back to the budget of the period they were counted in.
     ...(base.spendCounter
-      ? [spendCounterRefund(ctx, { userId: input.userId, sk: base.spendCounter, credits, at: input.now })]
+      ? [
+          spendCounterRefund(ctx, {
+            userId: input.userId,
+            sk: base.spendCounter,
+            shard: base.spendShard,
+            credits,
+            at: input.now,
+          }),
+        ]
       : []),
     ...(base.accountSpendCounter
-      ? [spendCounterRefund(ctx, { userId: input.userId, sk: base.accountSpendCounter, credits, at: input.now })]
+      ? [
+          spendCounterRefund(ctx, {
+            userId: input.userId,
+            sk: base.accountSpendCounter,
+            shard: base.accountSpendShard,
+            credits,
+            at: input.now,
+          }),
+        ]
       : []),
     // Usage: the refund on its day, the failed task on its accept's day (store/usage.ts).
     ...usageRefundChanges(ctx, {

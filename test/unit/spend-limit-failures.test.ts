@@ -1,10 +1,11 @@
 /**
  * How a cancelled accept with a limited key is read (store/errors.ts `acceptFailure`): an ended key
  * first (401), then the Idempotency-Key's replay, then a limit changed since the authorizer read it
- * (503), then the spend counter (402), then the balance.
+ * (503), then a counter shard short of room (the accept then reads the budget's sum, which alone decides
+ * a 402), beside the balance.
  */
 import { type AttributeValue, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { ServiceBusyError, SpendLimitError, UnauthorizedError } from '../../functions/core/errors';
+import { ServiceBusyError, UnauthorizedError } from '../../functions/core/errors';
 import { type AcceptLayout, acceptFailure } from '../../functions/store/errors';
 
 type Reason = { Code: string; Item?: Record<string, AttributeValue> };
@@ -20,7 +21,7 @@ const LAYOUT: AcceptLayout = {
   shards: [7],
   keyEnd: 1,
   nowSeconds: 1000,
-  spend: { index: 2, limit: 30, period: 'day', resetsAt: '2026-11-02T00:00:00.000Z' },
+  spend: [2],
   task: 3,
   ledger: 4,
   idempotency: 5,
@@ -29,21 +30,17 @@ const LAYOUT: AcceptLayout = {
 const replayRecord = failed({ taskId: { S: 'task-1' }, requestHash: { S: 'hash-1' } });
 
 describe('acceptFailure with a spend limit', () => {
-  it('over the limit is a SpendLimitError with what was spent, and nothing else failed', () => {
+  it('a counter shard short of room is short for the key budget: the sum decides, not the shard', () => {
     // Act
-    const read = () =>
-      acceptFailure(cancelled(none, none, failed({ spent: { N: '28' } }), none, none, none, none), LAYOUT);
+    const outcome = acceptFailure(
+      cancelled(none, none, failed({ spent: { N: '28' } }), none, none, none, none),
+      LAYOUT,
+    );
+    const fresh = acceptFailure(cancelled(none, none, failed(), none, none, none, none), LAYOUT);
 
     // Assert
-    expect(read).toThrow(new SpendLimitError(30, 'day', 28, '2026-11-02T00:00:00.000Z'));
-  });
-
-  it('a counter not written yet reports 0 spent (a cost above the whole limit)', () => {
-    // Act
-    const read = () => acceptFailure(cancelled(none, none, failed(), none, none, none, none), LAYOUT);
-
-    // Assert
-    expect(read).toThrow(expect.objectContaining({ spent: 0 }));
+    expect(outcome).toEqual({ kind: 'short', shards: [], spend: ['key'] });
+    expect(fresh).toEqual({ kind: 'short', shards: [], spend: ['key'] });
   });
 
   it('a replay wins over the limit', () => {
@@ -88,7 +85,7 @@ describe('acceptFailure with the account-wide limit', () => {
   const ACCOUNT: AcceptLayout = {
     shards: [4],
     accountLimitVersion: 2,
-    accountSpend: { index: 1, limit: 100, resetsAt: '2026-12-01T00:00:00.000Z' },
+    accountSpend: [1],
     task: 2,
     ledger: 3,
     idempotency: 4,
@@ -119,17 +116,21 @@ describe('acceptFailure with the account-wide limit', () => {
     expect(outcome).toEqual({ kind: 'short', shards: [4] });
   });
 
-  it('over the month counter is a 402 with scope account; a replay wins over it', () => {
+  it('a month counter shard short of room is short for the account budget; a replay wins over it', () => {
     // Act
-    const over = () => acceptFailure(cancelled(none, failed({ spent: { N: '99' } }), none, none, none, none), ACCOUNT);
+    const over = acceptFailure(cancelled(none, failed({ spent: { N: '99' } }), none, none, none, none), ACCOUNT);
+    const both = acceptFailure(
+      cancelled(failed({ balance: { N: '1' }, acctLimitVersion: { N: '2' } }), failed({ spent: { N: '99' } })),
+      ACCOUNT,
+    );
     const replay = acceptFailure(
       cancelled(none, failed({ spent: { N: '99' } }), none, none, replayRecord, none),
       ACCOUNT,
     );
 
     // Assert
-    expect(over).toThrow(new SpendLimitError(100, 'month', 99, '2026-12-01T00:00:00.000Z', 'account'));
-    expect(over).toThrow(expect.objectContaining({ scope: 'account' }));
+    expect(over).toEqual({ kind: 'short', shards: [], spend: ['account'] });
+    expect(both).toEqual({ kind: 'short', shards: [4], spend: ['account'] });
     expect(replay).toEqual({ kind: 'replay', replayOf: 'task-1' });
   });
 });
