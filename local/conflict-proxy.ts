@@ -45,10 +45,10 @@ import { TABLE } from '../functions/store/table';
 import {
   DYNAMODB_PARTITION_LIMITS,
   itemBytes,
-  type PartitionLimits,
   PartitionThroughput,
   type PartitionUsage,
   splitUnits,
+  type ThroughputLimits,
   type UnitKind,
 } from './partition-throughput';
 
@@ -63,10 +63,10 @@ export interface ConflictProxyOptions {
   /** The key attributes of every table behind the proxy (default: the service's `PK`, `SK`). */
   keyAttributes?: readonly string[];
   /**
-   * Per-partition throughput (default: DynamoDB's, {@link DYNAMODB_PARTITION_LIMITS}); lower limits let a
-   * test reach them cheaply; `false` turns the model and the accounting off.
+   * Per-partition throughput (default: DynamoDB's, {@link DYNAMODB_PARTITION_LIMITS}); lower limits, for
+   * every partition or some, let a test reach them cheaply; `false` turns the model and the accounting off.
    */
-  throughput?: PartitionLimits | false;
+  throughput?: ThroughputLimits | false;
 }
 
 /** Units consumed per partition (`<table> <partition key value>`, `<table>/<index> <value>` for an index). */

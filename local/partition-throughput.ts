@@ -22,6 +22,14 @@ export interface PartitionLimits {
   writeUnitsPerSecond: number;
 }
 
+/**
+ * The limits of a proxy: one pair for every partition, and, for tests that make one partition the hot
+ * one, lower pairs by partition key value (e.g. `DISPATCH#CAPACITY`, on any table).
+ */
+export interface ThroughputLimits extends PartitionLimits {
+  byPartitionKey?: Record<string, PartitionLimits>;
+}
+
 /** DynamoDB's per-partition limits (the developer guide's "Partitions and data distribution"). */
 export const DYNAMODB_PARTITION_LIMITS: PartitionLimits = { readUnitsPerSecond: 3000, writeUnitsPerSecond: 1000 };
 
@@ -50,18 +58,21 @@ export class PartitionThroughput {
   private readonly usage = new Map<string, PartitionUsage>();
 
   constructor(
-    private readonly limits: PartitionLimits,
+    private readonly limits: ThroughputLimits,
     private readonly now: () => number = Date.now,
   ) {}
 
-  private rate(kind: UnitKind): number {
-    return kind === 'read' ? this.limits.readUnitsPerSecond : this.limits.writeUnitsPerSecond;
+  /** The partition's rate: its own limits when given (by the key value after the label's table), else the common ones. */
+  private rate(kind: UnitKind, partition: string): number {
+    const own = this.limits.byPartitionKey?.[partition.slice(partition.indexOf(' ') + 1)];
+    const limits = own ?? this.limits;
+    return kind === 'read' ? limits.readUnitsPerSecond : limits.writeUnitsPerSecond;
   }
 
   /** The bucket of `partition` for `kind`, refilled up to now. */
   private bucket(partition: string, kind: UnitKind): Bucket {
     const key = `${kind}\u0000${partition}`;
-    const rate = this.rate(kind);
+    const rate = this.rate(kind, partition);
     const now = this.now();
     const bucket = this.buckets.get(key) ?? { units: rate, at: now };
     bucket.units = Math.min(rate, bucket.units + ((now - bucket.at) / 1000) * rate);

@@ -315,11 +315,19 @@ describe('submits and dispatch through the throughput model', () => {
   const TASKS = 6;
 
   beforeAll(async () => {
-    // A write limit that one account's tasks pass however fast or slow the machine: each task writes
-    // its account's partition about 12 units (the accept transaction, the claim, the provider's id, the
-    // end), so 6 tasks at 5 units a second either overlap past the bucket or take over 14 s to pass.
+    // The capacity item made the hot partition, as it is the first to throttle (docs/design/dispatching.md#scale):
+    // 1 read unit a second, which the dispatcher loop's own steps pass however fast or slow the machine
+    // (it reads the item at every step, at least 2.5 a second), and the account's partition at 20 write
+    // units a second, which one account's burst of accepts (4 to 6 items each, twice over) meets too.
     h = await startServiceHarness({
-      conflicts: { holdMs: 10, throughput: { readUnitsPerSecond: 3000, writeUnitsPerSecond: 5 } },
+      conflicts: {
+        holdMs: 10,
+        throughput: {
+          readUnitsPerSecond: 3000,
+          writeUnitsPerSecond: 20,
+          byPartitionKey: { 'DISPATCH#CAPACITY': { readUnitsPerSecond: 1, writeUnitsPerSecond: 1000 } },
+        },
+      },
     });
   });
 
@@ -379,7 +387,10 @@ describe('submits and dispatch through the throughput model', () => {
         ok: true,
         balance: 100 - (TASKS - failed) * IMAGE_COST,
       });
-      expect(h.store.conflicts?.throughput().throttled).toBeGreaterThan(0);
+      const capacity = [...(h.store.conflicts?.throughput().partitions ?? [])].find(([partition]) =>
+        partition.endsWith(' DISPATCH#CAPACITY'),
+      );
+      expect(capacity?.[1].throttled).toBeGreaterThan(0);
     },
     jestTimeoutFor(1),
   );

@@ -7,7 +7,7 @@ import { createDocumentClient, type StoreContext } from '../../functions/store/c
 import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
 import { type ConflictProxy, startConflictProxy } from '../../local/conflict-proxy';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import type { PartitionLimits } from '../../local/partition-throughput';
+import type { ThroughputLimits } from '../../local/partition-throughput';
 import { testEndpoint } from './shared-dynamodb';
 
 export { testEndpoint };
@@ -26,7 +26,7 @@ export type TestStore = StoreContext & {
  */
 export interface TestStoreOptions {
   /** `throughput`: the layer's per-partition limits (default DynamoDB's; local/partition-throughput.ts). */
-  conflicts?: { holdMs: number; throughput?: PartitionLimits };
+  conflicts?: { holdMs: number; throughput?: ThroughputLimits };
 }
 
 /** Creates the table from the shared definition; `dispose()` deletes it and closes the client. */

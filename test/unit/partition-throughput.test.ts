@@ -89,6 +89,29 @@ describe('the per-partition throughput model', () => {
     expect(transaction).toEqual(['t DISPATCH#QUEUE']);
   });
 
+  it('holds one partition to its own lower limits when given, on any table, the others to the common ones', () => {
+    // Prepare
+    const model = new PartitionThroughput(
+      {
+        ...DYNAMODB_PARTITION_LIMITS,
+        byPartitionKey: { 'DISPATCH#CAPACITY': { readUnitsPerSecond: 1, writeUnitsPerSecond: 1 } },
+      },
+      () => 0,
+    );
+
+    // Act
+    const first = model.admit(['t1 DISPATCH#CAPACITY'], 'read');
+    const second = model.admit(['t1 DISPATCH#CAPACITY'], 'read');
+    const otherTable = model.admit(['t2 DISPATCH#CAPACITY'], 'read');
+    const otherPartition = Array.from({ length: 100 }, () => model.admit(['t1 DISPATCH#QUEUE'], 'read')).flat();
+
+    // Assert
+    expect(first).toEqual([]);
+    expect(second).toEqual(['t1 DISPATCH#CAPACITY']);
+    expect(otherTable).toEqual([]);
+    expect(otherPartition).toEqual([]);
+  });
+
   it("splits a transaction's units over its items by weight", () => {
     expect(splitUnits(8, [3, 1])).toEqual([6, 2]);
     expect(splitUnits(4, [])).toEqual([]);
