@@ -1,5 +1,5 @@
 /** The task schemas of the OpenAPI document: the submission's answer, the Task resource and its listing. */
-import { ERROR_CODES } from '../functions/core/task';
+import { ERROR_CODES, QUEUED_AHEAD_CAP } from '../functions/core/task';
 import { type Json, ref } from './openapi-json';
 
 /** Where a pending task stands (the Task resource and the listing). */
@@ -61,8 +61,8 @@ export function taskSchemas(): Json {
             queuedAhead: {
               type: 'integer',
               minimum: 0,
-              description:
-                "While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first). Absent in listings and webhooks.",
+              maximum: QUEUED_AHEAD_CAP,
+              description: `While \`stage\` is \`queued\`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first), counted up to ${QUEUED_AHEAD_CAP}: ${QUEUED_AHEAD_CAP} means ${QUEUED_AHEAD_CAP} or more. Absent in listings and webhooks.`,
             },
           },
         },

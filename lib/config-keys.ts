@@ -272,12 +272,12 @@ export const OTHER_CONTEXT_KEYS = {
   providerCreateRateLimit: {
     values: '`<requests>/<seconds>`, e.g. `20/10`',
     default: "the provider profile's declared capacity",
-    doc: "The upstream's create rate the dispatcher keeps to (PROVIDER_CREATE_RATE_LIMIT of the dispatcher). Checked at synth.",
+    doc: "The upstream's create rate the dispatcher keeps to (PROVIDER_CREATE_RATE_LIMIT of the dispatcher). Checked at synth, with providerMaxInFlight: refused when the dispatcher's capacity item could pass 300 KB (about 56 bytes per request, 128 per task in flight; docs/design/dispatching.md#scale).",
   },
   providerMaxInFlight: {
     values: 'a whole number from 1',
     default: "the provider profile's declared capacity (none: no cap)",
-    doc: "The upstream's cap on the service's tasks in flight (sent, not finished), kept by the dispatcher and every function that finishes tasks (PROVIDER_MAX_IN_FLIGHT). Checked at synth.",
+    doc: "The upstream's cap on the service's tasks in flight (sent, not finished), kept by the dispatcher and every function that finishes tasks (PROVIDER_MAX_IN_FLIGHT). Checked at synth, with providerCreateRateLimit (the capacity item's 300 KB bound).",
   },
   providerMaxRetryAfterSeconds: {
     values: 'a whole number from 1 to 86400',

@@ -37,11 +37,11 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
   },
   PROVIDER_CREATE_RATE_LIMIT: {
     default: (s) => s.providerCreateRateLimit,
-    doc: "The create rate the dispatcher keeps to (e.g. `20/10`, checked at start); unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).",
+    doc: "The create rate the dispatcher keeps to (e.g. `20/10`, checked at start, with PROVIDER_MAX_IN_FLIGHT, against the capacity item's 300 KB bound); unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).",
   },
   PROVIDER_MAX_IN_FLIGHT: {
     default: (s) => s.providerMaxInFlight,
-    doc: "The cap on the service's tasks in flight the dispatcher keeps to (a whole number from 1, checked at start); unset: the profile's declared one (none for `kie` and `mock`).",
+    doc: "The cap on the service's tasks in flight the dispatcher keeps to (a whole number from 1, checked at start, with PROVIDER_CREATE_RATE_LIMIT, against the capacity item's 300 KB bound); unset: the profile's declared one (none for `kie` and `mock`).",
   },
   LOCAL_IDP_ACCOUNTS: {
     default: () => undefined,

@@ -5,6 +5,7 @@
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   type CreateRateLimit,
+  checkCapacityItemFits,
   formatCreateRateLimit,
   parseCreateRateLimit,
   parseMaxInFlight,
@@ -177,10 +178,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
           ),
         }
       : {}),
-    ...providerCreateRateLimitFrom(env),
-    ...(env[PROVIDER_MAX_IN_FLIGHT.name]
-      ? { providerMaxInFlight: parseMaxInFlight(env[PROVIDER_MAX_IN_FLIGHT.name] ?? '', PROVIDER_MAX_IN_FLIGHT.name) }
-      : {}),
+    ...providerCapacityFrom(env),
     ...(env.MOCK_PROVIDER_MAX_IN_FLIGHT
       ? { mockProviderMaxInFlight: parseMaxInFlight(env.MOCK_PROVIDER_MAX_IN_FLIGHT, 'MOCK_PROVIDER_MAX_IN_FLIGHT') }
       : {}),
@@ -220,10 +218,29 @@ function exitWithPid(env: NodeJS.ProcessEnv): { exitWithPid?: number } {
   return { exitWithPid: pid };
 }
 
-/** `PROVIDER_CREATE_RATE_LIMIT` checked now (a malformed value stops the start naming it), in its text form. */
-function providerCreateRateLimitFrom(env: NodeJS.ProcessEnv): { providerCreateRateLimit?: string } {
+/**
+ * `PROVIDER_CREATE_RATE_LIMIT` (in its text form) and `PROVIDER_MAX_IN_FLIGHT`, checked now: a malformed
+ * value stops the start naming it, and so does a pair whose capacity item could outgrow DynamoDB's item
+ * size (the same check as at synth).
+ */
+function providerCapacityFrom(env: NodeJS.ProcessEnv): {
+  providerCreateRateLimit?: string;
+  providerMaxInFlight?: number;
+} {
   const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
-  return text === undefined
-    ? {}
-    : { providerCreateRateLimit: formatCreateRateLimit(parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name)) };
+  const capText = env[PROVIDER_MAX_IN_FLIGHT.name];
+  const createRateLimit = text === undefined ? undefined : parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name);
+  const maxInFlight = capText ? parseMaxInFlight(capText, PROVIDER_MAX_IN_FLIGHT.name) : undefined;
+  const capacity = {
+    ...(createRateLimit === undefined ? {} : { createRateLimit }),
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+  };
+  checkCapacityItemFits(capacity, {
+    createRateLimit: PROVIDER_CREATE_RATE_LIMIT.name,
+    maxInFlight: PROVIDER_MAX_IN_FLIGHT.name,
+  });
+  return {
+    ...(createRateLimit === undefined ? {} : { providerCreateRateLimit: formatCreateRateLimit(createRateLimit) }),
+    ...(maxInFlight === undefined ? {} : { providerMaxInFlight: maxInFlight }),
+  };
 }

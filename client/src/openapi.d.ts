@@ -708,7 +708,7 @@ export interface components {
              * @enum {unknown}
              */
             stage: "queued" | "running";
-            /** @description While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first). Absent in listings and webhooks. */
+            /** @description While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first), counted up to 100: 100 means 100 or more. Absent in listings and webhooks. */
             queuedAhead?: number;
         } | {
             taskId: string;

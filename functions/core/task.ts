@@ -235,7 +235,8 @@ export interface TaskResource {
   stage?: PublicStage;
   /**
    * PENDING and `queued`, on `GET /api/ai/tasks/{id}` only: the number of the same account's tasks
-   * queued before it.
+   * queued before it, counted no further than {@link QUEUED_AHEAD_CAP} (that value means "that many or
+   * more").
    */
   queuedAhead?: number;
   imageUrls?: string[];
@@ -261,3 +262,10 @@ export interface SubmissionResponse {
   status: TaskStatus;
   creditsUsed: number;
 }
+
+/**
+ * The most `queuedAhead` counts: the count reads at most this many queue entries (about 5 read units on
+ * the one `DISPATCH#QUEUE` partition, whatever the queue's length), and a task with this many or more of
+ * its account's tasks ahead shows this number (docs/design/dispatching.md#scale).
+ */
+export const QUEUED_AHEAD_CAP = 100;

@@ -5,6 +5,7 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
+import { QUEUED_AHEAD_CAP } from '../core/task';
 import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
 import { attr } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
@@ -117,7 +118,8 @@ export function maxQueuedTasksFromEnv(env?: Env): number {
 /**
  * How many of the account's tasks are queued, counted no further than `limit`: a counting Query on the
  * account's own range of `DISPATCH#QUEUE` (`<account>#` to `<account>#\uffff`) that stops after `limit`
- * entries, so its cost is bounded by the limit (entries are ~200 bytes: 1,000 of them are one page).
+ * entries, so its cost is bounded by the limit whatever the queue's length (entries are about 150
+ * bytes: some 37 read units at the default bound of 1,000, 1 per 27 entries; docs/design/dispatching.md#scale).
  *
  * It reads and writes nothing the accept transaction holds: no per-account counter, so a burst of
  * submits from one account never conflicts over it. The price is a soft bound: submits counting at the
@@ -132,25 +134,37 @@ export async function countQueued(
   return countQueueRange(ctx, { from: `${account}#`, to: `${account}#\uffff`, limit: input.limit });
 }
 
-/** The number of the account's tasks queued before this one, while it is queued (a counting Query). */
+/**
+ * The number of the account's tasks queued before this one, while it is queued, capped at
+ * {@link QUEUED_AHEAD_CAP} ("that many or more"): one counting Query that stops after the cap's entries
+ * plus its own, so a GET of a task deep in a long queue reads no more than one near its head. Eventually
+ * consistent (half the units: at most 3): a figure shown to a caller who polls, where an entry accepted
+ * or sent a moment ago may count or not either way.
+ */
 export async function queuedAhead(
   ctx: RetryingStoreContext,
   input: { userId: string; createdAt: string; taskId: string },
 ): Promise<number> {
-  // Up to and with this task's own entry, which is then not counted.
+  // Up to and with this task's own entry, which is then not counted. Reaching the limit means the own
+  // entry is the last one counted or lies further on: either way `QUEUED_AHEAD_CAP` or more are ahead.
   const own = keys.queueEntry(input.userId, input.createdAt, input.taskId).SK;
-  const count = await countQueueRange(ctx, { from: `${queueAccount(input.userId)}#`, to: own });
-  return Math.max(0, count - 1);
+  const count = await countQueueRange(ctx, {
+    from: `${queueAccount(input.userId)}#`,
+    to: own,
+    limit: QUEUED_AHEAD_CAP + 1,
+    consistent: false,
+  });
+  return Math.min(QUEUED_AHEAD_CAP, Math.max(0, count - 1));
 }
 
 /**
  * Counts the queue entries whose sort keys lie from `from` to `to` (both included), paging, with one
- * consistent counting Query per page (an entry accepted a moment ago counts); stops once `limit` are
- * counted, when given.
+ * counting Query per page, consistent unless `consistent` is false (then an entry accepted a moment ago
+ * may not count yet); stops once `limit` are counted, when given.
  */
 async function countQueueRange(
   ctx: RetryingStoreContext,
-  input: { from: string; to: string; limit?: number },
+  input: { from: string; to: string; limit?: number; consistent?: boolean },
 ): Promise<number> {
   let count = 0;
   let start: Record<string, unknown> | undefined;
@@ -164,7 +178,7 @@ async function countQueueRange(
             ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
             ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': input.from, ':to': input.to },
             Select: 'COUNT',
-            ConsistentRead: true,
+            ConsistentRead: input.consistent ?? true,
             ...(input.limit === undefined ? {} : { Limit: input.limit - count }),
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),

@@ -256,6 +256,17 @@ export function isRetryable(error: unknown): boolean {
   return reasons?.some((reason) => reason.Code !== undefined && RETRYABLE_REASONS.has(reason.Code)) ?? false;
 }
 
+const THROTTLED = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
+
+/**
+ * A request DynamoDB throttled (a hot partition, a quota) and the SDK's retry strategy gave up on:
+ * nothing was written, and the caller is told busy rather than a fault (the conflict layer's throughput
+ * model found GETs answering 500 under it).
+ */
+export function isThrottled(error: unknown): boolean {
+  return THROTTLED.has(errorName(error) ?? '');
+}
+
 export interface RetryOptions {
   /** Total tries, the first included; default 5. */
   maxAttempts?: number;
@@ -288,7 +299,8 @@ export const realSleep = (ms: number): Promise<void> => new Promise((resolve) =>
 
 /**
  * Runs `operation` and tries again on transient failures, at most `maxAttempts` times in all. After
- * the last try the error propagates unchanged; other errors propagate at once.
+ * the last try the error propagates unchanged; throttling the SDK gave up on becomes `ServiceBusyError`
+ * at once; other errors propagate at once.
  */
 export async function withRetry<T>(operation: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
   const maxAttempts = Math.max(1, options.maxAttempts ?? RETRY_DEFAULTS.maxAttempts);
@@ -297,6 +309,8 @@ export async function withRetry<T>(operation: () => Promise<T>, options: RetryOp
     try {
       return await operation();
     } catch (error) {
+      // The SDK retried the throttling already: busy (503, Retry-After), as a lost conflict, not a 500.
+      if (isThrottled(error)) throw busy(error);
       if (!isRetryable(error)) throw error;
       if (attempt >= maxAttempts) throw busy(error);
       await sleep(backoffDelay(attempt, options));

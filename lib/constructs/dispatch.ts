@@ -17,6 +17,7 @@ import { Construct, type Node } from 'constructs';
 import type { ProviderProfile } from '../../functions/core/profiles/profile';
 import {
   type CreateRateLimit,
+  checkCapacityItemFits,
   formatCreateRateLimit,
   parseCreateRateLimit,
   parseMaxInFlight,
@@ -54,20 +55,25 @@ export interface DispatchCapacity {
  * The capacity from the context (`-c providerCreateRateLimit=20/10`, `-c providerMaxInFlight=N`), else
  * the profile's declared one, and the bound on the upstream's `Retry-After`
  * (`-c providerMaxRetryAfterSeconds=N`). Checked here, at synth: a malformed value stops it naming the
- * setting.
+ * setting, and so do a rate and cap whose capacity item could outgrow DynamoDB's item size.
  */
 export function dispatchCapacityFromContext(node: Node, profile: ProviderProfile): DispatchCapacity {
   const rate = node.tryGetContext('providerCreateRateLimit') ?? profile.capacity?.createRateLimit;
   const cap = node.tryGetContext('providerMaxInFlight') ?? profile.capacity?.maxInFlight;
   const retryAfter = node.tryGetContext('providerMaxRetryAfterSeconds');
-  return {
-    ...(retryAfter === undefined || retryAfter === ''
-      ? {}
-      : { maxRetryAfterSeconds: parseMaxRetryAfterSeconds(String(retryAfter)) }),
+  const capacity = {
     ...(rate === undefined || rate === ''
       ? {}
       : { createRateLimit: parseCreateRateLimit(String(rate), 'providerCreateRateLimit') }),
     ...(cap === undefined || cap === '' ? {} : { maxInFlight: parseMaxInFlight(String(cap), 'providerMaxInFlight') }),
+  };
+  // The dispatcher's capacity item grows with both: refused here, not by DynamoDB once deployed.
+  checkCapacityItemFits(capacity, { createRateLimit: 'providerCreateRateLimit', maxInFlight: 'providerMaxInFlight' });
+  return {
+    ...(retryAfter === undefined || retryAfter === ''
+      ? {}
+      : { maxRetryAfterSeconds: parseMaxRetryAfterSeconds(String(retryAfter)) }),
+    ...capacity,
   };
 }
 

@@ -128,13 +128,24 @@ describe('the dispatcher', () => {
     [{ providerMaxInFlight: '0' }, 'providerMaxInFlight must be a whole number from 1'],
     [{ providerMaxRetryAfterSeconds: '0' }, 'providerMaxRetryAfterSeconds must be a whole number from 1 to 86400'],
     [{ providerMaxRetryAfterSeconds: '1h' }, 'providerMaxRetryAfterSeconds must be a whole number from 1 to 86400'],
-  ])('refuses a malformed capacity at synth: %o', (context, message) => {
-    // Act
-    const attempt = () => synthesize(context, { bundle: false });
+    [
+      { providerCreateRateLimit: '6000/10' },
+      "providerCreateRateLimit=6000/10 would make the dispatcher's capacity item (DISPATCH#CAPACITY) up to 337 KB, over the 300 KB allowed",
+    ],
+    [
+      { providerCreateRateLimit: '2000/10', providerMaxInFlight: '2000' },
+      "providerCreateRateLimit=2000/10 with providerMaxInFlight=2000 would make the dispatcher's capacity item (DISPATCH#CAPACITY) up to 368 KB",
+    ],
+  ])(
+    'refuses a malformed capacity, or one whose capacity item could outgrow DynamoDB, at synth: %o',
+    (context, message) => {
+      // Act
+      const attempt = () => synthesize(context, { bundle: false });
 
-    // Assert
-    expect(attempt).toThrow(message);
-  });
+      // Assert
+      expect(attempt).toThrow(message);
+    },
+  );
 
   test("alarms when a wake-up lands in its dead-letter queue and when the dispatch queue's oldest task is over 10 minutes old", () => {
     // Act

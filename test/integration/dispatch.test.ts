@@ -35,6 +35,8 @@ describe('the dispatcher', () => {
 
   beforeAll(async () => {
     h = await startServiceHarness({
+      // Through the conflict layer: DynamoDB's per-item conflicts and per-partition throughput.
+      conflicts: { holdMs: 10 },
       dispatcher: false,
       providerLimits: { createRateLimit: RATE },
       providerClock: () => clock,

@@ -38,6 +38,8 @@ describe('the queue bound', () => {
 
   beforeAll(async () => {
     h = await startServiceHarness({
+      // Through the conflict layer: DynamoDB's per-item conflicts and per-partition throughput.
+      conflicts: { holdMs: 10 },
       dispatcher: false,
       maxQueuedTasksPerAccount: LIMIT,
       maxPendingSeconds: MAX_PENDING_SECONDS,
@@ -196,6 +198,8 @@ describe('queue hygiene', () => {
 
   beforeAll(async () => {
     h = await startServiceHarness({
+      // Through the conflict layer: DynamoDB's per-item conflicts and per-partition throughput.
+      conflicts: { holdMs: 10 },
       dispatcher: false,
       maxQueuedTasksPerAccount: LIMIT,
       maxPendingSeconds: MAX_PENDING_SECONDS,

@@ -7,6 +7,7 @@ import { createDocumentClient, type StoreContext } from '../../functions/store/c
 import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
 import { type ConflictProxy, startConflictProxy } from '../../local/conflict-proxy';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import type { ThroughputLimits } from '../../local/partition-throughput';
 import { testEndpoint } from './shared-dynamodb';
 
 export { testEndpoint };
@@ -24,13 +25,18 @@ export type TestStore = StoreContext & {
  * the money-path suites run with it, so they see DynamoDB's per-item transaction conflicts.
  */
 export interface TestStoreOptions {
-  conflicts?: { holdMs: number };
+  /** `throughput`: the layer's per-partition limits (default DynamoDB's; local/partition-throughput.ts). */
+  conflicts?: { holdMs: number; throughput?: ThroughputLimits };
 }
 
 /** Creates the table from the shared definition; `dispose()` deletes it and closes the client. */
 export async function createTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
   const conflicts = options.conflicts
-    ? await startConflictProxy({ target: testEndpoint(), holdMs: options.conflicts.holdMs })
+    ? await startConflictProxy({
+        target: testEndpoint(),
+        holdMs: options.conflicts.holdMs,
+        ...(options.conflicts.throughput ? { throughput: options.conflicts.throughput } : {}),
+      })
     : undefined;
   const endpoint = conflicts?.endpoint ?? testEndpoint();
   const doc = createDocumentClient({

@@ -54,7 +54,7 @@ import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { handlerEnvironment } from '../../local/handler-environment';
 import { type MockProvider, type MockProviderOptions, startMockProvider } from '../../local/mock-provider';
 import { startStreamPoller } from '../../local/stream-poller';
-import { createTestStore, type TestStore, testEndpoint } from './dynamodb';
+import { createTestStore, type TestStore, type TestStoreOptions, testEndpoint } from './dynamodb';
 
 /** What a test may tune; everything else is what the deployed stack sets. */
 export interface ServiceHarnessOptions {
@@ -72,8 +72,11 @@ export interface ServiceHarnessOptions {
   maxQueuedTasksPerAccount?: number;
   /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
   mediaWorker?: boolean;
-  /** Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts). */
-  conflicts?: { holdMs: number };
+  /**
+   * Puts the conflict-faithful DynamoDB layer in front of DynamoDB Local (test/support/dynamodb.ts), with
+   * its per-partition throughput model (`throughput`: limits lower than DynamoDB's, to reach them).
+   */
+  conflicts?: TestStoreOptions['conflicts'];
   /**
    * The mock provider's capacity limits (create rate, tasks in flight); default none. The service is
    * told the same ones (PROVIDER_CREATE_RATE_LIMIT, PROVIDER_MAX_IN_FLIGHT), as a deployment's profile

@@ -181,23 +181,27 @@ describe('store retries', () => {
     ],
     ['ThrottlingException', () => new ThrottlingException({ ...meta, message: 'slow down' })],
     ['RequestLimitExceeded', () => new RequestLimitExceeded({ ...meta, message: 'slow down' })],
-  ])('leaves %s to the SDK retry strategy instead of multiplying its attempts', async (_name, throttled) => {
-    // Prepare: the mock answers below the SDK's retry middleware, so exactly one call means the store
-    // added no retry loop of its own on top of the SDK's.
-    const error = throttled();
-    ddb
-      .on(UpdateCommand)
-      .rejectsOnce(error)
-      .resolves({ Attributes: { taskId: 't1', attempts: 1 } });
+  ])(
+    'leaves %s to the SDK retry strategy instead of multiplying its attempts, then answers busy',
+    async (_name, throttled) => {
+      // Prepare: the mock answers below the SDK's retry middleware, so exactly one call means the store
+      // added no retry loop of its own on top of the SDK's.
+      const error = throttled();
+      ddb
+        .on(UpdateCommand)
+        .rejectsOnce(error)
+        .resolves({ Attributes: { taskId: 't1', attempts: 1 } });
 
-    // Act
-    const claim = claimRefresh(ctx, { userId: 'u1', taskId: 't1', now: task.now, intervalMs: 30_000 });
+      // Act
+      const claim = claimRefresh(ctx, { userId: 'u1', taskId: 't1', now: task.now, intervalMs: 30_000 });
 
-    // Assert
-    await expect(claim).rejects.toBe(error);
-    expect(ddb.commandCalls(UpdateCommand)).toHaveLength(1);
-    expect(delays).toEqual([]);
-  });
+      // Assert: 503 with Retry-After, the throttling kept as its cause, never a 500
+      await expect(claim).rejects.toBeInstanceOf(ServiceBusyError);
+      await expect(claim).rejects.toMatchObject({ status: 503, cause: error });
+      expect(ddb.commandCalls(UpdateCommand)).toHaveLength(1);
+      expect(delays).toEqual([]);
+    },
+  );
 
   it('does not retry a lost claim (a condition is an answer, not a fault)', async () => {
     // Prepare
