@@ -43,6 +43,8 @@ export const SWEEPER: ScheduleDefinition = {
     },
     media: 'write',
     usagePlans: ['enroll', 'delete'],
+    // A task it put back in the queue, or queued too long, gets the dispatcher woken (SendMessage only).
+    wakesDispatcher: true,
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
   // longer than its one-minute period when a large video is being copied.
