@@ -27,7 +27,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context, DynamoDBStreamEvent, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { DispatcherResult } from '../functions/dispatcher/handler';
 import { DISPATCHER } from '../lib/event-lambdas';
 import type { PacedDefinition } from '../lib/routes';
 import { startStreamPoller } from './stream-poller';
@@ -35,11 +34,16 @@ import { startStreamPoller } from './stream-poller';
 /** What an invocation is told, as the Lambda runtime tells it. */
 export type InvocationContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
 
+/**
+ * What a paced function answers its event sources: the items that failed (ReportBatchItemFailures), a
+ * stream record's sequence number or an SQS message's id. The dispatcher's answer is one.
+ */
+export interface PacedResult {
+  batchItemFailures?: ReadonlyArray<{ itemIdentifier?: string }>;
+}
+
 /** A paced function's handler as its event sources invoke it (stream batches and SQS batches alike). */
-export type PacedHandler = (
-  event: DynamoDBStreamEvent | SQSEvent,
-  context?: InvocationContext,
-) => Promise<DispatcherResult>;
+export type PacedHandler = (event: DynamoDBStreamEvent | SQSEvent, context?: InvocationContext) => Promise<PacedResult>;
 
 /** SQS's longest `DelaySeconds` (a message timer of 15 minutes). */
 export const SQS_MAX_DELAY_SECONDS = 900;
@@ -146,7 +150,7 @@ export async function startDeployedDriver(options: DeployedDriverOptions): Promi
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
-  const invoke = (event: DynamoDBStreamEvent | SQSEvent): Promise<DispatcherResult> => {
+  const invoke = (event: DynamoDBStreamEvent | SQSEvent): Promise<PacedResult> => {
     const deadline = Date.now() + timeoutMs;
     return options.handler(event, {
       awsRequestId: randomUUID(),
@@ -185,7 +189,7 @@ export async function startDeployedDriver(options: DeployedDriverOptions): Promi
       counts.sqs += 1;
       const answer = await invoke(event);
       // An empty or missing identifier makes the whole batch a failure, as Lambda reads it.
-      const items = (answer?.batchItemFailures ?? []) as Array<{ itemIdentifier?: string }>;
+      const items = answer?.batchItemFailures ?? [];
       failed = items.some((item) => !item.itemIdentifier)
         ? new Set(batch.map((message) => message.messageId))
         : new Set(items.map((item) => item.itemIdentifier ?? ''));
@@ -286,7 +290,12 @@ export async function startDeployedDriver(options: DeployedDriverOptions): Promi
     log,
     handler: async (event) => {
       counts.stream += 1;
-      return invoke(event);
+      const answer = await invoke(event);
+      return {
+        batchItemFailures: (answer.batchItemFailures ?? []).map((item) => ({
+          itemIdentifier: item.itemIdentifier ?? '',
+        })),
+      };
     },
   });
 

@@ -43,7 +43,7 @@ import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from
 import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { type PacedHandler, startDeployedDriver } from './deployed-driver';
-import { startDispatchLoop } from './dispatch-loop';
+import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import {
   type AuthorizerHandler,
@@ -199,7 +199,7 @@ async function loadHandlers() {
     Promise.all(
       lambdasTriggeredBy('paced').map(async (definition) => ({
         definition,
-        handler: await loadHandler<PacedHandler>(definition),
+        handler: await loadHandler<PacedHandler & DispatchHandler>(definition),
       })),
     ),
   ]);
