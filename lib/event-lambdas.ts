@@ -65,6 +65,13 @@ export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as cons
 export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
 
 /**
+ * The stream workers' event source mappings (lib/constructs/service-workers.ts), which the local
+ * deployed driver follows too (local/deployed-driver.ts): batches of up to 10 records, up to 10 batches
+ * of a shard at once, a batch whose invocation failed split in two and retried.
+ */
+export const STREAM_WORKER_MAPPING = { batchSize: 10, parallelizationFactor: 10, bisectBatchOnError: true } as const;
+
+/**
  * The stream records the media worker is invoked for (an event source mapping filter pattern): a task
  * still pending with results ready to copy. The worker itself also checks that the record is the write
  * that made them ready (`readyTaskOf`), so other writes to such a task cost no copy.

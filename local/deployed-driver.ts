@@ -27,9 +27,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context, DynamoDBStreamEvent, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DISPATCHER } from '../lib/event-lambdas';
-import type { PacedDefinition } from '../lib/routes';
-import { startStreamPoller } from './stream-poller';
+import { DISPATCHER, STREAM_WORKER_MAPPING } from '../lib/event-lambdas';
+import type { PacedDefinition, StreamDefinition } from '../lib/routes';
+import { type StreamPollerOptions, startStreamPoller } from './stream-poller';
 
 /** What an invocation is told, as the Lambda runtime tells it. */
 export type InvocationContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
@@ -336,5 +336,21 @@ function sqsRecord(message: QueuedMessage, queueArn: string): SQSRecord {
     eventSource: 'aws:sqs',
     eventSourceARN: queueArn,
     awsRegion: 'local',
+  };
+}
+
+/**
+ * A stream worker's mapping as deployed (lib/constructs/service-workers.ts), for its poller under the
+ * deployed driver: batches of `batchSize` records, `parallelizationFactor` batches at once, a failed
+ * batch bisected, retried up to the worker's `retryAttempts`.
+ */
+export function deployedStreamMapping(
+  definition: Pick<StreamDefinition, 'retryAttempts'>,
+): Pick<StreamPollerOptions, 'batchSize' | 'bisectOnError' | 'maxRetries' | 'maxBatchesInFlight'> {
+  return {
+    batchSize: STREAM_WORKER_MAPPING.batchSize,
+    bisectOnError: STREAM_WORKER_MAPPING.bisectBatchOnError,
+    maxRetries: definition.retryAttempts,
+    maxBatchesInFlight: STREAM_WORKER_MAPPING.parallelizationFactor,
   };
 }

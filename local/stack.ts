@@ -42,7 +42,7 @@ import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
-import { type PacedHandler, startDeployedDriver } from './deployed-driver';
+import { deployedStreamMapping, type PacedHandler, startDeployedDriver } from './deployed-driver';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import {
@@ -436,6 +436,8 @@ export async function startLocalStack(
         name: definition.name.replace('-', ' '),
         maxIdleMs: IDLE_LOOK_MAX_MS,
         log,
+        // DISPATCH_DRIVER=deployed: the mapping's batch size, parallelization, bisection and retries.
+        ...(settings.dispatchDriver === 'deployed' ? deployedStreamMapping(definition) : {}),
       });
       nudges.push(poller.nudge);
       cleanups.push(() => poller.stop());

@@ -55,6 +55,13 @@ export interface StreamPollerOptions {
    * `StartingPosition.LATEST`). Shards that appear later are read from their start either way.
    */
   startingPosition?: 'TRIM_HORIZON' | 'LATEST';
+  /** The most records handed over in one invocation (default: every record a read returned). */
+  batchSize?: number;
+  /**
+   * A batch whose invocation threw is split in two and each half retried on its own (the mapping's
+   * `BisectBatchOnFunctionError`), so one bad record does not hold up the others.
+   */
+  bisectOnError?: boolean;
   log?: (line: string) => void;
 }
 
@@ -155,9 +162,15 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   }
 
   async function deliver(records: StreamRecord[]): Promise<void> {
-    let batch = records
+    const kept = records
       .map((record) => record as unknown as DynamoDBRecord)
       .filter((record) => patterns.some((pattern) => matchesFilter(record, pattern)));
+    const size = options.batchSize ?? Math.max(kept.length, 1);
+    for (let start = 0; start < kept.length; start += size) await deliverBatch(kept.slice(start, start + size));
+  }
+
+  async function deliverBatch(records: DynamoDBRecord[]): Promise<void> {
+    let batch = records;
     for (let attempt = 0; batch.length > 0; attempt++) {
       let failed: Set<string>;
       try {
@@ -165,6 +178,12 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
         failed = new Set((answer?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
       } catch (error) {
         log(`${name} failed: ${(error as Error).message}`);
+        if (options.bisectOnError && batch.length > 1) {
+          const half = Math.ceil(batch.length / 2);
+          await deliverBatch(batch.slice(0, half));
+          await deliverBatch(batch.slice(half));
+          return;
+        }
         failed = new Set(batch.map((record) => record.dynamodb?.SequenceNumber ?? ''));
       }
       // Retried from the first failed record on (ReportBatchItemFailures: Lambda checkpoints before the

@@ -8,6 +8,7 @@
  * handlers; the SQS client is the dispatcher's own, talking to the driver's queue over HTTP.
  */
 import { DEFAULT_SEND_LEASE_MS } from '../../functions/core/lifecycle';
+import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { claimSend, nextQueued } from '../../functions/store/dispatch';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
@@ -19,6 +20,7 @@ import {
   invoke,
   jestTimeoutFor,
   lambdaContext,
+  pollUntilTerminal,
   type ServiceHarness,
   sleep,
   startServiceHarness,
@@ -82,11 +84,18 @@ describe('the dispatcher under its deployed triggers, each run with a short budg
         )
       ).flat();
       const sent = await sentWithin(h, tasks, TASK_END_BUDGET_MS);
+      // A task's queue entry goes just after its provider id is recorded.
+      const deadline = Date.now() + TASK_END_BUDGET_MS;
+      let left = await nextQueued(h.store, { limit: 1 });
+      while (left.length > 0 && Date.now() < deadline) {
+        await sleep(200);
+        left = await nextQueued(h.store, { limit: 1 });
+      }
 
       // Assert
       expect(sent.size).toBe(tasks.length);
       expect(h.provider.stats.createTaskCalls).toBe(tasks.length);
-      expect(await nextQueued(h.store, { limit: 1 })).toEqual([]);
+      expect(left).toEqual([]);
       expect(h.driver()?.counts().sqs).toBeGreaterThan(0);
       expect(
         h
@@ -94,6 +103,24 @@ describe('the dispatcher under its deployed triggers, each run with a short budg
           ?.sent()
           .every((message) => Number.isInteger(message.delaySeconds)),
       ).toBe(true);
+    },
+    jestTimeoutFor(1),
+  );
+
+  test(
+    'a task reaches its end under the deployed triggers: sent by the dispatcher, results copied by the media worker on its deployed mapping',
+    async () => {
+      // Prepare
+      const user = await h.createUser(100);
+
+      // Act
+      const taskId = await submit(user);
+      const answer = await pollUntilTerminal(getTaskHandler, user, taskId, { intervalMs: 1_000 });
+
+      // Assert
+      expect(answer.body).toMatchObject({ status: 1 });
+      const stored = await getTask(h.store, user.userId, taskId);
+      expect(stored?.resultKeys?.length).toBeGreaterThan(0);
     },
     jestTimeoutFor(1),
   );

@@ -50,8 +50,13 @@ import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-life
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
-import { MEDIA_WORKER_FILTER } from '../../lib/routes';
-import { type DeployedDriver, type DeployedDriverOptions, startDeployedDriver } from '../../local/deployed-driver';
+import { MEDIA_WORKER, MEDIA_WORKER_FILTER } from '../../lib/routes';
+import {
+  type DeployedDriver,
+  type DeployedDriverOptions,
+  deployedStreamMapping,
+  startDeployedDriver,
+} from '../../local/deployed-driver';
 import { startDispatchLoop } from '../../local/dispatch-loop';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { handlerEnvironment } from '../../local/handler-environment';
@@ -272,6 +277,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           tableName: store.tableName,
           handler: mediaWorker,
           filter: MEDIA_WORKER_FILTER,
+          // Under the deployed driver, the media worker's mapping as deployed too.
+          ...(options.dispatchDriver === 'deployed' ? deployedStreamMapping(MEDIA_WORKER) : {}),
         });
 
   // The dispatcher, as deployed its event sources drive it: queued tasks reach the provider at its pace.
