@@ -43,6 +43,8 @@ export const SWEEPER: ScheduleDefinition = {
     },
     media: 'write',
     usagePlans: ['enroll', 'delete'],
+    // A task it put back in the queue, or queued too long, gets the dispatcher woken (SendMessage only).
+    wakesDispatcher: true,
   },
   // Overlapping sweeps are safe (every transition is a conditional write), so the sweeper may run
   // longer than its one-minute period when a large video is being copied.
@@ -61,6 +63,13 @@ export const AUTHORIZER_IDENTITY_SOURCES = ['context.identity.sourceIp'] as cons
 
 /** The only cache TTL the identity sources above allow. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 0;
+
+/**
+ * The stream workers' event source mappings (lib/constructs/service-workers.ts), which the local
+ * deployed driver follows too (local/deployed-driver.ts): batches of up to 10 records, up to 10 batches
+ * of a shard at once, a batch whose invocation failed split in two and retried.
+ */
+export const STREAM_WORKER_MAPPING = { batchSize: 10, parallelizationFactor: 10, bisectBatchOnError: true } as const;
 
 /**
  * The stream records the media worker is invoked for (an event source mapping filter pattern): a task

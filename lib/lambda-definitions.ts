@@ -94,6 +94,13 @@ export interface FunctionNeeds {
    * (lib/constructs/dispatch.ts); without a cap it gets neither.
    */
   finishesTasks?: boolean;
+  /**
+   * Wakes the paced functions (the dispatcher) with an undelayed message on their wake-up queues: the
+   * sweeper, after it put a task back in the queue (an update, which the stream's insert filter lets
+   * through to no one) or saw tasks queued too long. Gets `DISPATCH_WAKE_QUEUE_URL` and `sqs:SendMessage`
+   * on that queue only (lib/constructs/dispatch.ts).
+   */
+  wakesDispatcher?: boolean;
 }
 
 /** What every Lambda of the registry has, whatever invokes it. */

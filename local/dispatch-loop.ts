@@ -5,11 +5,12 @@
  * `idleMs` when it was empty (backing off while idle, local/idle-backoff.ts), or after the `waitMs` the
  * handler answered when capacity was spent.
  */
+import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type { DispatcherResult } from '../functions/dispatcher/handler';
 import { idleBackoff } from './idle-backoff';
 
-/** The dispatcher's Lambda handler, as the loop calls it. */
-export type DispatchHandler = (event: unknown) => Promise<DispatcherResult>;
+/** The dispatcher's Lambda handler, as the loop calls it (an empty stream batch: "look at the queue"). */
+export type DispatchHandler = (event: DynamoDBStreamEvent) => Promise<DispatcherResult>;
 
 export interface DispatchLoopOptions {
   handler: DispatchHandler;

@@ -88,6 +88,10 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.sweeperIntervalSeconds,
     doc: 'How often the sweeper runs locally (EventBridge runs it every minute in AWS).',
   },
+  DISPATCH_DRIVER: {
+    default: (s) => s.dispatchDriver,
+    doc: "What drives the dispatcher: `loop` looks at the queue every 50 ms (fast); `deployed` runs its deployed triggers as AWS documents them (the table stream's filtered inserts, the SQS wake-up queue with whole-second delays up to 900 s and the event source's maximum concurrency, partial batch failures: local/deployed-driver.ts).",
+  },
   API_STAGE: {
     default: (s) => s.apiStage,
     doc: 'Serve the API under `/<stage>/`, as an execute-api stage URL does; unset: at the root (a custom domain).',

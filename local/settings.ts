@@ -57,6 +57,8 @@ export interface LocalSettings {
   maxPendingSeconds: number;
   dynamodbEndpoint?: string;
   sweeperIntervalSeconds: number;
+  /** What drives the dispatcher: the fast loop, or its deployed triggers (local/deployed-driver.ts). */
+  dispatchDriver: 'loop' | 'deployed';
   apiStage?: string;
   keyRatePlan: RatePlan;
   ratePlanCacheSeconds: number;
@@ -192,6 +194,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     authorizerCacheTtlSeconds: authorizerCacheTtl(env),
     maxPendingSeconds: int(env, MAX_PENDING_SECONDS.name, 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
+    dispatchDriver: dispatchDriver(env.DISPATCH_DRIVER),
     dynamodbEndpoint: env[DYNAMODB_ENDPOINT.name] || undefined,
     apiStage: apiStage(env.API_STAGE),
     keyRatePlan: keyRatePlan(env),
@@ -205,6 +208,13 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ),
     ...exitWithPid(env),
   };
+}
+
+/** `DISPATCH_DRIVER`: `loop` (default) or `deployed`. */
+function dispatchDriver(raw: string | undefined): 'loop' | 'deployed' {
+  if (!raw || raw === 'loop') return 'loop';
+  if (raw === 'deployed') return 'deployed';
+  throw new Error(`DISPATCH_DRIVER must be loop or deployed, got "${raw}"`);
 }
 
 /** `EXIT_WITH_PID`: a process id, from 1 (0 would name this process's group, never a process). */

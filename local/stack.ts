@@ -5,6 +5,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
+import { resetSqsClient } from '../functions/aws/sqs';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   AWS_ACCESS_KEY_ID,
@@ -41,6 +42,7 @@ import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
+import { deployedStreamMapping, type PacedHandler, startDeployedDriver } from './deployed-driver';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
 import type { DynamoDbLocalHandle } from './dynamodb-local';
 import {
@@ -197,7 +199,7 @@ async function loadHandlers() {
     Promise.all(
       lambdasTriggeredBy('paced').map(async (definition) => ({
         definition,
-        handler: await loadHandler<DispatchHandler>(definition),
+        handler: await loadHandler<PacedHandler & DispatchHandler>(definition),
       })),
     ),
   ]);
@@ -434,13 +436,32 @@ export async function startLocalStack(
         name: definition.name.replace('-', ' '),
         maxIdleMs: IDLE_LOOK_MAX_MS,
         log,
+        // DISPATCH_DRIVER=deployed: the mapping's batch size, parallelization, bisection and retries.
+        ...(settings.dispatchDriver === 'deployed' ? deployedStreamMapping(definition) : {}),
       });
       nudges.push(poller.nudge);
       cleanups.push(() => poller.stop());
     }
     // The paced functions (the dispatcher), as their stream records and SQS wake-ups drive them deployed
     // (local/dispatch-loop.ts).
-    for (const { handler } of paced) {
+    // DISPATCH_DRIVER=deployed: their deployed triggers instead (local/deployed-driver.ts), whose queue
+    // the handlers' SQS client is pointed at.
+    for (const { definition, handler } of paced) {
+      if (settings.dispatchDriver === 'deployed') {
+        const driver = await startDeployedDriver({
+          endpoint: started.endpoint,
+          tableName: settings.tableName,
+          handler,
+          definition,
+          host: settings.host,
+          log,
+        });
+        Object.assign(process.env, driver.environment());
+        resetSqsClient();
+        nudges.push(driver.nudge);
+        cleanups.push(() => driver.stop());
+        continue;
+      }
       const loop = startDispatchLoop({ handler, maxIdleMs: IDLE_LOOK_MAX_MS, log });
       nudges.push(loop.nudge);
       cleanups.push(() => loop.stop());

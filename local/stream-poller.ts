@@ -44,6 +44,24 @@ export interface StreamPollerOptions {
   idleMs?: number;
   maxIdleMs?: number;
   maxRetries?: number;
+  /**
+   * Batches handed to the handler at once (default 8, as the workers' mappings' parallelization runs
+   * several); 1 for a mapping with the default parallelization factor (one batch per shard at a time).
+   */
+  maxBatchesInFlight?: number;
+  /**
+   * Where the shards open at start are read from: `TRIM_HORIZON` (default: every record still in the
+   * stream) or `LATEST` (only what is written from now on, as a mapping created with
+   * `StartingPosition.LATEST`). Shards that appear later are read from their start either way.
+   */
+  startingPosition?: 'TRIM_HORIZON' | 'LATEST';
+  /** The most records handed over in one invocation (default: every record a read returned). */
+  batchSize?: number;
+  /**
+   * A batch whose invocation threw is split in two and each half retried on its own (the mapping's
+   * `BisectBatchOnFunctionError`), so one bad record does not hold up the others.
+   */
+  bisectOnError?: boolean;
   log?: (line: string) => void;
 }
 
@@ -94,6 +112,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const name = options.name ?? 'media worker';
   const patterns = options.filters ?? [options.filter];
   const maxRetries = options.maxRetries ?? 3;
+  const maxBatchesInFlight = options.maxBatchesInFlight ?? MAX_BATCHES_IN_FLIGHT;
+  let firstDescribe = true;
   const log = options.log ?? (() => undefined);
   const iterators = new Map<string, string | null>();
   const finished = new Set<string>();
@@ -124,20 +144,33 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       }
     }
     const stream = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+    const position = firstDescribe ? (options.startingPosition ?? 'TRIM_HORIZON') : 'TRIM_HORIZON';
     for (const shard of stream.StreamDescription?.Shards ?? []) {
       const id = shard.ShardId;
       if (!id || iterators.has(id) || finished.has(id)) continue;
+      // A shard already closed at a LATEST start holds nothing new: it is skipped.
+      if (position === 'LATEST' && shard.SequenceNumberRange?.EndingSequenceNumber) {
+        finished.add(id);
+        continue;
+      }
       const iterator = await streams.send(
-        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: id, ShardIteratorType: 'TRIM_HORIZON' }),
+        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: id, ShardIteratorType: position }),
       );
       iterators.set(id, iterator.ShardIterator ?? null);
     }
+    firstDescribe = false;
   }
 
   async function deliver(records: StreamRecord[]): Promise<void> {
-    let batch = records
+    const kept = records
       .map((record) => record as unknown as DynamoDBRecord)
       .filter((record) => patterns.some((pattern) => matchesFilter(record, pattern)));
+    const size = options.batchSize ?? Math.max(kept.length, 1);
+    for (let start = 0; start < kept.length; start += size) await deliverBatch(kept.slice(start, start + size));
+  }
+
+  async function deliverBatch(records: DynamoDBRecord[]): Promise<void> {
+    let batch = records;
     for (let attempt = 0; batch.length > 0; attempt++) {
       let failed: Set<string>;
       try {
@@ -145,9 +178,18 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
         failed = new Set((answer?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
       } catch (error) {
         log(`${name} failed: ${(error as Error).message}`);
+        if (options.bisectOnError && batch.length > 1) {
+          const half = Math.ceil(batch.length / 2);
+          await deliverBatch(batch.slice(0, half));
+          await deliverBatch(batch.slice(half));
+          return;
+        }
         failed = new Set(batch.map((record) => record.dynamodb?.SequenceNumber ?? ''));
       }
-      batch = batch.filter((record) => failed.has(record.dynamodb?.SequenceNumber ?? ''));
+      // Retried from the first failed record on (ReportBatchItemFailures: Lambda checkpoints before the
+      // lowest sequence number reported and retries every record from there), or whole when it threw.
+      const firstFailed = batch.findIndex((record) => failed.has(record.dynamodb?.SequenceNumber ?? ''));
+      batch = firstFailed < 0 ? [] : batch.slice(firstFailed);
       if (batch.length > 0 && attempt >= maxRetries) {
         log(`${name}: ${batch.length} record(s) failed ${maxRetries + 1} times; dropped (the sweeper takes them up)`);
         return;
@@ -172,7 +214,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
             // parallelization does: a slow copy never holds up the records behind it.
             const job = deliver(records).finally(() => inFlight.delete(job));
             inFlight.add(job);
-            if (inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+            if (inFlight.size >= maxBatchesInFlight) await Promise.race(inFlight);
           }
         }
         if (got === 0) await backoff.sleep(backoff.nextIdleMs(), true);

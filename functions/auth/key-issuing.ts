@@ -28,7 +28,7 @@ import {
   rotateApiKey,
 } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
-import { clearGatewayKey, dueGatewayKeys, scheduleGatewayKey } from '../store/gateway-keys';
+import { clearGatewayKey, type DueGatewayKey, dueGatewayKeys, scheduleGatewayKey } from '../store/gateway-keys';
 import { maxActiveKeysFromEnv, retireKey } from '../store/key-count';
 import { enrollUsageKey, type UsageEnrollment } from './rate-limits';
 
@@ -156,13 +156,18 @@ export interface GatewayKeySweep {
   deleted: number;
   /** API Gateway keys (re-)enrolled for active keys whose issuing did not finish. */
   enrolled: number;
+  /** Due keys API Gateway refused for now (busy): left due, the next sweep tries them again. */
+  busy?: number;
 }
 
 /**
  * The sweeper's part: every API Gateway key due by `now` is reconciled with its key's state. A key that
  * ended, or was never written, loses its API Gateway key (and an expired key leaves the account's
- * active-key count); an active key is enrolled (idempotent) and looked at again at its expiry. Stops at
- * the first refusal by API Gateway: the next sweep goes on.
+ * active-key count); an active key is enrolled (idempotent) and looked at again at its expiry.
+ * Deletions come first: they are what frees the account's key quota, so enrollments (which take from
+ * it) wait for them. A busy answer from API Gateway (`LimitExceededException`, `TooManyRequestsException`)
+ * skips that key, left due for the next sweep, and goes on: one refused entry at the head of the list
+ * must not hold up every deletion behind it.
  */
 export async function reconcileGatewayKeys(
   ctx: StoreContext,
@@ -173,31 +178,44 @@ export async function reconcileGatewayKeys(
   const report: GatewayKeySweep = { deleted: 0, enrolled: 0 };
   if (!enrollment) return report;
   const nowSeconds = epochSeconds(now);
+  const skipBusy = async (keyId: string, work: () => Promise<void>) => {
+    try {
+      await work();
+    } catch (error) {
+      if (!(error instanceof ControlPlaneBusyError)) throw error;
+      report.busy = (report.busy ?? 0) + 1;
+      log.warn('API Gateway refused one key while reconciling; skipped, the next sweep tries it again', {
+        keyId,
+        error,
+      });
+    }
+  };
+  const active: Array<{ due: DueGatewayKey; record: ApiKeyRecord }> = [];
   for (const due of await dueGatewayKeys(ctx, now)) {
     const key = { userId: due.userId, keyId: due.keyId };
-    try {
-      const record = await getApiKeyById(ctx, due.keyId);
-      const ended =
-        record === undefined ||
-        record.revokedAt !== undefined ||
-        (record.expiresAt !== undefined && record.expiresAt <= nowSeconds);
-      if (ended) {
-        if (await enrollment.plans.remove(usageKeyOfKey(ctx, due.keyId))) report.deleted += 1;
-        if (record) await retireKey(ctx, key, now);
-        await clearGatewayKey(ctx, { ...key, ifDueKey: due.dueKey });
-        continue;
-      }
+    const record = await getApiKeyById(ctx, due.keyId);
+    const ended =
+      record === undefined ||
+      record.revokedAt !== undefined ||
+      (record.expiresAt !== undefined && record.expiresAt <= nowSeconds);
+    if (!ended) {
+      active.push({ due, record });
+      continue;
+    }
+    await skipBusy(due.keyId, async () => {
+      if (await enrollment.plans.remove(usageKeyOfKey(ctx, due.keyId))) report.deleted += 1;
+      if (record) await retireKey(ctx, key, now);
+      await clearGatewayKey(ctx, { ...key, ifDueKey: due.dueKey });
+    });
+  }
+  for (const { due, record } of active) {
+    const key = { userId: due.userId, keyId: due.keyId };
+    await skipBusy(due.keyId, async () => {
       await enrollUsageKey(ctx, enrollment, record.userId, { credential: 'key', keyId: record.keyId });
       report.enrolled += 1;
       if (record.expiresAt === undefined) await clearGatewayKey(ctx, { ...key, ifDueKey: due.dueKey });
       else await scheduleGatewayKey(ctx, { ...key, due: new Date(record.expiresAt * 1000), ifDueKey: due.dueKey });
-    } catch (error) {
-      if (error instanceof ControlPlaneBusyError) {
-        log.warn('API Gateway refused while reconciling keys; the next sweep goes on', { error });
-        break;
-      }
-      throw error;
-    }
+    });
   }
   return report;
 }

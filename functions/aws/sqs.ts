@@ -17,6 +17,24 @@ function defaultClient(): SQSClient {
 }
 
 /**
+ * Forgets the client made on first use, so the next send reads the SDK's settings again: the local
+ * stack and the tests' harness point `AWS_ENDPOINT_URL_SQS` at a queue of their own (local/deployed-driver.ts).
+ */
+export function resetSqsClient(): void {
+  client?.destroy();
+  client = undefined;
+}
+
+/**
+ * The delivery delay SQS is asked for to wake at least `ms` from now: whole seconds (SQS's unit),
+ * rounded up so a wake-up never comes early, within 0 to {@link MAX_DELAY_SECONDS}. A longer wait is
+ * a chain of such delays: whoever wakes at the end of one asks again for what is left.
+ */
+export function sqsDelaySeconds(ms: number): number {
+  return Math.min(Math.max(Math.ceil(ms / 1000), 0), MAX_DELAY_SECONDS);
+}
+
+/**
  * Sends `body` to the queue at `queueUrl`, delivered after `delaySeconds`, rounded up to whole seconds
  * (SQS's unit) and kept within 0-900.
  */
@@ -28,7 +46,7 @@ export async function sendDelayedMessage(
     new SendMessageCommand({
       QueueUrl: input.queueUrl,
       MessageBody: input.body,
-      DelaySeconds: Math.min(Math.max(Math.ceil(input.delaySeconds), 0), MAX_DELAY_SECONDS),
+      DelaySeconds: sqsDelaySeconds(input.delaySeconds * 1000),
     }),
   );
 }

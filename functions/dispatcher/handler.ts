@@ -7,7 +7,7 @@
  * handler in a loop and waits with a timer for the `waitMs` it answers.
  */
 import type { Context } from 'aws-lambda';
-import { sendDelayedMessage } from '../aws/sqs';
+import { sendDelayedMessage, sqsDelaySeconds } from '../aws/sqs';
 import { parseCreateRateLimit } from '../core/provider-capacity';
 import {
   DISPATCH_WAKE_QUEUE_URL,
@@ -85,10 +85,14 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
   const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
   if (run.waitMs !== undefined && queueUrl) {
     const now = lc.now().getTime();
-    const at = now + run.waitMs;
+    // What SQS is actually asked for (whole seconds, at most 900): a longer wait is chained, the run
+    // woken then asks again for what is left. Recording the whole wait instead would leave a `wakeAt`
+    // later than the delivery, and that woken run's claim below would fail: no wake-up after it.
+    const delaySeconds = sqsDelaySeconds(run.waitMs);
+    const at = now + delaySeconds * 1000;
     // One wake-up per moment: only the invocation that wins this write sends the message.
     if (await claimWake(lc.store, { at, now })) {
-      await sendDelayedMessage({ queueUrl, body: JSON.stringify({ wakeAt: at }), delaySeconds: run.waitMs / 1000 });
+      await sendDelayedMessage({ queueUrl, body: JSON.stringify({ wakeAt: at }), delaySeconds });
     }
   }
   // The alarm on the queue's age reads this (lib/constructs/service-observability.ts).

@@ -76,7 +76,7 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
   MAX_QUEUED_TASKS_PER_ACCOUNT:
     'Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full.',
   DISPATCH_WAKE_QUEUE_URL:
-    "The dispatcher's SQS queue of delayed wake-ups (deployed); unset locally, where a loop waits instead.",
+    "The dispatcher's SQS queue of delayed wake-ups (deployed; the sweeper sends there too); locally the deployed driver's queue, unset with the loop.",
   PROVIDER_CALLBACK_SECRET_ARN: 'The Secrets Manager secret that signs provider callback URLs (deployed).',
   PROVIDER_CALLBACK_SECRET: 'The callback signing secret itself (local stack and tests).',
   MEDIA_BUCKET: 'The S3 bucket results are copied into (deployed).',

@@ -499,6 +499,13 @@ export interface DispatchRunOptions {
 const MAX_CONTENDED = 50;
 
 /**
+ * How soon the next run looks again after a run stopped with work left (its time budget spent, or too
+ * many contended steps): deployed nothing else may wake the dispatcher (the stream wakes it only for
+ * new inserts), so such a run asks for a wake-up like one that must wait.
+ */
+export const STOPPED_EARLY_WAIT_MS = 1_000;
+
+/**
  * Runs dispatch steps until the queue is empty or the capacity is spent, with a few workers at once.
  * Errors of one step are logged and end that worker; the tasks stay queued.
  */
@@ -531,9 +538,14 @@ export async function dispatchQueued(
       : {}),
   };
   let idleWorkers = 0;
+  let stoppedEarly = false;
   const worker = async () => {
     let contended = 0;
-    while (hasTime() && contended < MAX_CONTENDED) {
+    for (;;) {
+      if (!hasTime() || contended >= MAX_CONTENDED) {
+        stoppedEarly = true;
+        return;
+      }
       let step: DispatchStep;
       try {
         step = await dispatchNext(lc, settings, log, observe);
@@ -561,6 +573,7 @@ export async function dispatchQueued(
   await Promise.all(Array.from({ length: workers }, worker));
   await Promise.all(besideSends);
   run.idle = idleWorkers === workers;
+  if (stoppedEarly && !run.idle) run.waitMs = Math.min(run.waitMs ?? STOPPED_EARLY_WAIT_MS, STOPPED_EARLY_WAIT_MS);
   if (oldestAt === undefined && !run.idle) {
     // It waited (the upstream's window full, a backoff) without looking at the queue: look now.
     try {

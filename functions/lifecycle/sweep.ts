@@ -28,7 +28,18 @@ export interface SweepReport {
   errors: number;
   /** The walk stopped early to stay within the time budget; the next run continues. */
   truncated: boolean;
+  /** Tasks whose lost send this walk put back in the queue (not an insert: the stream wakes no one). */
+  requeued: number;
+  /** Queued tasks older than {@link QUEUED_STALE_MS}: the dispatcher may have no wake-up coming. */
+  queuedStale: number;
 }
+
+/**
+ * A task queued longer than this makes the sweeper wake the dispatcher: a wake-up lost (a failed send of
+ * the message, a run that died) would otherwise leave the queue still until the next insert. A task
+ * waiting for the upstream's capacity costs only a run that finds its wake-up already claimed.
+ */
+export const QUEUED_STALE_MS = 5_000;
 
 export interface SweepOptions {
   /** Tasks refreshed at once; bounded so one run cannot flood the provider. */
@@ -40,7 +51,16 @@ export interface SweepOptions {
 export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: SweepOptions = {}): Promise<SweepReport> {
   const concurrency = options.concurrency ?? 8;
   const hasTime = options.hasTime ?? (() => true);
-  const report: SweepReport = { seen: 0, completed: 0, failed: 0, pending: 0, errors: 0, truncated: false };
+  const report: SweepReport = {
+    seen: 0,
+    completed: 0,
+    failed: 0,
+    pending: 0,
+    errors: 0,
+    truncated: false,
+    requeued: 0,
+    queuedStale: 0,
+  };
   const inFlight = new Set<Promise<void>>();
 
   const refreshOne = async (userId: string, taskId: string) => {
@@ -51,6 +71,10 @@ export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: Swe
       if (after.status === 1) report.completed++;
       else if (after.status === 2) report.failed++;
       else report.pending++;
+      if (after.status === 0 && after.stage === 'queued') {
+        if (task.stage === 'sending') report.requeued++;
+        else if (lc.now().getTime() - Date.parse(after.createdAt) > QUEUED_STALE_MS) report.queuedStale++;
+      }
     } catch (error) {
       // One task's fault must not stop the walk; it stays pending and is retried next run.
       report.errors++;

@@ -6,9 +6,11 @@
 import type { Context } from 'aws-lambda';
 import { reconcileGatewayKeys } from '../auth/key-issuing';
 import { usageEnrollmentFromEnv } from '../auth/rate-limits';
-import { sweepPendingTasks } from '../lifecycle/sweep';
+import { sendDelayedMessage } from '../aws/sqs';
+import { DISPATCH_WAKE_QUEUE_URL, readEnv } from '../environment/environment';
+import { type SweepReport, sweepPendingTasks } from '../lifecycle/sweep';
 import { claimDueDeliveries } from '../lifecycle/webhooks';
-import { logger, withInvocation } from '../observability/logger';
+import { type Logger, logger, withInvocation } from '../observability/logger';
 import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 
 /** Leaves this much of the Lambda's time unused so in-flight refreshes can finish. */
@@ -16,6 +18,29 @@ const SAFETY_MARGIN_MS = 15_000;
 
 /** Deployed: the stack's usage plans, whose keys of ended API keys the sweeper deletes. */
 const enrollment = usageEnrollmentFromEnv();
+
+/**
+ * Wakes the dispatcher (an undelayed message on its wake-up queue) when the walk put a lost send back in
+ * the queue, which is an update, not an insert, so the stream wakes no one; or saw tasks queued for
+ * more than a few seconds, whose wake-up may have been lost. A run with a wake-up pending finds it
+ * claimed and schedules no second one.
+ * @returns whether a wake-up was sent
+ */
+async function wakeDispatcher(report: SweepReport, log: Logger): Promise<boolean> {
+  const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
+  if (!queueUrl || (report.requeued === 0 && report.queuedStale === 0)) return false;
+  try {
+    await sendDelayedMessage({
+      queueUrl,
+      body: JSON.stringify({ wakeAt: Date.now(), by: 'sweeper' }),
+      delaySeconds: 0,
+    });
+    return true;
+  } catch (error) {
+    log.error('Waking the dispatcher failed; the next sweep tries again', { error });
+    return false;
+  }
+}
 
 type SweeperContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>;
 
@@ -37,8 +62,9 @@ async function sweep(_event: unknown, context?: SweeperContext) {
       return { deleted: 0, enrolled: 0 };
     }),
   ]);
-  log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys });
-  return { ...report, webhooksClaimed, gatewayKeys };
+  const dispatcherWoken = await wakeDispatcher(report, log);
+  log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys, dispatcherWoken });
+  return { ...report, webhooksClaimed, gatewayKeys, dispatcherWoken };
 }
 
 export const handler = withInvocation(sweep, (_event, context) => context?.awsRequestId);

@@ -183,6 +183,12 @@ export class ServiceDispatch extends Construct {
     // Sending its own wake-ups is the one queue action the function's code takes (functions/aws/sqs.ts).
     fn.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [wakeQueue.queueArn] }));
     fn.addEnvironment(DISPATCH_WAKE_QUEUE_URL.name, wakeQueue.queueUrl);
+    // The functions that wake it (the sweeper: functions/sweeper/handler.ts) may only send there.
+    for (const [other, otherFn] of props.functions.entries()) {
+      if (!other.needs.wakesDispatcher) continue;
+      otherFn.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [wakeQueue.queueArn] }));
+      otherFn.addEnvironment(DISPATCH_WAKE_QUEUE_URL.name, wakeQueue.queueUrl);
+    }
     if (props.capacity.createRateLimit) {
       fn.addEnvironment(PROVIDER_CREATE_RATE_LIMIT.name, formatCreateRateLimit(props.capacity.createRateLimit));
     }

@@ -11,6 +11,7 @@ import { EventSourceMapping, FilterCriteria, StartingPosition } from 'aws-cdk-li
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { STREAM_WORKER_MAPPING } from '../event-lambdas';
 import { lambdasTriggeredBy, type StreamDefinition } from '../routes';
 import type { ServiceFunctions } from './service-functions';
 import {
@@ -80,12 +81,12 @@ export class ServiceWorkers extends Construct {
     keepFormerLogicalId(dlq);
     const source = new DynamoEventSource(props.table, {
       startingPosition: StartingPosition.TRIM_HORIZON,
-      batchSize: 10,
-      bisectBatchOnError: true,
+      batchSize: STREAM_WORKER_MAPPING.batchSize,
+      bisectBatchOnError: STREAM_WORKER_MAPPING.bisectBatchOnError,
       reportBatchItemFailures: true,
       retryAttempts: worker.retryAttempts,
       maxRecordAge: Duration.hours(1),
-      parallelizationFactor: 10,
+      parallelizationFactor: STREAM_WORKER_MAPPING.parallelizationFactor,
       onFailure: new SqsDlq(dlq),
       filters: worker.filters.map((filter) => FilterCriteria.filter({ ...filter })),
     });

@@ -131,6 +131,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     LIFECYCLE_SECRETS,
+    // Wakes the dispatcher after it put a task back in the queue (functions/sweeper/handler.ts).
+    `Allow sqs:SendMessage on <DispatchDispatcherWakeQueue.Arn>`,
   ],
   'media-worker': [
     readWrite('USER#*'),

@@ -327,6 +327,8 @@ describe('least privilege', () => {
               'apigateway:POST',
               // The GATEWAYKEY items of keys it settled, and the queue entries of queued tasks it ended.
               'dynamodb:DeleteItem',
+              // Wakes the dispatcher after putting a task back in the queue (its wake-up queue only).
+              'sqs:SendMessage',
             ]
           : [];
       // Submission puts queue entries and counts the account's (the queue bound); a poll that ends a

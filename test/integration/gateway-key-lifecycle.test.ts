@@ -13,6 +13,7 @@ import {
   CreateUsagePlanKeyCommand,
   DeleteApiKeyCommand,
   GetApiKeysCommand,
+  LimitExceededException,
   NotFoundException,
   TooManyRequestsException,
 } from '@aws-sdk/client-api-gateway';
@@ -209,7 +210,7 @@ describe('the API Gateway key of each API key, from creation to deletion', () =>
     expect(registry.has(nameOf(keyId))).toBe(false);
   });
 
-  test('a refusal while sweeping stops the sweep; the next one finishes', async () => {
+  test('a refusal while sweeping leaves that key due; the next sweep finishes it', async () => {
     // Prepare
     const userId = newUserId();
     const key = await issueKey(store, enrollment, { userId, name: 'ci', expiresAt: epochSeconds(T0) + 60, now: T0 });
@@ -222,8 +223,36 @@ describe('the API Gateway key of each API key, from creation to deletion', () =>
 
     // Assert
     expect(refused.deleted).toBe(0);
+    expect(refused.busy).toBeGreaterThanOrEqual(1);
     expect(keptForNext).toEqual([key.keyId]);
     expect(registry.has(nameOf(key.keyId))).toBe(false);
+  });
+
+  test('a busy answer (LimitExceeded) on the first due key does not stop the deletions behind it', async () => {
+    // Prepare: two revoked keys whose deletions API Gateway refused at the time (left to the sweeper);
+    // the first one due keeps being refused.
+    const userId = newUserId();
+    const first = await issueKey(store, enrollment, { userId, name: 'first', now: T0 });
+    const behind = await issueKey(store, enrollment, { userId, name: 'behind', now: T0 });
+    gateway.on(DeleteApiKeyCommand).rejects(throttled());
+    await revokeKey(store, enrollment, { keyId: first.keyId, now: at(5) });
+    await revokeKey(store, enrollment, { keyId: behind.keyId, now: at(6) });
+    const firstId = registry.get(nameOf(first.keyId));
+    gateway.on(DeleteApiKeyCommand).callsFake((input: { apiKey?: string }) => {
+      if (input.apiKey === firstId) {
+        throw new LimitExceededException({ message: 'Limit Exceeded', $metadata: { httpStatusCode: 429 } });
+      }
+      return answers.deleteApiKey(input);
+    });
+
+    // Act
+    const swept = await reconcileGatewayKeys(store, enrollment, at(70));
+
+    // Assert
+    expect(registry.has(nameOf(behind.keyId))).toBe(false);
+    expect(registry.has(nameOf(first.keyId))).toBe(true);
+    expect((await dueFor(userId, at(70))).map((due) => due.keyId)).toEqual([first.keyId]);
+    expect(swept.busy).toBeGreaterThanOrEqual(1);
   });
 });
 

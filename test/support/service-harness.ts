@@ -18,11 +18,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { resetSqsClient } from '../../functions/aws/sqs';
 import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../../functions/core/queue-bound';
 import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import {
   AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_SQS,
   DISPATCH_WAKE_QUEUE_URL,
   INLINE_AUTHORIZER,
   LOG_LEVEL,
@@ -48,7 +50,13 @@ import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-life
 import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
-import { MEDIA_WORKER_FILTER } from '../../lib/routes';
+import { MEDIA_WORKER, MEDIA_WORKER_FILTER } from '../../lib/routes';
+import {
+  type DeployedDriver,
+  type DeployedDriverOptions,
+  deployedStreamMapping,
+  startDeployedDriver,
+} from '../../local/deployed-driver';
 import { startDispatchLoop } from '../../local/dispatch-loop';
 import { lambdaContext, requestIdentity } from '../../local/gateway';
 import { handlerEnvironment } from '../../local/handler-environment';
@@ -87,6 +95,13 @@ export interface ServiceHarnessOptions {
   providerClock?: () => number;
   /** Runs the dispatcher loop (local/dispatch-loop.ts, default true); false leaves queued tasks queued. */
   dispatcher?: boolean;
+  /**
+   * What drives the dispatcher: `loop` (default, local/dispatch-loop.ts) or `deployed`, its deployed
+   * event sources (local/deployed-driver.ts: the stream's filtered inserts, the SQS wake-up queue with
+   * its whole-second delays and maximum concurrency), with `deployed`'s time scale and function timeout.
+   */
+  dispatchDriver?: 'loop' | 'deployed';
+  deployed?: Pick<DeployedDriverOptions, 'secondMs' | 'timeoutMs'>;
 }
 
 /** A caller as the authorizer describes it. */
@@ -122,6 +137,8 @@ export interface ServiceHarness {
   withEnv<T>(overrides: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T>;
   /** Runs `fn` with the dispatcher loop stopped (no DynamoDB requests of its own), then starts it again. */
   withoutDispatcher<T>(fn: () => Promise<T>): Promise<T>;
+  /** The deployed driver, with `dispatchDriver: 'deployed'` (its queue's messages, its invocations). */
+  driver(): DeployedDriver | undefined;
   /** Stops the servers, deletes the table and the media directory, restores the environment. */
   dispose(): Promise<void>;
 }
@@ -132,8 +149,9 @@ const CLEARED_ENV = [
   MEDIA_BUCKET,
   PROVIDER_SECRET_ARN,
   AWS_ENDPOINT_URL,
-  // The harness runs the dispatcher as a loop, never through a wake-up queue.
+  // Set only with the deployed driver (its wake-up queue); the loop needs none.
   DISPATCH_WAKE_QUEUE_URL,
+  AWS_ENDPOINT_URL_SQS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
@@ -144,6 +162,7 @@ const CLEARED_ENV = [
 function resetWiring(): void {
   // The cached document client holds keep-alive sockets; close it before forgetting it.
   storeFromEnv().doc.destroy();
+  resetSqsClient();
   resetStoreFromEnv();
   resetLifecycleFromEnv();
   resetWorkerLifecycleFromEnv();
@@ -235,8 +254,18 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(METRICS, 'off'),
     setting(LOG_LEVEL, 'error'),
   );
+  const deployed = options.dispatchDriver === 'deployed' && options.dispatcher !== false;
+  const startDriver = () =>
+    startDeployedDriver({
+      // DynamoDB Local itself: the conflict layer, when on, speaks only the table API.
+      endpoint: testEndpoint(),
+      tableName: store.tableName,
+      handler: dispatcher,
+      ...options.deployed,
+    });
+  let driver = deployed ? await startDriver() : undefined;
   const cleared = Object.fromEntries(CLEARED_ENV.map((name) => [name, undefined]));
-  const previousEnv = applyEnv({ ...cleared, ...env });
+  const previousEnv = applyEnv({ ...cleared, ...env, ...driver?.environment() });
   resetWiring();
 
   const logs: string[] = [];
@@ -251,10 +280,13 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           tableName: store.tableName,
           handler: mediaWorker,
           filter: MEDIA_WORKER_FILTER,
+          // Under the deployed driver, the media worker's mapping as deployed too.
+          ...(options.dispatchDriver === 'deployed' ? deployedStreamMapping(MEDIA_WORKER) : {}),
         });
 
   // The dispatcher, as deployed its event sources drive it: queued tasks reach the provider at its pace.
-  const startDispatcher = () => (options.dispatcher === false ? undefined : startDispatchLoop({ handler: dispatcher }));
+  const startDispatcher = () =>
+    options.dispatcher === false || deployed ? undefined : startDispatchLoop({ handler: dispatcher });
   let dispatchLoop = startDispatcher();
 
   return {
@@ -304,15 +336,25 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
 
     async withoutDispatcher(fn) {
       await dispatchLoop?.stop();
+      await driver?.stop();
       try {
         return await fn();
       } finally {
         dispatchLoop = startDispatcher();
+        if (deployed) {
+          // A new mapping reads the stream from its newest record on, and has a queue of its own.
+          driver = await startDriver();
+          applyEnv(driver.environment());
+          resetWiring();
+        }
       }
     },
 
+    driver: () => driver,
+
     async dispose() {
       await dispatchLoop?.stop();
+      await driver?.stop();
       await poller?.stop();
       resetWiring();
       setLogSink(previousSink);
