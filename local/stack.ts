@@ -5,6 +5,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
+import { observeClient } from '../functions/core/aws-call-observer';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   AWS_ACCESS_KEY_ID,
@@ -428,6 +429,9 @@ export async function startLocalStack(
     );
     resetStoreFromEnv();
     resetLifecycleFromEnv();
+    // The handlers' one DynamoDB client (store/from-env.ts) gets the recording middleware from here, so
+    // the request-path bundles carry none of it (the document client shares its client's middleware stack).
+    if (settings.awsCallRecordFile) observeClient('dynamodb', storeFromEnv().doc);
     const { created } = await ensureTable(storeFromEnv());
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);

@@ -3,7 +3,6 @@
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { observeClient } from '../core/aws-call-observer';
 
 /** What every store function needs: the client and the table to use. */
 export interface StoreContext {
@@ -25,8 +24,6 @@ export function createDocumentClient(config: DynamoDBClientConfig = {}): DynamoD
     },
     ...config,
   });
-  // Only when the local stack records the calls for the IAM simulation (functions/core/aws-call-observer.ts).
-  observeClient('dynamodb', client);
   return DynamoDBDocumentClient.from(client, {
     // Optional fields are simply left out of items rather than stored as NULL.
     marshallOptions: { removeUndefinedValues: true },
