@@ -230,7 +230,12 @@ export function iamCallsOf(observed: ObservedAwsCall): Omit<RecordedCall, 'funct
     }
     if (observed.operation === 'Request' || observed.operation === 'PresignUrl') {
       const method = String(input.method ?? 'GET').toUpperCase();
-      return [{ action: S3_ACTIONS[method] ?? `s3:${method}`, resource: objectOf(String(input.url)) }];
+      const call = { action: S3_ACTIONS[method] ?? `s3:${method}`, resource: objectOf(String(input.url)) };
+      // CopyObject (a PUT naming its source): IAM also asks for GetObject on the source object.
+      const source = ((input.headers ?? {}) as Record<string, string>)['x-amz-copy-source'];
+      if (!source) return [call];
+      const [bucket = '', ...key] = decodeURIComponent(source.replace(/^\//, '')).split('/');
+      return [call, { action: 's3:GetObject', resource: { kind: 'object', bucket, key: key.join('/') } }];
     }
     // The SDK's S3 client (the media worker's multipart upload): PutObject / multipart parts are PutObject in IAM.
     const action = observed.operation.replace(/Command$/, '');

@@ -109,7 +109,7 @@ export async function presignUrl(input: PresignUrlInput): Promise<string> {
   awsCallObserver()?.({
     service: input.service,
     operation: 'PresignUrl',
-    input: { method: input.method, url: url.href },
+    input: { method: input.method, url: url.href, headers: input.signedHeaders },
   });
   if (
     !Number.isInteger(input.expiresInSeconds) ||
