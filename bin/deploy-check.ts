@@ -43,7 +43,7 @@ function run(title: string, command: string, args: readonly string[]): boolean {
 function section(file: string, heading?: string): string[] {
   if (!existsSync(file)) return [`(no ${file}: the step did not get far enough to write it)`];
   const lines = readFileSync(file, 'utf8').split('\n');
-  const start = heading === undefined ? -1 : lines.findIndex((line) => line === heading);
+  const start = heading === undefined ? -1 : lines.indexOf(heading);
   if (start < 0) return lines.filter((line) => line && !line.startsWith('#'));
   const end = lines.findIndex((line, index) => index > start && line.startsWith('## '));
   return lines.slice(start + 1, end < 0 ? undefined : end).filter(Boolean);
