@@ -1,6 +1,6 @@
 /**
  * `npm run deploy:check [-- -c key=value ...]`: what can be known before a deploy, checked in one run
- * (docs/guides/deploy-aws.md, docs/decisions/0013-iam-simulation-of-recorded-calls.md):
+ * (docs/guides/deploy-aws.md, docs/decisions/0015-iam-simulation-of-recorded-calls.md):
  *
  * 1. `cdk synth` with the given context (cdk.json's otherwise; its placeholder provider URL is replaced
  *    by a stand-in when no `providerBaseUrl` is given), which also runs cdk-nag;

@@ -3,7 +3,7 @@
  * resource, and for DynamoDB the partition keys: `dynamodb:LeadingKeys`), each attributed to the
  * function (lib/routes.ts `LAMBDAS`) whose invocation made it. `AWS_CALL_RECORD_FILE` turns it on
  * (local/start.ts); test/integration/iam-simulation.test.ts evaluates the file against the
- * synthesized template's policies (docs/decisions/0013-iam-simulation-of-recorded-calls.md).
+ * synthesized template's policies (docs/decisions/0015-iam-simulation-of-recorded-calls.md).
  *
  * Attribution: every handler the stack loads runs inside an AsyncLocalStorage context naming its
  * function, so a call made anywhere below it (the store, the signer, an SDK client) is its function's.

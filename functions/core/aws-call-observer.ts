@@ -1,6 +1,6 @@
 /**
  * A seam for watching the AWS calls the functions make, so a test run can check each one against the
- * deployed IAM policy (test/integration/iam-simulation.test.ts, docs/decisions/0013-iam-simulation-of-recorded-calls.md).
+ * deployed IAM policy (test/integration/iam-simulation.test.ts, docs/decisions/0015-iam-simulation-of-recorded-calls.md).
  * Nothing is watched unless the local stack installs an observer (`AWS_CALL_RECORD_FILE`): deployed,
  * the clients get no middleware and the signers one `undefined` check.
  */

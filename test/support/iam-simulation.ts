@@ -2,7 +2,7 @@
  * Evaluates the AWS calls the functions made on the local stack (local/aws-call-recorder.ts) against
  * each function's policy in the synthesized template, with an offline IAM simulator
  * (`@cloud-copilot/iam-simulate`): what the deployed role would deny, and what it grants that no call
- * used. docs/decisions/0013-iam-simulation-of-recorded-calls.md says why and what it cannot see.
+ * used. docs/decisions/0015-iam-simulation-of-recorded-calls.md says why and what it cannot see.
  *
  * The template is environment-agnostic, so every ARN is built with a placeholder account and region
  * (`123456789012`, `us-east-1`) on both sides: the policy's intrinsics (`Ref`, `Fn::GetAtt`,
