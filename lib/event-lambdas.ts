@@ -40,6 +40,9 @@ export const SWEEPER: ScheduleDefinition = {
       access: 'RW',
       keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
       deletes: ['USER#*', 'DISPATCH#QUEUE'],
+      // Settling a key's API Gateway key reads the key by its id (KEYID#) and then by its hash (APIKEY#):
+      // GetItem only (issue 38: found by the IAM simulation of the recorded calls).
+      reads: ['KEYID#*', 'APIKEY#*'],
     },
     media: 'write',
     usagePlans: ['enroll', 'delete'],

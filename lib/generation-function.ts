@@ -210,6 +210,16 @@ export class GenerationFunction extends NodejsFunction {
         }),
       );
     }
+    if (needs.reads && needs.reads.length > 0) {
+      // Reading single items by key, on the partitions that need it only (the sweeper's look at a key).
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:GetItem'],
+          resources: [table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...needs.reads] } },
+        }),
+      );
+    }
     table.encryptionKey?.grantDecrypt(this);
     if (access === 'RW') table.encryptionKey?.grantEncrypt(this);
     this.addEnvironment(TABLE_NAME.name, table.tableName);

@@ -38,6 +38,12 @@ export interface TableNeeds {
    * function ending a queued task only ever deletes); read/write access alone deletes nothing.
    */
   deletes?: readonly TableKeyPattern[];
+  /**
+   * Partitions whose items it only reads by key (`dynamodb:GetItem`, a statement of its own), beyond
+   * `keys`: e.g. the sweeper reading a key's `KEYID#` and `APIKEY#` items to settle its API Gateway key,
+   * which read access to the whole of those partitions would widen to queries and writes.
+   */
+  reads?: readonly TableKeyPattern[];
 }
 
 /** An action on API Gateway API keys (see `FunctionNeeds.usagePlans`). */

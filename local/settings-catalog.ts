@@ -132,6 +132,10 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.webhookInsecureOrigins,
     doc: 'Exact origins webhooks may go to over plain http, to any address: a local receiver.',
   },
+  AWS_CALL_RECORD_FILE: {
+    default: (s) => s.awsCallRecordFile,
+    doc: 'A file to append every AWS call of the handlers to (JSON lines: function, IAM action, resource, partition keys), for the IAM simulation of `npm run deploy:check`; unset: nothing is recorded and the clients carry no recording middleware.',
+  },
   WEBHOOK_MAX_OPEN_DELIVERIES: {
     default: () => undefined,
     doc: 'Open webhook deliveries one account may have at once (read by the webhook worker, checked at start); unset: 100.',

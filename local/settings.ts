@@ -68,6 +68,8 @@ export interface LocalSettings {
   webhookRetryDelays?: string;
   webhookInsecureOrigins?: string;
   exitWithPid?: number;
+  /** `AWS_CALL_RECORD_FILE`: where every AWS call of the handlers is recorded (local/aws-call-recorder.ts). */
+  awsCallRecordFile?: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -207,6 +209,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
       checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
     ),
     ...exitWithPid(env),
+    ...(env.AWS_CALL_RECORD_FILE ? { awsCallRecordFile: env.AWS_CALL_RECORD_FILE } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { useUsagePlansStandIn } from '../functions/auth/rate-limits';
 import { resetSqsClient } from '../functions/aws/sqs';
+import { observeClient } from '../functions/core/aws-call-observer';
 import { DEFAULT_PROFILE_NAME } from '../functions/core/profiles';
 import {
   AWS_ACCESS_KEY_ID,
@@ -41,6 +42,7 @@ import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';
 import { ProfileSettingError, type ResolvedProfile, resolveProfileSetting } from '../lib/provider-profile';
 import { type LambdaDefinition, lambdasTriggeredBy } from '../lib/routes';
+import { asFunction, recordedUsageEnrollment, startAwsCallRecording, stopAwsCallRecording } from './aws-call-recorder';
 import { conflictSettingsFromEnv, startConflictProxy } from './conflict-proxy';
 import { deployedStreamMapping, type PacedHandler, startDeployedDriver } from './deployed-driver';
 import { type DispatchHandler, startDispatchLoop } from './dispatch-loop';
@@ -114,7 +116,7 @@ function assertPortFree(port: number, host: string, setting: string): Promise<vo
   });
 }
 
-async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
+async function loadHandler<T>(definition: LambdaDefinition, recording: boolean): Promise<T> {
   const folder = /^functions\/([a-z0-9-]+)\/handler\.ts$/.exec(definition.entry)?.[1];
   if (!folder) throw new Error(`${definition.entry} is not functions/<name>/handler.ts`);
   // A pattern esbuild can bundle (every functions/*/handler.ts), so that the bundled local stack
@@ -125,7 +127,10 @@ async function loadHandler<T>(definition: LambdaDefinition): Promise<T> {
   };
   const handler = module.handler ?? module.default?.handler;
   if (!handler) throw new Error(`${definition.entry} does not export a handler`);
-  return handler;
+  if (!recording || typeof handler !== 'function') return handler;
+  // Recording AWS calls: everything the invocation does is its function's (local/aws-call-recorder.ts).
+  const invoke = handler as (...args: unknown[]) => unknown;
+  return ((...args: unknown[]) => asFunction(definition.name, () => invoke(...args))) as T;
 }
 
 /** Creates the demo user with credits and a key on a fresh database, or a key for this run; returns it (shown once). */
@@ -174,32 +179,32 @@ async function ensureDemoUser(freshTable: boolean): Promise<DemoKey> {
  * routes and authorizer, the timers of the scheduled functions, the pollers of the stream workers, the
  * loops of the paced functions (the dispatcher).
  */
-async function loadHandlers() {
+async function loadHandlers(recording: boolean) {
   const [authorizerDefinition, ...others] = lambdasTriggeredBy('authorizer');
   if (!authorizerDefinition || others.length > 0) throw new Error('the registry must name exactly one authorizer');
   const [routes, authorizer, scheduled, streamWorkers, paced] = await Promise.all([
     Promise.all(
       lambdasTriggeredBy('route').map(
-        async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route) }),
+        async (route): Promise<LoadedRoute> => ({ route, handler: await loadHandler<ProxyHandler>(route, recording) }),
       ),
     ),
-    loadHandler<AuthorizerHandler>(authorizerDefinition),
+    loadHandler<AuthorizerHandler>(authorizerDefinition, recording),
     Promise.all(
       lambdasTriggeredBy('schedule').map(async (definition) => ({
         definition,
-        handler: await loadHandler<() => Promise<unknown>>(definition),
+        handler: await loadHandler<() => Promise<unknown>>(definition, recording),
       })),
     ),
     Promise.all(
       lambdasTriggeredBy('stream').map(async (definition) => ({
         definition,
-        handler: await loadHandler<StreamHandler>(definition),
+        handler: await loadHandler<StreamHandler>(definition, recording),
       })),
     ),
     Promise.all(
       lambdasTriggeredBy('paced').map(async (definition) => ({
         definition,
-        handler: await loadHandler<PacedHandler & DispatchHandler>(definition),
+        handler: await loadHandler<PacedHandler & DispatchHandler>(definition, recording),
       })),
     ),
   ]);
@@ -338,7 +343,16 @@ export async function startLocalStack(
 
     // API Gateway's usage-plan control plane, recorded in the table (local/usage-plans.ts): installed before
     // the handlers load, as they read their enrollment when they load.
-    useUsagePlansStandIn(localUsageEnrollment(storeFromEnv));
+    // Recording the handlers' AWS calls for the IAM simulation: on before any client is made.
+    if (settings.awsCallRecordFile) {
+      startAwsCallRecording(settings.awsCallRecordFile);
+      cleanups.push(() => stopAwsCallRecording());
+    }
+    useUsagePlansStandIn(
+      settings.awsCallRecordFile
+        ? recordedUsageEnrollment(localUsageEnrollment(storeFromEnv))
+        : localUsageEnrollment(storeFromEnv),
+    );
     // DynamoDB Local's JVM takes most of the start (measured: about 3 s of 11); everything that does
     // not need it starts meanwhile, so the ready line comes soon after DynamoDB Local answers.
     const [started, mockProvider, oidc, handlers] = await settleAll(cleanups, [
@@ -363,7 +377,7 @@ export async function startLocalStack(
         redirectUri: `${apiUrl}/api/auth/callback`,
         accounts: [demoSignIn, ...settings.idpAccounts],
       }),
-      loadHandlers(),
+      loadHandlers(settings.awsCallRecordFile !== undefined),
     ] as const);
     let dynamodb: Pick<DynamoDbLocalHandle, 'endpoint'> = started;
 
@@ -417,6 +431,9 @@ export async function startLocalStack(
     );
     resetStoreFromEnv();
     resetLifecycleFromEnv();
+    // The handlers' one DynamoDB client (store/from-env.ts) gets the recording middleware from here, so
+    // the request-path bundles carry none of it (the document client shares its client's middleware stack).
+    if (settings.awsCallRecordFile) observeClient('dynamodb', storeFromEnv().doc);
     const { created } = await ensureTable(storeFromEnv());
     // The demo user is written while the pollers and the server start; awaited before the banner.
     const demoKeyWritten = ensureDemoUser(created);

@@ -7,6 +7,7 @@
 
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { awsCallObserver } from '../core/aws-call-observer';
 import {
   AWS_ACCESS_KEY_ID,
   AWS_SECRET_ACCESS_KEY,
@@ -75,6 +76,11 @@ export interface PresignUrlInput extends SigningScope {
  */
 export async function signRequest(input: SignRequestInput): Promise<Record<string, string>> {
   const url = toUrl(input.url);
+  awsCallObserver()?.({
+    service: input.service,
+    operation: 'Request',
+    input: { method: input.method, url: url.href, headers: input.headers ?? {}, body: input.body },
+  });
   const signer = new SignatureV4({
     service: input.service,
     region: input.region,
@@ -99,6 +105,12 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
  */
 export async function presignUrl(input: PresignUrlInput): Promise<string> {
   const url = toUrl(input.url);
+  // What the URL authorizes is checked against the signer's policy when it is used: recorded as its call.
+  awsCallObserver()?.({
+    service: input.service,
+    operation: 'PresignUrl',
+    input: { method: input.method, url: url.href, headers: input.signedHeaders },
+  });
   if (
     !Number.isInteger(input.expiresInSeconds) ||
     input.expiresInSeconds < 1 ||
@@ -211,6 +223,7 @@ function amzDates(date: Date): { long: string; short: string } {
  * signature (HMAC-SHA256 under the derived signing key) of the base64 policy.
  */
 export async function presignPost(input: PresignPostInput): Promise<PresignedPost> {
+  awsCallObserver()?.({ service: 's3', operation: 'PresignPost', input: { url: input.url, fields: input.fields } });
   const date = input.date ?? new Date();
   const { long, short } = amzDates(date);
   const credential = `${input.credentials.accessKeyId}/${short}/${input.region}/s3/aws4_request`;

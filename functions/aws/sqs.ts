@@ -4,6 +4,7 @@
  * follows the SDK's own settings (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`: LocalStack).
  */
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { observeClient } from '../core/aws-call-observer';
 
 /** SQS's longest delivery delay. */
 export const MAX_DELAY_SECONDS = 900;
@@ -12,7 +13,10 @@ let client: SQSClient | undefined;
 
 /** One client per Lambda container, made on first use. */
 function defaultClient(): SQSClient {
-  client ??= new SQSClient({});
+  if (!client) {
+    client = new SQSClient({});
+    observeClient('sqs', client);
+  }
   return client;
 }
 

@@ -25,6 +25,7 @@ import {
   TooManyRequestsException,
   UpdateUsagePlanCommand,
 } from '@aws-sdk/client-api-gateway';
+import { observeClient } from '../core/aws-call-observer';
 import { ControlPlaneBusyError } from '../core/errors';
 import type { RatePlan } from '../core/rate-plan';
 
@@ -92,6 +93,7 @@ export interface UsagePlans {
 /** The usage plans of the deployed stack, through the SDK's API Gateway client. */
 export function apiGatewayUsagePlans(config: APIGatewayClientConfig = {}): UsagePlans {
   const sdk = new APIGatewayClient(config);
+  observeClient('apigateway', sdk);
   // Every call's refusals are read in one place (controlPlaneFailure).
   const client = {
     send: (async (command: Parameters<APIGatewayClient['send']>[0]) => {

@@ -8,6 +8,7 @@
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { observeClient } from '../core/aws-call-observer';
 import type { TaskType } from '../core/task';
 import { MediaCopyError, type MediaStore, type StoredMedia } from './port';
 import {
@@ -54,11 +55,14 @@ export function createS3UploadMediaStore(options: S3UploadMediaStoreOptions): Me
   };
   let client = options.client;
   const s3 = () => {
-    client ??= new S3Client({
-      region: options.region,
-      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-      forcePathStyle: options.forcePathStyle ?? false,
-    });
+    if (!client) {
+      client = new S3Client({
+        region: options.region,
+        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+        forcePathStyle: options.forcePathStyle ?? false,
+      });
+      observeClient('s3', client);
+    }
     return client;
   };
 

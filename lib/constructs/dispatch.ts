@@ -34,6 +34,9 @@ import { lambdasTriggeredBy, type PacedDefinition } from '../routes';
 import type { ServiceFunctions } from './service-functions';
 import { acknowledge, DEAD_LETTER_RETENTION, pascal } from './support';
 
+/** Lambda's rule for an SQS event source: the queue's visibility timeout at least six times the function's timeout. */
+export const SQS_VISIBILITY_TIMEOUTS_PER_FUNCTION_TIMEOUT = 6;
+
 /** The upstream's capacity the dispatcher keeps to. */
 export interface DispatchCapacity {
   /** New tasks per window; undefined: none declared. */
@@ -174,8 +177,12 @@ export class ServiceDispatch extends Construct {
     const wakeQueue = new Queue(this, `${name}WakeQueue`, {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      // At least the function's timeout, as the event source requires.
-      visibilityTimeout: Duration.seconds(definition.timeoutSeconds ?? 29),
+      // Six times the function's timeout, as Lambda asks of an SQS event source: a wake-up received while
+      // the function is throttled stays hidden through Lambda's retries instead of coming back at once
+      // (issue 38, test/infra/quotas.test.ts; the event source itself refuses less than one timeout).
+      visibilityTimeout: Duration.seconds(
+        SQS_VISIBILITY_TIMEOUTS_PER_FUNCTION_TIMEOUT * (definition.timeoutSeconds ?? 29),
+      ),
       // A wake-up is worth nothing after an hour: the stream or a later wake-up has looked since.
       retentionPeriod: Duration.hours(1),
       deadLetterQueue: { queue: wakeDlq, maxReceiveCount: 5 },

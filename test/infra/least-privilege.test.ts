@@ -128,6 +128,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
     // GATEWAYKEY items of settled keys, and the queue entries of queued tasks it ended (TIMEOUT).
     'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
+    // Issue 38: settling a key's API Gateway key reads the key by id, then by hash (GetItem only).
+    'Allow dynamodb:GetItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys KEYID#*,APIKEY#*',
     ownLogs('Sweeper'),
     WRITE_RESULTS,
     LIFECYCLE_SECRETS,

@@ -329,6 +329,8 @@ describe('least privilege', () => {
               'dynamodb:DeleteItem',
               // Wakes the dispatcher after putting a task back in the queue (its wake-up queue only).
               'sqs:SendMessage',
+              // The key it settles, read by id and by hash (TableNeeds.reads).
+              'dynamodb:GetItem',
             ]
           : [];
       // Submission puts queue entries and counts the account's (the queue bound); a poll that ends a
@@ -424,8 +426,12 @@ describe('least privilege', () => {
       const isQueue = (statement: (typeof dynamodb)[number]) =>
         actionsOf([statement]).join() === 'dynamodb:PutItem,dynamodb:Query' &&
         JSON.stringify(statement.Resource).indexOf('/index/') === -1;
-      const table = dynamodb.filter((statement) => !isDelete(statement) && !isQueue(statement));
+      // So is reading single items of other partitions by key (TableNeeds.reads: the sweeper's keys).
+      const isRead = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).every((action) => action === 'dynamodb:GetItem');
+      const table = dynamodb.filter((statement) => !isDelete(statement) && !isQueue(statement) && !isRead(statement));
       const deletes = dynamodb.filter(isDelete);
+      const reads = dynamodb.filter(isRead);
       const definition = LAMBDAS.find((lambda) => lambda.name === name);
 
       // Assert
@@ -435,6 +441,12 @@ describe('least privilege', () => {
       for (const statement of deletes) {
         expect(statement.Condition).toEqual({
           'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': definition?.needs.table.deletes },
+        });
+      }
+      expect(reads).toHaveLength(definition?.needs.table.reads ? 1 : 0);
+      for (const statement of reads) {
+        expect(statement.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': definition?.needs.table.reads },
         });
       }
     }
