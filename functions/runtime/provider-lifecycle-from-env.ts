@@ -20,7 +20,6 @@ import {
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_REFRESH_INTERVAL_SECONDS,
   PROVIDER_TIMEOUT_MS,
-  PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
   RESULT_RETENTION_DAYS,
   readEnv,
 } from '../environment/environment';
@@ -36,7 +35,7 @@ function seconds(value: number | undefined, fallbackMs: number): number {
 
 /**
  * Lifecycle timings from PROVIDER_REFRESH_INTERVAL_SECONDS, MAX_PENDING_SECONDS,
- * PROVIDER_MAX_SEND_ATTEMPTS, PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, and RESULT_RETENTION_DAYS (the media bucket's expiry; unset locally,
+ * PROVIDER_MAX_SEND_ATTEMPTS, PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS, and RESULT_RETENTION_DAYS (the media bucket's expiry; unset locally,
  * where results are kept).
  * @throws Error when RESULT_RETENTION_DAYS is set but not a positive integer
  */
@@ -54,8 +53,6 @@ export function lifecycleConfigFromEnv(env?: Env): LifecycleConfig {
     ),
     copyStaleMs: seconds(readEnv(MEDIA_COPY_STALE_SECONDS, env), DEFAULT_COPY_STALE_MS),
   };
-  const unknownLimit = readEnv(PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, env);
-  if (unknownLimit !== undefined) config.unknownOutcomeLimitMs = unknownLimit * 1000;
   const days = readEnv(RESULT_RETENTION_DAYS, env);
   if (days !== undefined) config.resultRetentionDays = days;
   return config;
