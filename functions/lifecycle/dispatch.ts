@@ -29,11 +29,10 @@ import {
   slotKey,
   takeSlot,
 } from '../store/dispatch';
-import { getTask, recordProviderTask } from '../store/tasks';
+import { getTask } from '../store/tasks';
 import { failTask } from './finish-task';
 import type { ProviderLifecycle } from './lifecycle';
-import { outcomeUnknown } from './outcome-unknown';
-import { refreshFromCallback } from './refresh-task';
+import { outcomeUnknown, recordCreated } from './outcome-unknown';
 import { createAtProvider } from './send-to-provider';
 
 export interface DispatchSettings {
@@ -316,29 +315,8 @@ async function send(
   } catch (error) {
     return notCreated(lc, { task, ref, state, settings, error }, log);
   }
-  try {
-    const recorded = await recordProviderTask(lc.store, {
-      userId: task.userId,
-      taskId: task.taskId,
-      providerTaskId,
-      now: lc.now(),
-    });
-    await deleteQueueEntry(lc.store, ref);
-    // The provider called back before the id was recorded (a fast task): that callback could not read
-    // the provider, so the dispatcher does it now, the way the callback would have.
-    if (recorded?.earlyCallbackAt !== undefined) {
-      await refreshFromCallback(lc, recorded, log).catch((error: unknown) =>
-        log.warn('Reading the provider after an early callback failed; a poll or the sweeper will', { error }),
-      );
-    }
-    return { kind: 'sent', taskId: task.taskId };
-  } catch (error) {
-    // The upstream created (and bills) the task, and the store would not take its id: sending it again
-    // would create a second one. Its outcome is unknown to us; the callback names the upstream's task.
-    log.error('The provider accepted a task whose id was not recorded; it waits for the callback', { error });
-    await outcomeUnknown(lc, task, ref, log).catch((e: unknown) => log.warn('Not marked; the lease will', { e }));
-    throw error;
-  }
+  await recordCreated(lc, { task, ref, providerTaskId }, log);
+  return { kind: 'sent', taskId: task.taskId };
 }
 
 /** A create that did not give us a task id: refused, unanswered, or failed before it was sent. */

@@ -8,8 +8,9 @@
 import type { TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { deleteQueueEntry, markOutcomeUnknown, type QueuedRef } from '../store/dispatch';
+import { recordProviderTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
-import { adoptNamedTask } from './refresh-task';
+import { adoptNamedTask, refreshFromCallback } from './refresh-task';
 
 /**
  * Marks the task's outcome unknown (`sending` -> `unknown`) and takes it out of the queue (the request
@@ -29,4 +30,38 @@ export async function outcomeUnknown(
   });
   await deleteQueueEntry(lc.store, ref);
   if (marked) await adoptNamedTask(lc, marked, log);
+}
+
+/**
+ * Records the provider's id of a task the upstream created, and takes it out of the queue. The provider
+ * called back before the id was recorded (a fast task): that callback could not read the provider, so
+ * this reads it now, the way the callback would have. A store error here leaves the outcome unknown:
+ * the upstream created (and bills) the task, so sending it again would create a second one; the
+ * callback names the upstream's task. The error is thrown on.
+ */
+export async function recordCreated(
+  lc: ProviderLifecycle,
+  { task, ref, providerTaskId }: { task: TaskRecord; ref: QueuedRef; providerTaskId: string },
+  log: Logger,
+): Promise<void> {
+  try {
+    const recorded = await recordProviderTask(lc.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      providerTaskId,
+      now: lc.now(),
+    });
+    await deleteQueueEntry(lc.store, ref);
+    if (recorded?.earlyCallbackAt !== undefined) {
+      await refreshFromCallback(lc, recorded, log).catch((error: unknown) =>
+        log.warn('Reading the provider after an early callback failed; a poll or the sweeper will', { error }),
+      );
+    }
+  } catch (error) {
+    log.error('The provider accepted a task whose id was not recorded; it waits for the callback', { error });
+    await outcomeUnknown(lc, task, ref, log).catch((markError: unknown) =>
+      log.warn('Could not mark the outcome unknown; the lost-send lease will', { error: markError }),
+    );
+    throw error;
+  }
 }
