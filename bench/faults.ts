@@ -10,6 +10,8 @@
  *   another account's tasks of another model, submit -> status 1, against the same run unfaulted (goal:
  *   within 1.5x); the faulted model's tasks end refunded.
  * - Money of every account afterwards (the ledger audit).
+ * - Creates whose answer is lost, 2 of 20 (bench/faults-lost-answers.ts, on a stack of its own):
+ *   upstream creates per task (goal: 1.00) and the money.
  */
 import { grantCredits } from '../functions/store/accounts';
 import { putApiKey } from '../functions/store/api-keys';
@@ -17,6 +19,7 @@ import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
 import { freePorts, spawnLocalStack } from '../local/spawn-local-stack';
+import { lostAnswerFigures } from './faults-lost-answers';
 import { goal, ms, note, onCleanup, out, percentile, table } from './support';
 
 const TABLE_NAME = 'bench-faults';
@@ -208,4 +211,5 @@ export async function faultFigures(): Promise<void> {
     `${audits.filter((audit) => audit.ok).length}/${audits.length} accounts`,
   );
   doc.destroy();
+  await lostAnswerFigures();
 }

@@ -49,7 +49,10 @@
  * an HTTP date, e.g. `"3600"`) to them and to `http_429`; `createFaultModel` limits `createFault` to
  * creates of that (provider) model name, the others being served as usual. `referenceFetchDelayMs`
  * makes it an upstream with a queue of its own: it answers the create at once and downloads the
- * reference images that long after (`stats.referenceDownloads` has each download's SHA-256).
+ * reference images that long after (`stats.referenceDownloads` has each download's SHA-256). Creates
+ * whose answer is lost (the outcome the caller cannot know): `answer_lost` creates the task (its
+ * callback follows as usual) and drops the connection unanswered; `answer_hangs` creates it and never
+ * answers, so the caller times out. `stats.tasksCreated` counts every task created, answered or not.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -85,7 +88,14 @@ export type MockFault =
   /** HTTP 503 with a JSON error body (the upstream cannot take this call now). */
   | 'http_503'
   /** HTTP 503 with an HTML maintenance page (`text/html`), as a CDN in front of the upstream serves it. */
-  | 'maintenance_html';
+  | 'maintenance_html'
+  /** createTask only: the task IS created (and its callback sent), then the connection is dropped unanswered. */
+  | 'answer_lost'
+  /** createTask only: the task IS created (and its callback sent), and its answer never sent: the caller times out. */
+  | 'answer_hangs';
+
+/** Faults that let the create happen and lose its answer: the caller cannot know the task exists. */
+const ANSWER_FAULTS: ReadonlySet<MockFault> = new Set(['answer_lost', 'answer_hangs']);
 
 export interface MockFaults {
   /** Fault for `createTask`, or null for none. */
@@ -127,6 +137,11 @@ export interface MockProviderStats {
   readonly tasksCreated: number;
   /** The most tasks in flight at once since the last reset. */
   readonly peakInFlight: number;
+  /**
+   * The tasks created since the last reset (at most the last 1,000), answered or not: the id and the
+   * first 40 characters of the prompt, so a test finds the upstream's id of a create whose answer it lost.
+   */
+  readonly createdTasks: readonly { taskId: string; prompt: string }[];
   /** Calls to recordInfo for one provider task id since the last reset. */
   getTaskCalls(providerTaskId: string): number;
   /** Calls to recordInfo for any task id since the last reset. */
@@ -248,6 +263,8 @@ const FAULTS: readonly MockFault[] = [
   'missing_fields',
   'http_503',
   'maintenance_html',
+  'answer_lost',
+  'answer_hangs',
 ];
 /** The page `maintenance_html` serves. */
 const MAINTENANCE_PAGE =
@@ -294,6 +311,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   let lastCreatedAt = 0;
   /** The latest createTask answers (at most CREATE_LOG_SIZE): when, created or refused, and the prompt's start. */
   let createLog: CreateLogEntry[] = [];
+  let createdTasks: { taskId: string; prompt: string }[] = [];
   let fileDownloads = 0;
   let callbacks: { providerTaskId: string; status: number }[] = [];
   let referenceDownloads: ReferenceDownload[] = [];
@@ -315,6 +333,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     get peakInFlight() {
       return peakInFlight;
     },
+    get createdTasks() {
+      return createdTasks;
+    },
     getTaskCalls: (id) => getCalls.get(id) ?? 0,
     get totalGetTaskCalls() {
       let total = 0;
@@ -335,6 +356,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       createTaskRefused = 0;
       tasksCreated = 0;
       createLog = [];
+      createdTasks = [];
       peakInFlight = inFlightNow(clock());
       fileDownloads = 0;
       callbacks = [];
@@ -447,7 +469,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         sendJson(res, 401, { code: 401, msg: 'Unauthorized' });
         return;
       }
-      if (applyFault(takeFault('create', modelOf(body)), res, req)) return;
+      const fault = takeFault('create', modelOf(body));
+      const answerFault = fault !== null && ANSWER_FAULTS.has(fault) ? fault : undefined;
+      if (!answerFault && applyFault(fault, res, req)) return;
       if (limits.createLatencyMs) await new Promise((resolve) => setTimeout(resolve, limits.createLatencyMs ?? 0));
       // The reference download (the only await) comes before the capacity check, so that the check and
       // the task's start stay one synchronous step: concurrent calls cannot both pass a full cap.
@@ -465,7 +489,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         sendJson(res, 429, { code: 429, msg: refused.message }, { 'retry-after': String(refused.retryAfterSeconds) });
         return;
       }
-      const created = createTask(body, res, lateFetchMs ?? 0);
+      const created = createTask(body, res, lateFetchMs ?? 0, answerFault);
       if (created && lateFetchMs !== null) fetchReferencesLater(created, body, lateFetchMs);
       return;
     }
@@ -565,9 +589,15 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
 
   /**
    * Creates the task and answers; returns it (undefined when refused). It generates for its
-   * `mockDelayMs`, and never ends before `minDelayMs` (a late reference download).
+   * `mockDelayMs`, and never ends before `minDelayMs` (a late reference download). `answerFault` loses
+   * the answer of a created task (the task exists either way).
    */
-  function createTask(rawBody: string, res: ServerResponse, minDelayMs = 0): MockTask | undefined {
+  function createTask(
+    rawBody: string,
+    res: ServerResponse,
+    minDelayMs = 0,
+    answerFault?: MockFault,
+  ): MockTask | undefined {
     const body = parseJson(rawBody);
     if (!isRecord(body)) {
       sendJson(res, 400, { code: 400, msg: 'Body must be a JSON object' });
@@ -640,6 +670,8 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     tasksCreated++;
     lastCreatedAt = task.createdAt;
     logCreate({ at: task.createdAt, created: true, prompt: promptStart(rawBody) });
+    createdTasks.push({ taskId: task.taskId, prompt: promptStart(rawBody) });
+    if (createdTasks.length > CREATE_LOG_SIZE) createdTasks = createdTasks.slice(-CREATE_LOG_SIZE);
     startInFlight(task);
     if (typeof body.callBackUrl === 'string') {
       const extraDelay = input.mockCallbackDelayMs;
@@ -650,7 +682,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
         typeof extraDelay === 'number' && Number.isFinite(extraDelay) && extraDelay >= 0 ? extraDelay : 0,
       );
     }
-    sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
+    if (answerFault === 'answer_lost') res.socket?.destroy();
+    else if (answerFault !== 'answer_hangs')
+      sendJson(res, 200, { code: 200, msg: 'success', data: { taskId: task.taskId } });
     return task;
   }
 
@@ -819,6 +853,11 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       case 'missing_fields':
         sendJson(res, 200, { code: 200, msg: 'success' });
         return true;
+      case 'answer_lost':
+        req.socket.destroy(); // recordInfo: nothing to create, so a connection reset
+        return true;
+      case 'answer_hangs':
+        return true; // recordInfo: nothing to create, so a timeout
     }
   }
 

@@ -26,11 +26,16 @@ export interface LifecycleConfig {
    */
   maxSendAttempts: number;
   /**
-   * After how long a send claimed by a dispatcher (`stage: sending`) counts as lost to a crash: it goes
-   * back to the queue once; lost again, the task fails with PROVIDER_UNAVAILABLE. Default
-   * `DEFAULT_SEND_LEASE_MS`.
+   * After how long a send claimed by a dispatcher (`stage: sending`) counts as lost to a crash: its
+   * outcome is unknown (the request may have gone out), so it is never sent again but waits
+   * (`unknownOutcomeLimitMs`) for the upstream's callback. Default `DEFAULT_SEND_LEASE_MS`.
    */
   sendLeaseMs?: number;
+  /**
+   * How long a task whose create's outcome is unknown (stage `unknown`) waits for the upstream's callback
+   * before it fails `PROVIDER_UNAVAILABLE`, refunded. Default `DEFAULT_UNKNOWN_OUTCOME_LIMIT_MS`.
+   */
+  unknownOutcomeLimitMs?: number;
   /**
    * Days after which the result storage deletes results (the bucket's lifecycle rule); undefined when
    * results are kept (the local stack).
@@ -54,6 +59,9 @@ export interface LifecycleConfig {
 /** A send still claimed after this long was lost (the provider call times out after 5 s). */
 export const DEFAULT_SEND_LEASE_MS = 60_000;
 
+/** A create whose outcome is unknown waits this long for the upstream's callback (10 minutes). */
+export const DEFAULT_UNKNOWN_OUTCOME_LIMIT_MS = 600_000;
+
 /** A copy the media worker has not done after this long is done by the sweeper. */
 export const DEFAULT_COPY_STALE_MS = 300_000;
 
@@ -74,8 +82,8 @@ export type RefreshStep =
   | { kind: 'fail'; errorCode: ErrorCode; errorMessage: string }
   /** The dispatcher sends it (queued, or being sent): nothing to do here. Polls never send. */
   | { kind: 'wait' }
-  /** Its send was lost to a crash: back to the queue, once. */
-  | { kind: 'requeue' }
+  /** Its send was lost to a crash after the request may have gone out: its outcome is unknown. */
+  | { kind: 'unknown' }
   | { kind: 'query'; providerTaskId: string; final: boolean };
 
 /**
@@ -97,10 +105,16 @@ export function nextRefreshStep(task: TaskRecord, now: Date, config: LifecycleCo
   const tooOld = ageMs >= config.maxPendingMs;
   if (task.providerTaskId) return { kind: 'query', providerTaskId: task.providerTaskId, final: tooOld };
   if (tooOld) return { kind: 'fail', errorCode: 'TIMEOUT', errorMessage: ERROR_MESSAGES.TIMEOUT };
+  if (task.stage === 'unknown') {
+    // Never sent again: it waits for the callback that names the upstream's task, up to its limit.
+    const since = task.unknownOutcomeSince ?? now.getTime();
+    const limit = config.unknownOutcomeLimitMs ?? DEFAULT_UNKNOWN_OUTCOME_LIMIT_MS;
+    if (now.getTime() - since < limit) return { kind: 'wait' };
+    return { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE', errorMessage: ERROR_MESSAGES.PROVIDER_UNAVAILABLE };
+  }
   const claimedAt = task.stage === 'sending' ? task.sendClaimedAt : undefined;
   if (claimedAt !== undefined && now.getTime() - claimedAt >= (config.sendLeaseMs ?? DEFAULT_SEND_LEASE_MS)) {
-    if (task.sendRequeues === undefined) return { kind: 'requeue' };
-    return { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE', errorMessage: ERROR_MESSAGES.PROVIDER_UNAVAILABLE };
+    return { kind: 'unknown' };
   }
   return { kind: 'wait' };
 }

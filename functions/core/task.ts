@@ -113,12 +113,26 @@ export interface TaskRecord {
   /**
    * Where a pending task stands on the way to the provider: `queued` (accepted, waiting for the
    * dispatcher), `sending` (a dispatcher claimed it and is calling createTask), `running` (the provider
-   * has it). Absent on tasks accepted before the dispatcher, which were sent at once.
+   * has it), `unknown` (the create went out and its answer was lost: the provider may have it). Absent on tasks accepted before the dispatcher, which were sent at once.
    */
   stage?: TaskStage;
   /** Epoch milliseconds at which a dispatcher claimed the send (stage `sending`). */
   sendClaimedAt?: number;
-  /** How many times a send lost to a crash was put back in the queue (at most once, then it fails). */
+  /**
+   * Epoch milliseconds since which the outcome of the task's create is unknown (stage `unknown`: the
+   * request went out, its answer never came back). It is never sent again; it waits for the upstream's
+   * callback, and fails refunded after `unknownOutcomeLimitMs` (docs/design/dispatching.md).
+   */
+  unknownOutcomeSince?: number;
+  /**
+   * The upstream's id for this task, as named by a callback that came before the id was recorded (the
+   * callback URL names our task, its body the upstream's): adopted when the create's outcome is unknown.
+   */
+  callbackProviderTaskId?: string;
+  /**
+   * How many times a send lost to a crash was put back in the queue (tasks before 2026-11-27: a lost
+   * send's outcome is now unknown, and it is never put back).
+   */
   sendRequeues?: number;
   /**
    * Claimed for sending while a cap on tasks in flight was configured: the task holds (or held) an entry
@@ -180,7 +194,7 @@ export interface TaskRecord {
 }
 
 /** See `TaskRecord.stage`. */
-export type TaskStage = 'queued' | 'sending' | 'running';
+export type TaskStage = 'queued' | 'sending' | 'running' | 'unknown';
 
 /**
  * Where a pending task stands as its owner sees it: `queued` while it waits here (stored `queued`, or

@@ -59,6 +59,8 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
   PROVIDER_TIMEOUT_MS: 'Milliseconds a provider request may take (default 5000).',
   PROVIDER_MAX_SEND_ATTEMPTS:
     'How many times a task is sent to the provider before it fails (default in core/lifecycle.ts).',
+  PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS:
+    "Seconds a task whose create's answer was lost waits for the upstream's callback before it fails PROVIDER_UNAVAILABLE, refunded (default 600, core/lifecycle.ts).",
   PROVIDER_REFRESH_INTERVAL_SECONDS: 'Minimum seconds between provider queries for one task.',
   MAX_PENDING_SECONDS: 'Age in seconds at which a pending task fails with TIMEOUT.',
   PROVIDER_CALLBACK_MIN_INTERVAL_SECONDS:

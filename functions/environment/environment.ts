@@ -236,6 +236,12 @@ export const PROVIDER_MAX_SEND_ATTEMPTS = /* @__PURE__ */ variable(
   integer(1, 100),
 );
 
+export const PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS = /* @__PURE__ */ variable(
+  'PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS',
+  'default',
+  integer(1, 86_400),
+);
+
 export const PROVIDER_REFRESH_INTERVAL_SECONDS = /* @__PURE__ */ variable(
   'PROVIDER_REFRESH_INTERVAL_SECONDS',
   'stack',

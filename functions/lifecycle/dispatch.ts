@@ -29,10 +29,10 @@ import {
   slotKey,
   takeSlot,
 } from '../store/dispatch';
-import { getTask, recordProviderTask } from '../store/tasks';
+import { getTask } from '../store/tasks';
 import { failTask } from './finish-task';
 import type { ProviderLifecycle } from './lifecycle';
-import { refreshFromCallback } from './refresh-task';
+import { outcomeUnknown, recordCreated } from './outcome-unknown';
 import { createAtProvider } from './send-to-provider';
 
 export interface DispatchSettings {
@@ -85,6 +85,8 @@ const HEAL_EVERY_MS = 5_000;
 export type DispatchStep =
   /** One task reached the provider (`stage: running`). */
   | { kind: 'sent'; taskId: string }
+  /** The create's answer was lost (stage `unknown`): the task waits for the callback, never resent. */
+  | { kind: 'unknown'; taskId: string }
   /** The task failed and was refunded: the provider refused its input (`PROVIDER_REJECTED`) or kept failing (`PROVIDER_UNAVAILABLE`). */
   | { kind: 'failed'; taskId: string }
   /**
@@ -287,13 +289,16 @@ async function healRunning(lc: ProviderLifecycle, state: CapacityState, now: num
 }
 
 /**
- * Removes the queue entry of a task that no longer waits to be sent (ended, or at the provider): the
+ * Removes the queue entry of a task that no longer waits to be sent (ended, at the provider, or its
+ * create's outcome unknown): the
  * ending paths remove their own entries (failTask), so this drops what a crash between the ending write
  * and that delete left behind, and entries of tasks ended before those paths did so.
  */
 async function dropIfDone(lc: ProviderLifecycle, ref: QueuedRef): Promise<void> {
   const task = await getTask(lc.store, ref.userId, ref.taskId);
-  if (task?.status !== 0 || task.providerTaskId !== undefined) await deleteQueueEntry(lc.store, ref);
+  if (task?.status !== 0 || task.providerTaskId !== undefined || task.stage === 'unknown') {
+    await deleteQueueEntry(lc.store, ref);
+  }
 }
 
 async function send(
@@ -304,94 +309,99 @@ async function send(
   log: Logger,
   answered: () => Promise<void>,
 ): Promise<DispatchStep> {
+  let providerTaskId: string;
   try {
-    const { providerTaskId } = await createAtProvider(lc, task, log).finally(answered);
-    const recorded = await recordProviderTask(lc.store, {
-      userId: task.userId,
-      taskId: task.taskId,
-      providerTaskId,
-      now: lc.now(),
-    });
-    await deleteQueueEntry(lc.store, ref);
-    // The provider called back before the id was recorded (a fast task): that callback could not read
-    // the provider, so the dispatcher does it now, the way the callback would have.
-    if (recorded?.earlyCallbackAt !== undefined) {
-      await refreshFromCallback(lc, recorded, log).catch((error: unknown) =>
-        log.warn('Reading the provider after an early callback failed; a poll or the sweeper will', { error }),
-      );
-    }
-    return { kind: 'sent', taskId: task.taskId };
+    ({ providerTaskId } = await createAtProvider(lc, task, log).finally(answered));
   } catch (error) {
-    if (error instanceof ProviderRejectedError) {
-      await failTask(
-        lc,
-        task,
-        {
-          errorCode: 'PROVIDER_REJECTED',
-          providerMessage: error.message,
-          ...(error.providerCode === undefined ? {} : { providerCode: error.providerCode }),
-        },
-        log,
-      );
-      // failTask removes the queue entry once the task has ended; a refund that could not be written
-      // leaves the task pending and its entry in place (the lost-send lease puts it back in the queue).
-      return { kind: 'failed', taskId: task.taskId };
-    }
-    if (!(error instanceof ProviderUnavailableError)) {
-      // Our own fault (the store, a bug): the task goes back to the queue in its place, not lost.
-      await leaveIfHeld(lc, task);
-      await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
-      throw error;
-    }
-    const throttled = error.throttled !== undefined;
-    if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
-      await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
-      return { kind: 'failed', taskId: task.taskId };
-    }
-    const now = lc.now().getTime();
-    const asked = error.throttled?.retryAfterSeconds;
-    const bound = settings.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
-    const honoured = asked === undefined ? undefined : boundRetryAfter(asked, bound);
-    if (honoured?.cut) {
-      // A maintenance page or a CDN asking for an hour would stop every send that long: honoured up to the bound.
-      log.warn('The provider asked for a longer Retry-After than honoured; cut to the bound', {
-        retryAfterSeconds: asked,
-        honouredSeconds: honoured.seconds,
-      });
-    }
-    // Without a Retry-After: 1 s, doubling while refusals repeat, at most 60 s (or the bound, when shorter).
-    const doubling = (previous: { until?: number; ms?: number } | undefined) =>
-      Math.min(
-        previous?.until !== undefined && previous.ms !== undefined && now - previous.until < REPEAT_WITHIN_MS
-          ? previous.ms * 2
-          : MIN_BACKOFF_MS,
-        MAX_BACKOFF_MS,
-        bound * 1000,
-      );
-    const askedMs = honoured === undefined ? undefined : Math.max(honoured.seconds * 1000, MIN_BACKOFF_MS);
-    if (error.throttled?.status === 503) {
-      return refusedModel(
-        lc,
-        { task, state, settings, error, now, log },
-        askedMs ?? doubling(state.modelBackoff[task.model]),
-      );
-    }
-    // Over capacity (429): the wait it asked for (bounded), else the doubling one. Any other failure: a
-    // pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
-    const backoffMs = !throttled
-      ? MIN_BACKOFF_MS
-      : (askedMs ??
-        doubling({
-          ...(state.backoffUntil === undefined ? {} : { until: state.backoffUntil }),
-          ...(state.backoffMs === undefined ? {} : { ms: state.backoffMs }),
-        }));
-    log.warn('The provider refused a create; every dispatcher backs off', { backoffMs, error });
-    // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
-    await backOff(lc.store, { until: now + backoffMs, backoffMs });
-    await leaveIfHeld(lc, task);
-    await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
-    return { kind: 'wait', waitMs: backoffMs };
+    return notCreated(lc, { task, ref, state, settings, error }, log);
   }
+  await recordCreated(lc, { task, ref, providerTaskId }, log);
+  return { kind: 'sent', taskId: task.taskId };
+}
+
+/** A create that did not give us a task id: refused, unanswered, or failed before it was sent. */
+async function notCreated(
+  lc: ProviderLifecycle,
+  input: { task: TaskRecord; ref: QueuedRef; state: CapacityState; settings: DispatchSettings; error: unknown },
+  log: Logger,
+): Promise<DispatchStep> {
+  const { task, ref, state, settings, error } = input;
+  if (error instanceof ProviderUnavailableError && error.outcomeUnknown) {
+    log.warn('The answer to a create was lost: the task waits for the callback, never sent again', { error });
+    // A pause of 1 s for every dispatcher, as after any failed send.
+    await backOff(lc.store, { until: lc.now().getTime() + MIN_BACKOFF_MS, backoffMs: MIN_BACKOFF_MS });
+    await outcomeUnknown(lc, task, ref, log);
+    return { kind: 'unknown', taskId: task.taskId };
+  }
+  if (error instanceof ProviderRejectedError) {
+    await failTask(
+      lc,
+      task,
+      {
+        errorCode: 'PROVIDER_REJECTED',
+        providerMessage: error.message,
+        ...(error.providerCode === undefined ? {} : { providerCode: error.providerCode }),
+      },
+      log,
+    );
+    // failTask removes the queue entry once the task has ended; a refund that could not be written
+    // leaves the task pending and its entry in place (past the lost-send lease it fails, refunded).
+    return { kind: 'failed', taskId: task.taskId };
+  }
+  if (!(error instanceof ProviderUnavailableError)) {
+    // Our own fault (the store, a bug): the task goes back to the queue in its place, not lost.
+    await leaveIfHeld(lc, task);
+    await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
+    throw error;
+  }
+  const throttled = error.throttled !== undefined;
+  if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
+    await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
+    return { kind: 'failed', taskId: task.taskId };
+  }
+  const now = lc.now().getTime();
+  const asked = error.throttled?.retryAfterSeconds;
+  const bound = settings.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
+  const honoured = asked === undefined ? undefined : boundRetryAfter(asked, bound);
+  if (honoured?.cut) {
+    // A maintenance page or a CDN asking for an hour would stop every send that long: honoured up to the bound.
+    log.warn('The provider asked for a longer Retry-After than honoured; cut to the bound', {
+      retryAfterSeconds: asked,
+      honouredSeconds: honoured.seconds,
+    });
+  }
+  // Without a Retry-After: 1 s, doubling while refusals repeat, at most 60 s (or the bound, when shorter).
+  const doubling = (previous: { until?: number; ms?: number } | undefined) =>
+    Math.min(
+      previous?.until !== undefined && previous.ms !== undefined && now - previous.until < REPEAT_WITHIN_MS
+        ? previous.ms * 2
+        : MIN_BACKOFF_MS,
+      MAX_BACKOFF_MS,
+      bound * 1000,
+    );
+  const askedMs = honoured === undefined ? undefined : Math.max(honoured.seconds * 1000, MIN_BACKOFF_MS);
+  if (error.throttled?.status === 503) {
+    return refusedModel(
+      lc,
+      { task, state, settings, error, now, log },
+      askedMs ?? doubling(state.modelBackoff[task.model]),
+    );
+  }
+  // Over capacity (429): the wait it asked for (bounded), else the doubling one. Any other failure: a
+  // pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
+  const backoffMs = !throttled
+    ? MIN_BACKOFF_MS
+    : (askedMs ??
+      doubling({
+        ...(state.backoffUntil === undefined ? {} : { until: state.backoffUntil }),
+        ...(state.backoffMs === undefined ? {} : { ms: state.backoffMs }),
+      }));
+  log.warn('The provider refused a create; every dispatcher backs off', { backoffMs, error });
+  // The backoff first, then the task back in the queue: no dispatcher can take it before the pause.
+  await backOff(lc.store, { until: now + backoffMs, backoffMs });
+  await leaveIfHeld(lc, task);
+  await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
+  return { kind: 'wait', waitMs: backoffMs };
 }
 
 /**

@@ -55,7 +55,7 @@ export interface TaskFailure {
  * (a few hundred bytes), so no provider answer can push the transaction past DynamoDB's item limit.
  *
  * A task that ends before it reached the provider (queued, or being sent: the sweeper's `TIMEOUT`, a
- * send lost twice, the dispatcher's refusals) leaves the dispatch queue here, after the ending write:
+ * create whose outcome stayed unknown past its limit, the dispatcher's refusals) leaves the dispatch queue here, after the ending write:
  * its entry would otherwise count against the account's queue bound until the dispatcher met it.
  *
  * Store errors are thrown (see `failTask` for callers that leave the task pending instead).

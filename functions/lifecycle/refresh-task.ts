@@ -11,8 +11,15 @@ import {
 import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
-import { requeueLostSend } from '../store/dispatch';
-import { claimCallbackRead, claimRefresh, getTask, noteEarlyCallback, recordResultsReady } from '../store/tasks';
+import { deleteQueueEntry, markOutcomeUnknown } from '../store/dispatch';
+import {
+  claimCallbackRead,
+  claimRefresh,
+  getTask,
+  noteEarlyCallback,
+  recordProviderTask,
+  recordResultsReady,
+} from '../store/tasks';
 import { failTask } from './finish-task';
 import { type Lifecycle, type ProviderLifecycle, timedProviderCall } from './lifecycle';
 
@@ -40,14 +47,18 @@ export async function refreshTask(lc: Lifecycle, task: TaskRecord, log: Logger):
       return failTask(lc, claimed, { errorCode: step.errorCode }, taskLog);
     case 'wait':
       return claimed;
-    case 'requeue': {
-      taskLog.warn('A send was lost (claimed and never recorded): the task goes back to the queue once');
-      const requeued = await requeueLostSend(lc.store, {
+    case 'unknown': {
+      // The dispatcher was lost mid-send, maybe after the request went out: never sent again blindly.
+      taskLog.warn('A send was lost (claimed and never recorded): its outcome is unknown, it waits for the callback');
+      const marked = await markOutcomeUnknown(lc.store, {
         userId: claimed.userId,
         taskId: claimed.taskId,
+        now: now.getTime(),
         claimedBefore: now.getTime() - (lc.config.sendLeaseMs ?? DEFAULT_SEND_LEASE_MS),
       });
-      return requeued ?? claimed;
+      if (!marked) return claimed;
+      await deleteQueueEntry(lc.store, marked);
+      return (await adoptNamedTask(lc, marked, taskLog)).task;
     }
     case 'query':
       return queryProvider(lc, claimed, step.providerTaskId, step.final, taskLog);
@@ -72,12 +83,21 @@ export async function refreshFromCallback(
   lc: ProviderLifecycle,
   stored: TaskRecord,
   log: Logger,
+  namedProviderTaskId?: string,
 ): Promise<CallbackOutcome> {
   let task = stored;
   if (task.status === TaskStatus.PENDING && task.providerTaskId === undefined) {
     // Early: the send is still in flight. The note makes the dispatcher read the provider once it has
     // recorded the id; when the id was recorded meanwhile (the note's condition fails), go on with it.
-    const noted = await noteEarlyCallback(lc.store, { userId: task.userId, taskId: task.taskId, now: lc.now() });
+    // It keeps the upstream's id the callback named, for a create whose answer is lost.
+    const noted = await noteEarlyCallback(lc.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      now: lc.now(),
+      ...(namedProviderTaskId === undefined ? {} : { providerTaskId: namedProviderTaskId }),
+    });
+    // The create's outcome is unknown: this callback names the upstream's task, which is adopted.
+    if (noted?.stage === 'unknown') return adoptNamedTask(lc, noted, log);
     if (noted) return { providerRead: false, task: noted };
     task = (await getTask(lc.store, task.userId, task.taskId)) ?? task;
   }
@@ -94,6 +114,31 @@ export async function refreshFromCallback(
   const taskLog = log.child({ taskId: task.taskId });
   // Never `final`: ending a task that is too old is the poll's and the sweeper's decision.
   return { providerRead: true, task: await queryProvider(lc, claimed, claimed.providerTaskId, false, taskLog) };
+}
+
+/**
+ * Adopts the upstream's task a callback named (`callbackProviderTaskId`) for a task whose create's
+ * outcome is unknown: its id is recorded (`stage: running`, conditional on the task still pending
+ * without one), then the upstream is read as for any callback. The callback URL is signed for our task
+ * and was given to the upstream only in that create, so the id in its body is the upstream's task for
+ * ours; the read confirms it exists. Without a named id nothing changes: the task waits.
+ */
+export async function adoptNamedTask(lc: ProviderLifecycle, task: TaskRecord, log: Logger): Promise<CallbackOutcome> {
+  const named = task.callbackProviderTaskId;
+  if (task.status !== TaskStatus.PENDING || task.stage !== 'unknown' || named === undefined) {
+    return { providerRead: false, task };
+  }
+  const adopted = await recordProviderTask(lc.store, {
+    userId: task.userId,
+    taskId: task.taskId,
+    providerTaskId: named,
+    now: lc.now(),
+  });
+  if (!adopted) return { providerRead: false, task: (await getTask(lc.store, task.userId, task.taskId)) ?? task };
+  log.info('Adopted the upstream task a callback named for a create whose outcome was unknown', {
+    taskId: task.taskId,
+  });
+  return refreshFromCallback(lc, adopted, log);
 }
 
 /**

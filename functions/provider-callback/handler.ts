@@ -2,13 +2,16 @@
  * POST /api/provider/callbacks/{taskId}?u=<owner>&sig=<signature>: the provider says a task ended.
  * No authorizer: the signature in the URL is the credential. A wrong or missing signature, or an
  * unknown task, is a 404 before any work (no table read for a bad signature, no provider read ever
- * without a valid one). The body is not read at all: the task's state comes from the provider.
+ * without a valid one). Of the body only the upstream's task id is read (`data.taskId`): a task whose
+ * create's outcome is unknown adopts it (docs/design/dispatching.md, "Outcome unknown"); the task's state
+ * always comes from the provider.
  */
 import { TaskNotFoundError } from '../core/errors';
 import { publicHandler } from '../http/public-handler';
 import { jsonResponse } from '../http/response';
 import { refreshFromCallback } from '../lifecycle/refresh-task';
 import { logger } from '../observability/logger';
+import { callbackProviderTaskId } from '../provider/http-provider';
 import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
 import { getTask } from '../store/tasks';
 
@@ -29,7 +32,8 @@ export const handler = publicHandler(async (event) => {
   const log = logger.child({ requestId: event.requestContext?.requestId, function: 'provider-callback' });
   const stored = await getTask(lc.store, userId, taskId);
   if (!stored) throw new TaskNotFoundError();
-  const outcome = await refreshFromCallback(lc, stored, log);
+  const named = callbackProviderTaskId(event.body, event.isBase64Encoded);
+  const outcome = await refreshFromCallback(lc, stored, log, named);
   log.info('Provider callback', { taskId, providerRead: outcome.providerRead, status: outcome.task.status });
   // The provider only needs to know it was heard; nothing about the task goes back.
   return jsonResponse(200, { received: true });

@@ -39,7 +39,8 @@
  * - `createTask` is not idempotent (a retry after a lost response would create and bill a second task
  *   upstream), so it is tried exactly once: refused input -> `ProviderRejectedError` (provider code and
  *   message); network error, timeout, 401/403/429/5xx, malformed JSON, missing task id ->
- *   `ProviderUnavailableError`.
+ *   `ProviderUnavailableError`. A timeout or a connection lost once it was open sets `outcomeUnknown`
+ *   on it: the upstream may have created the task (only a connection never made, e.g. refused, did not).
  * - `getTask` is safe to repeat and is retried once on a connection error or a 5xx. A timeout is not
  *   retried: the read sits on a polling request's latency budget, and the lifecycle asks again later.
  *   Malformed JSON, an unknown state, or missing fields -> `ProviderUnavailableError`, so the task stays
@@ -123,6 +124,8 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       const url = new URL(PROVIDER_PATHS.createTask, base);
       const body: Record<string, unknown> = { model: request.model, input: request.input };
       if (request.callBackUrl !== undefined) body.callBackUrl = request.callBackUrl;
+      // Before the exchange: a key that cannot be read is a create never sent.
+      const auth = await authorization();
       let result: Exchange;
       try {
         result = await exchange(
@@ -130,7 +133,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
           {
             method: 'POST',
             headers: {
-              authorization: await authorization(),
+              authorization: auth,
               'content-type': 'application/json',
               accept: 'application/json',
               ...requestIdHeader(),
@@ -140,7 +143,10 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
           'createTask',
         );
       } catch (error) {
-        throw asUnavailable(error);
+        const unavailable = asUnavailable(error);
+        // The request may have reached the upstream: whether it created the task is unknown.
+        if (!(error instanceof TransportError && error.notSent)) unavailable.outcomeUnknown = true;
+        throw unavailable;
       }
 
       const envelope = parseEnvelope(result.text);
@@ -237,13 +243,43 @@ interface Exchange {
   retryAfterSeconds?: number;
 }
 
+/**
+ * Errors of the connection's set-up (no address, refused, unreachable): the request never left, so the
+ * upstream cannot have acted on it. Any other failure (a timeout, a connection dropped once open) may
+ * come after the upstream received the request.
+ */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** Whether `error` (a fetch failure) says the connection was never made, through its chain of causes. */
+function neverConnected(error: unknown): boolean {
+  // Duck-typed, not `instanceof Error`: the errors of Node's fetch may come from another realm.
+  let cause: unknown = error;
+  for (let depth = 0; typeof cause === 'object' && cause !== null && depth < 5; depth++) {
+    const { code, errors } = cause as { code?: unknown; errors?: unknown };
+    if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return true;
+    if (Array.isArray(errors) && errors.length > 0 && errors.every(neverConnected)) return true;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 class TransportError extends Error {
+  /** The request never reached the upstream (see {@link NOT_SENT_CODES}). */
+  readonly notSent: boolean;
   constructor(
     message: string,
     readonly timedOut: boolean,
     cause: unknown,
   ) {
     super(message, { cause });
+    this.notSent = !timedOut && neverConnected(cause);
   }
 }
 
@@ -332,6 +368,21 @@ export function parseProviderCallback(body: unknown): { providerTaskId: string; 
     if (said !== undefined) status.failMessage = said;
   }
   return { providerTaskId: taskId, status };
+}
+
+/** Callback bodies larger than this are not looked into (a callback is a recordInfo envelope, a few KB). */
+const MAX_CALLBACK_BODY_LENGTH = 256 * 1024;
+
+/**
+ * The upstream's task id a callback body names (`data.taskId`), or undefined when the body is not such
+ * a callback (any shape, any size: the body is untrusted and never fails the callback). Only the id is
+ * taken; the task's state always comes from a provider read.
+ */
+export function callbackProviderTaskId(body: string | null | undefined, base64 = false): string | undefined {
+  if (!body || body.length > MAX_CALLBACK_BODY_LENGTH) return undefined;
+  const envelope = parseEnvelope(base64 ? Buffer.from(body, 'base64').toString('utf8') : body);
+  const taskId = isRecord(envelope?.data) ? envelope.data.taskId : undefined;
+  return typeof taskId === 'string' && taskId.length > 0 && taskId.length <= 256 ? taskId : undefined;
 }
 
 function parseResultUrls(resultJson: unknown, operation: string): string[] {

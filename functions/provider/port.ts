@@ -58,4 +58,10 @@ export class ProviderUnavailableError extends Error {
    * the dispatcher backs off that long, up to its bound (docs/design/dispatching.md).
    */
   throttled?: { status?: 429 | 503; retryAfterSeconds?: number };
+  /**
+   * A create whose request may have reached the upstream without its answer reaching us (a timeout, a
+   * connection dropped after the request went out): the upstream may have created, and will bill, the
+   * task. Such a create is never sent again blindly (docs/design/dispatching.md, "Outcome unknown").
+   */
+  outcomeUnknown?: boolean;
 }

@@ -4,6 +4,7 @@
  */
 
 import { MAX_PRESIGNED_URL_SECONDS, MAX_TEMPORARY_CREDENTIALS_URL_SECONDS } from '../aws/signer';
+import type { LifecycleConfig } from '../core/lifecycle';
 import {
   AWS_ENDPOINT_URL,
   AWS_ENDPOINT_URL_S3,
@@ -15,6 +16,7 @@ import {
   MEDIA_COPY_TIMEOUT_MS,
   MEDIA_DIR,
   MEDIA_URL_TTL_SECONDS,
+  PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
   readEnv,
 } from '../environment/environment';
 import type { Lifecycle } from '../lifecycle/lifecycle';
@@ -80,6 +82,16 @@ export function mediaFromEnv(env?: Env): MediaStore {
   throw new Error('Set MEDIA_BUCKET (AWS) or MEDIA_DIR and MEDIA_BASE_URL (local) for result storage');
 }
 
+/**
+ * `config` with the limit on an unknown create outcome (`PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS`) when
+ * set: read by the functions that refresh tasks (GET, the sweeper, the callback), not in
+ * `lifecycleConfigFromEnv`, so the submit functions, which refresh none, do not bundle it.
+ */
+export function withUnknownOutcomeLimitFromEnv(config: LifecycleConfig, env?: Env): LifecycleConfig {
+  const seconds = readEnv(PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, env);
+  return seconds === undefined ? config : { ...config, unknownOutcomeLimitMs: seconds * 1000 };
+}
+
 let cached: Lifecycle | undefined;
 
 /**
@@ -89,7 +101,8 @@ let cached: Lifecycle | undefined;
 export function lifecycleFromEnv(env?: Env): Lifecycle {
   if (cached) return cached;
   const base = providerLifecycleFromEnv(env);
-  cached = { ...base, config: withMaxInFlightFromEnv(base.config, env), media: mediaFromEnv(env) };
+  const config = withUnknownOutcomeLimitFromEnv(withMaxInFlightFromEnv(base.config, env), env);
+  cached = { ...base, config, media: mediaFromEnv(env) };
   return cached;
 }
 

@@ -91,23 +91,34 @@ export function releaseSend(
 }
 
 /**
- * Puts a send lost to a crash back in the queue, once: the task has been `sending` since before
- * `claimedBefore` and was never put back before. Undefined when that does not hold.
+ * Marks a task whose create's outcome is unknown (`sending` -> `unknown`): the request went out and its
+ * answer was lost (a timeout, a dropped connection, a store error after the create, or, with
+ * `claimedBefore`, a send whose dispatcher was lost past its lease). It is never put back in the queue:
+ * it waits for the upstream's callback, up to its limit (docs/design/dispatching.md). Undefined when the
+ * task is no longer pending and being sent without a provider id (or, with `claimedBefore`, was claimed
+ * since then).
  */
-export function requeueLostSend(
+export function markOutcomeUnknown(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; claimedBefore: number },
+  input: { userId: string; taskId: string; now: number; claimedBefore?: number },
 ): Promise<TaskRecord | undefined> {
+  const sending = and(
+    conditions.taskIsPending(),
+    stageIs('sending', ':sendingStage'),
+    conditions.providerTaskNotRecorded(),
+  );
   return updateTask(
     ctx,
     input,
     updateParams(
-      update({ set: { stage: 'queued' }, remove: ['sendClaimedAt'], add: { sendRequeues: 1 } }),
-      and(conditions.taskIsPending(), stageIs('sending', ':sendingStage'), conditions.providerTaskNotRecorded(), {
-        expression: `${attr('sendClaimedAt')} < :claimedBefore AND attribute_not_exists(${attr('sendRequeues')})`,
-        names: { [attr('sendClaimedAt')]: 'sendClaimedAt', [attr('sendRequeues')]: 'sendRequeues' },
-        values: { ':claimedBefore': input.claimedBefore },
-      }),
+      update({ set: { stage: 'unknown', unknownOutcomeSince: input.now }, remove: ['sendClaimedAt'] }),
+      input.claimedBefore === undefined
+        ? sending
+        : and(sending, {
+            expression: `${attr('sendClaimedAt')} < :claimedBefore`,
+            names: { [attr('sendClaimedAt')]: 'sendClaimedAt' },
+            values: { ':claimedBefore': input.claimedBefore },
+          }),
     ),
   );
 }

@@ -470,19 +470,25 @@ export async function claimCallbackRead(
 
 /**
  * Notes a provider callback that came before the provider's task id was recorded (the dispatcher's send
- * is still in flight), for the dispatcher to act on once it records the id (`recordProviderTask` returns
- * the note). Undefined when the id is recorded by now, or the task ended: read the task again.
+ * is still in flight, or its outcome is unknown), for the dispatcher to act on once it records the id
+ * (`recordProviderTask` returns the note); with the upstream's id the callback named
+ * (`callbackProviderTaskId`), which a task whose create's outcome is unknown adopts. Undefined when the id is recorded by now, or the task ended: read the task again.
  */
 export async function noteEarlyCallback(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; now: Date },
+  input: { userId: string; taskId: string; now: Date; providerTaskId?: string },
 ): Promise<TaskRecord | undefined> {
   return conditionalUpdate(
     ctx,
     input.userId,
     input.taskId,
     updateParams(
-      update({ set: { earlyCallbackAt: input.now.getTime() } }),
+      update({
+        set: {
+          earlyCallbackAt: input.now.getTime(),
+          ...(input.providerTaskId === undefined ? {} : { callbackProviderTaskId: input.providerTaskId }),
+        },
+      }),
       and(conditions.taskIsPending(), conditions.providerTaskNotRecorded()),
     ),
   );

@@ -184,7 +184,8 @@ describe('the sweeper handler', () => {
     // Prepare
     const user = await h.createUser(10);
     const createCalls = h.provider.stats.createTaskCalls;
-    h.provider.setFaults({ createFault: 'connection_reset' });
+    // Answered refusals: an unanswered create (a reset, a timeout) is never sent again (outcome-unknown.test.ts).
+    h.provider.setFaults({ createFault: 'http_500' });
 
     // Act
     const taskId = await submit('image', user, imageRequest());

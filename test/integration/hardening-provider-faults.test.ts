@@ -49,6 +49,10 @@ const MAX_SEND_ATTEMPTS = 2;
  */
 const PROVIDER_TIMEOUT_MS = 2000;
 const TASKS_AT_ONCE = 3;
+/** How long a create whose answer never came waits for a callback (none here: callbacks are off). */
+const UNKNOWN_OUTCOME_LIMIT_SECONDS = 3;
+/** Create faults that leave the outcome unknown: the request went out and no answer came back. */
+const UNANSWERED: readonly MockFault[] = ['timeout', 'connection_reset'];
 const INITIAL_CREDITS = 1000;
 
 const FAULTS: MockFault[] = [
@@ -71,6 +75,7 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     h = await startServiceHarness({
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxSendAttempts: MAX_SEND_ATTEMPTS,
+      unknownOutcomeLimitSeconds: UNKNOWN_OUTCOME_LIMIT_SECONDS,
       // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
       providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
     });
@@ -149,6 +154,30 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
       await expectNoLostCredit(user, taskIds);
       expect((await auditUser(h.store, user.userId)).balance).toBe(INITIAL_CREDITS);
     });
+
+    if (UNANSWERED.includes(fault)) {
+      // An unanswered create may have created the task upstream: it is never sent again
+      // (outcome-unknown.test.ts); here the upstream had not, and no callback comes.
+      it('once it clears, the task it met fails refunded at its limit, never sent again; the others complete', async () => {
+        // Prepare
+        const user = await h.createUser(INITIAL_CREDITS);
+        const createCalls = h.provider.stats.createTaskCalls;
+        h.provider.setFaults({ createFault: fault, createFaultTimes: 1 });
+
+        // Act
+        const taskIds = await submitMany(user, TASKS_AT_ONCE);
+        const tasks = await pollAll(user, taskIds);
+
+        // Assert: one create per task; the unanswered one failed and refunded, the others completed
+        expect(tasks.filter((task) => task.status === 2)).toEqual([
+          expect.objectContaining({ errorCode: 'PROVIDER_UNAVAILABLE', creditsRefunded: true }),
+        ]);
+        expect(tasks.filter((task) => task.status === 1)).toHaveLength(TASKS_AT_ONCE - 1);
+        expect(h.provider.stats.createTaskCalls - createCalls).toBe(TASKS_AT_ONCE);
+        await expectNoLostCredit(user, taskIds);
+      });
+      return;
+    }
 
     it('once it clears, the same tasks are sent again and complete, charged once', async () => {
       // Prepare: the fault hits the dispatcher's first send, then clears.
@@ -307,11 +336,12 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     // Prepare: outcomes of every kind, submitted at once while both calls fail now and then.
     const user = await h.createUser(INITIAL_CREDITS);
     const outcomes = ['success', 'fail', 'reject', 'broken_result', 'success', 'fail'];
-    // One reset create: with MAX_SEND_ATTEMPTS 2, two resets may both meet the oldest task (it goes back
+    // One failed create (answered: an unanswered one is never resent, and fails at its limit): with
+    // MAX_SEND_ATTEMPTS 2, two failures may both meet the oldest task (it goes back
     // to its place in the queue), which then rightly fails PROVIDER_UNAVAILABLE whatever its outcome was
     // to be (tested on its own above); which task is oldest depends on the machine's timing.
     h.provider.setFaults({
-      createFault: 'connection_reset',
+      createFault: 'http_500',
       createFaultTimes: 1,
       getFault: 'http_500',
       getFaultTimes: 3,

@@ -30,7 +30,7 @@ const adapterFor = (fault: MockFault) =>
   createHttpProvider({
     baseUrl: mock.url,
     apiKey: async () => KEY,
-    timeoutMs: fault === 'timeout' ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS,
+    timeoutMs: fault === 'timeout' || fault === 'answer_hangs' ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS,
   });
 
 beforeAll(async () => {
@@ -199,6 +199,52 @@ describe('createTask under server faults (never retried)', () => {
     // Assert
     await expect(result).rejects.toBeInstanceOf(ProviderUnavailableError);
     expect(mock.stats.createTaskCalls).toBe(1);
+  });
+
+  it.each<[MockFault, boolean]>([
+    ['answer_lost', true],
+    ['answer_hangs', true],
+    ['timeout', true],
+    ['connection_reset', true],
+    ['http_500', false],
+    ['http_429', false],
+    ['missing_fields', false],
+  ])('%s: whether the create may have happened upstream (outcomeUnknown) is %s', async (fault, unknown) => {
+    // Prepare
+    mock.setFaults({ createFault: fault });
+    const created = mock.stats.tasksCreated;
+
+    // Act
+    const error = await adapterFor(fault)
+      .createTask({ model: 'image-model-1', input: {} })
+      .then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+
+    // Assert: an unanswered create is flagged; the answer faults did create the task upstream
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    expect((error as ProviderUnavailableError).outcomeUnknown === true).toBe(unknown);
+    expect(mock.stats.tasksCreated - created).toBe(fault.startsWith('answer_') ? 1 : 0);
+  });
+
+  it('a connection refused is a create never sent: not flagged outcomeUnknown', async () => {
+    // Prepare: a port nothing listens on
+    const closed = createServer();
+    await new Promise<void>((ready) => closed.listen(0, '127.0.0.1', () => ready()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((done) => closed.close(() => done()));
+    const adapter = createHttpProvider({ baseUrl: `http://127.0.0.1:${port}`, apiKey: async () => KEY });
+
+    // Act
+    const error = await adapter.createTask({ model: 'image-model-1', input: {} }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+
+    // Assert
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    expect((error as ProviderUnavailableError).outcomeUnknown).toBeUndefined();
   });
 
   it('reports a timeout as such', async () => {

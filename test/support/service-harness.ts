@@ -37,6 +37,7 @@ import {
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_SECRET_ARN,
+  PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
   setting,
 } from '../../functions/environment/environment';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
@@ -74,6 +75,8 @@ export interface ServiceHarnessOptions {
   maxSendAttempts?: number;
   /** PROVIDER_MAX_RETRY_AFTER_SECONDS; default unset (the code's default, 60). */
   maxRetryAfterSeconds?: number;
+  /** PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS; default unset (the code's default, 600). */
+  unknownOutcomeLimitSeconds?: number;
   /** PROVIDER_MAX_REFUSALS_PER_TASK; default unset (the code's default, 5). */
   maxRefusalsPerTask?: number;
   /** MAX_QUEUED_TASKS_PER_ACCOUNT; default the deployed default (1000). */
@@ -156,6 +159,7 @@ const CLEARED_ENV = [
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
   PROVIDER_MAX_REFUSALS_PER_TASK,
+  PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
 ].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
@@ -248,6 +252,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
     setting(PROVIDER_MAX_RETRY_AFTER_SECONDS, options.maxRetryAfterSeconds),
     setting(PROVIDER_MAX_REFUSALS_PER_TASK, options.maxRefusalsPerTask),
+    setting(PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, options.unknownOutcomeLimitSeconds),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
@@ -617,6 +622,9 @@ export const TASK_INTERNALS = [
   'resultKeys',
   'sendClaimedAt',
   'sendRequeues',
+  'unknownOutcomeSince',
+  'callbackProviderTaskId',
+  'earlyCallbackAt',
   'sendFailures',
   'sendRefusals',
   'inFlightSlot',

@@ -87,11 +87,9 @@ describe('nextRefreshStep', () => {
 
   test.each([
     [{ sendClaimedAt: 1_000 }, { kind: 'wait' }],
-    [{ sendClaimedAt: -1_000 }, { kind: 'requeue' }],
-    [
-      { sendClaimedAt: -1_000, sendRequeues: 1 },
-      { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' },
-    ],
+    // Lost past its lease, maybe after the request went out: its outcome is unknown, never resent.
+    [{ sendClaimedAt: -1_000 }, { kind: 'unknown' }],
+    [{ sendClaimedAt: -1_000, sendRequeues: 1 }, { kind: 'unknown' }],
   ])('a send claimed at %o (lease 60 s, now 60 s): %o', (fields, expected) => {
     // Prepare
     const created = Date.parse(pending().createdAt);
@@ -102,6 +100,33 @@ describe('nextRefreshStep', () => {
 
     // Assert
     expect(step).toMatchObject(expected);
+  });
+
+  test.each([
+    [599_999, { kind: 'wait' }],
+    [600_000, { kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' }],
+  ])('an outcome unknown for %i ms (limit 10 minutes): %o', (elapsedMs, expected) => {
+    // Prepare
+    const created = Date.parse(pending().createdAt);
+    const task = pending({ stage: 'unknown', unknownOutcomeSince: created });
+
+    // Act
+    const step = nextRefreshStep(task, at(elapsedMs), { ...config, maxPendingMs: 3_600_000 });
+
+    // Assert
+    expect(step).toMatchObject(expected);
+  });
+
+  test('an outcome unknown waits for its own limit when one is set', () => {
+    // Prepare
+    const created = Date.parse(pending().createdAt);
+    const task = pending({ stage: 'unknown', unknownOutcomeSince: created });
+
+    // Act
+    const step = nextRefreshStep(task, at(5_000), { ...config, unknownOutcomeLimitMs: 5_000 });
+
+    // Assert
+    expect(step).toMatchObject({ kind: 'fail', errorCode: 'PROVIDER_UNAVAILABLE' });
   });
 
   test('the defaults are the spec and design figures', () => {
