@@ -96,11 +96,7 @@ export type DispatchStep =
   | { kind: 'refused'; taskId: string; model: string; waitMs: number }
   /** Nothing is queued. */
   | { kind: 'idle' }
-  /**
-   * The upstream's capacity is spent, or it asked us to back off: come back in `waitMs`. `refusedModels`:
-   * only tasks of models the upstream refuses for now are queued, so a task of another model, queued
-   * meanwhile, may be sent at once (deployed, its stream record wakes a dispatcher anyway).
-   */
+  /** Capacity spent or a backoff: come back in `waitMs` (`refusedModels`: only refused models' tasks wait). */
   | { kind: 'wait'; waitMs: number; refusedModels?: true }
   /** Another dispatcher took the slot or the task first: try again at once. */
   | { kind: 'contended' };

@@ -356,7 +356,9 @@ describe('the dispatcher', () => {
     expect(earlyOutcome?.providerRead).toBe(false);
     const stored = await getTask(h.store, user.userId, taskId);
     expect(stored?.earlyCallbackAt).toEqual(expect.any(Number));
-    expect(stored?.resultsToCopy?.length).toBe(1);
+    // The result read: still to copy, or (the media worker on the stream being quicker than this read)
+    // copied already.
+    expect(stored?.resultsToCopy?.length ?? stored?.resultKeys?.length).toBe(1);
     expect(stored?.lastCallbackReadAt).toEqual(expect.any(Number));
   });
 
