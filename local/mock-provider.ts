@@ -644,8 +644,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
       kind: profiled?.ok ? profiled.call.kind : resultKind(model, input),
       outcome: outcome as MockOutcome,
       count: profiled?.ok ? profiled.call.count : resultCount(input),
+      // A late reference download (`minDelayMs`) comes before the task's end; otherwise its own delay.
       delayMs: Math.max(
-        minDelayMs + 1,
+        minDelayMs > 0 ? minDelayMs + 1 : 0,
         typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : defaultDelayMs,
       ),
       createdAt: clock(),
