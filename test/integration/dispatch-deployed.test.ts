@@ -7,9 +7,9 @@
  * woken for by the sweeper. DynamoDB Local, the mock provider over HTTP with its real limits, the real
  * handlers; the SQS client is the dispatcher's own, talking to the driver's queue over HTTP.
  */
-import { DEFAULT_SEND_LEASE_MS } from '../../functions/core/lifecycle';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
-import { claimSend, nextQueued } from '../../functions/store/dispatch';
+import { QUEUED_STALE_MS } from '../../functions/lifecycle/sweep';
+import { nextQueued } from '../../functions/store/dispatch';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import { handler as sweeper } from '../../functions/sweeper/handler';
@@ -126,29 +126,25 @@ describe('the dispatcher under its deployed triggers, each run with a short budg
   );
 
   test(
-    "the sweeper's requeue of a lost send wakes the dispatcher (the update passes the stream's filter to no one)",
+    'a queued task whose wake-up was lost is sent once the sweeper sees it waiting: the sweeper wakes the dispatcher',
     async () => {
-      // Prepare: a send claimed and never recorded (its dispatcher died), whose insert the mapping never
-      // saw (the driver starts again from the stream's newest record).
+      // Prepare: a task queued while no trigger ran, whose insert the mapping never saw (the driver
+      // starts again from the stream's newest record): nothing would send it.
       const user = await h.createUser(100);
-      const taskId = await h.withoutDispatcher(async () => {
-        const id = await submit(user);
-        await claimSend(h.store, { userId: user.userId, taskId: id, now: Date.now() });
-        return id;
-      });
+      const taskId = await h.withoutDispatcher(() => submit(user));
       const driver = h.driver();
       const wakesBefore = driver?.sent().length ?? 0;
 
-      // Act: the sweeper runs once the send's lease has passed.
-      const leaseOver = () => new Date(Date.now() + DEFAULT_SEND_LEASE_MS + 5_000);
-      const report = await h.withClock(leaseOver, () => sweeper({}, lambdaContext('sweeper')));
+      // Act: the sweeper runs once the task has waited past the stale age.
+      const waitedLong = () => new Date(Date.now() + QUEUED_STALE_MS + 5_000);
+      const report = await h.withClock(waitedLong, () => sweeper({}, lambdaContext('sweeper')));
       const sent = await sentWithin(h, [{ userId: user.userId, taskId }], TASK_END_BUDGET_MS);
 
       // Assert
-      expect(sent.has(taskId)).toBe(true);
-      expect(report).toMatchObject({ requeued: 1, dispatcherWoken: true });
+      expect(report).toMatchObject({ queuedStale: 1, dispatcherWoken: true });
       expect(driver?.sent().slice(wakesBefore)).toContainEqual(expect.objectContaining({ delaySeconds: 0 }));
-      expect(await getTask(h.store, user.userId, taskId)).toMatchObject({ stage: 'running', sendRequeues: 1 });
+      expect(sent.has(taskId)).toBe(true);
+      expect(await getTask(h.store, user.userId, taskId)).toMatchObject({ stage: 'running' });
     },
     jestTimeoutFor(1),
   );
