@@ -165,7 +165,9 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
         }
         throw error;
       }
-      if (!envelope) throw new ProviderUnavailableError('createTask: response is not a JSON object');
+      // A success status whose body cannot be read, or that names no task, does not say the upstream did
+      // not create it: whether it did is unknown, and sending again could pay twice.
+      if (!envelope) throw unknownOutcome('createTask: response is not a JSON object');
       if (typeof envelope.code === 'number' && REJECT_CODES.has(envelope.code)) {
         throw rejected(envelope, envelope.code);
       }
@@ -174,7 +176,7 @@ export function createHttpProvider(options: HttpProviderOptions): GenerationProv
       }
       const taskId = isRecord(envelope.data) ? envelope.data.taskId : undefined;
       if (typeof taskId !== 'string' || taskId.length === 0) {
-        throw new ProviderUnavailableError('createTask: response has no taskId');
+        throw unknownOutcome('createTask: response has no taskId');
       }
       return { providerTaskId: taskId };
     },
@@ -450,4 +452,11 @@ function scalarText(value: unknown): string | undefined {
 function describe(value: unknown): string {
   const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
   return text.length > 40 ? `${text.slice(0, 40)}...` : text;
+}
+
+/** A create whose answer does not tell whether the upstream created the task (`outcomeUnknown`). */
+function unknownOutcome(message: string): ProviderUnavailableError {
+  const error = new ProviderUnavailableError(message);
+  error.outcomeUnknown = true;
+  return error;
 }

@@ -51,8 +51,11 @@ const PROVIDER_TIMEOUT_MS = 2000;
 const TASKS_AT_ONCE = 3;
 /** How long a create whose answer never came waits for a callback (none here: callbacks are off). */
 const UNKNOWN_OUTCOME_LIMIT_SECONDS = 3;
-/** Create faults that leave the outcome unknown: the request went out and no answer came back. */
-const UNANSWERED: readonly MockFault[] = ['timeout', 'connection_reset'];
+/**
+ * Create faults that leave the outcome unknown: the request went out and no answer came back, or a
+ * success status came back that names no task (unreadable, or without its id).
+ */
+const UNANSWERED: readonly MockFault[] = ['timeout', 'connection_reset', 'malformed_json', 'missing_fields'];
 const INITIAL_CREDITS = 1000;
 
 const FAULTS: MockFault[] = [

@@ -208,7 +208,9 @@ describe('createTask under server faults (never retried)', () => {
     ['connection_reset', true],
     ['http_500', false],
     ['http_429', false],
-    ['missing_fields', false],
+    // A success status that names no task does not say the upstream did not create it.
+    ['missing_fields', true],
+    ['malformed_json', true],
   ])('%s: whether the create may have happened upstream (outcomeUnknown) is %s', async (fault, unknown) => {
     // Prepare
     mock.setFaults({ createFault: fault });
