@@ -10,11 +10,8 @@
  */
 import { grantCredits } from '../functions/store/accounts';
 import { putApiKey } from '../functions/store/api-keys';
-import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';
-import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
-import { freePorts, spawnLocalStack } from '../local/spawn-local-stack';
-import { goal, ms, note, onCleanup, out, table } from './support';
+import { goal, ms, out, startPacedBenchStack, table } from './support';
 
 const TABLE_NAME = 'bench-faults-lost-answers';
 const RATE = '20/10';
@@ -30,31 +27,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function lostAnswerFigures(): Promise<void> {
   out('### Creates whose answer is lost (outcome unknown)');
   out();
-  note('starting the local stack with the mock limited to 20 creates per 10 s');
-  const [mockPort] = await freePorts(1);
-  const stack = await spawnLocalStack({
-    readyTimeoutMs: 90_000,
-    stopTimeoutMs: 20_000,
-    env: {
-      TABLE_NAME,
-      LOG_LEVEL: 'error',
-      METRICS: 'off',
-      DYNAMODB_ENDPOINT: '',
-      MOCK_PROVIDER_PORT: String(mockPort),
-      MOCK_PROVIDER_CREATE_RATE_LIMIT: RATE,
-      PROVIDER_CREATE_RATE_LIMIT: RATE,
-      KEY_RATE_LIMIT: '10000',
-      KEY_BURST_LIMIT: '5000',
-    },
-  });
-  onCleanup(() => stack.stop());
-  const mock = `http://127.0.0.1:${mockPort}`;
-  const control = async (body: Record<string, unknown>) => {
-    const answer = await fetch(`${mock}/__control`, { method: 'POST', body: JSON.stringify(body) });
-    if (!answer.ok) throw new Error(`mock control answered ${answer.status}`);
-  };
-  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
-  const store = { doc, tableName: TABLE_NAME };
+  const { stack, mock, control, store } = await startPacedBenchStack(TABLE_NAME, RATE);
   const userId = 'bench-faults';
   await grantCredits(store, { userId, amount: CREDITS, grantId: userId });
   const { apiKey } = await putApiKey(store, { userId, name: 'bench faults' });
@@ -89,7 +62,6 @@ export async function lostAnswerFigures(): Promise<void> {
   const completed = [...statuses.values()].filter((status) => status === 1).length;
   const failed = [...statuses.values()].filter((status) => status === 2).length;
   const audit = await auditUser(store, userId);
-  doc.destroy();
   const moneyExact = audit.ok && audit.balance === CREDITS - completed * IMAGE_COST;
   const perTask = taskIds.length === 0 ? 0 : stats.tasksCreated / taskIds.length;
 

@@ -15,12 +15,9 @@
  */
 import { grantCredits } from '../functions/store/accounts';
 import { putApiKey } from '../functions/store/api-keys';
-import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';
-import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
-import { freePorts, spawnLocalStack } from '../local/spawn-local-stack';
 import { lostAnswerFigures } from './faults-lost-answers';
-import { goal, ms, note, onCleanup, out, percentile, table } from './support';
+import { goal, ms, note, out, percentile, startPacedBenchStack, table } from './support';
 
 const TABLE_NAME = 'bench-faults';
 const RATE = '20/10';
@@ -45,33 +42,9 @@ interface CreateLogEntry {
 export async function faultFigures(): Promise<void> {
   out("## Upstream faults: bounded waits, one model's failures kept to that model");
   out();
-  note('starting the local stack with the mock limited to 20 creates per 10 s');
-  const [mockPort] = await freePorts(1);
-  const stack = await spawnLocalStack({
-    readyTimeoutMs: 90_000,
-    stopTimeoutMs: 20_000,
-    env: {
-      TABLE_NAME,
-      LOG_LEVEL: 'error',
-      METRICS: 'off',
-      DYNAMODB_ENDPOINT: '',
-      MOCK_PROVIDER_PORT: String(mockPort),
-      MOCK_PROVIDER_CREATE_RATE_LIMIT: RATE,
-      PROVIDER_CREATE_RATE_LIMIT: RATE,
-      KEY_RATE_LIMIT: '10000',
-      KEY_BURST_LIMIT: '5000',
-    },
-  });
-  onCleanup(() => stack.stop());
-  const mock = `http://127.0.0.1:${mockPort}`;
-  const control = async (body: Record<string, unknown>) => {
-    const answer = await fetch(`${mock}/__control`, { method: 'POST', body: JSON.stringify(body) });
-    if (!answer.ok) throw new Error(`mock control answered ${answer.status}`);
-  };
+  const { stack, mock, control, store } = await startPacedBenchStack(TABLE_NAME, RATE);
   const createLog = async (): Promise<CreateLogEntry[]> =>
     ((await (await fetch(`${mock}/__stats`)).json()) as { createLog: CreateLogEntry[] }).createLog;
-  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
-  const store = { doc, tableName: TABLE_NAME };
   const accounts: Account[] = [];
   const account = async (userId: string): Promise<Account> => {
     await grantCredits(store, { userId, amount: 10_000, grantId: userId });
@@ -225,6 +198,5 @@ export async function faultFigures(): Promise<void> {
     audits.every((audit) => audit.ok),
     `${audits.filter((audit) => audit.ok).length}/${audits.length} accounts`,
   );
-  doc.destroy();
   await lostAnswerFigures();
 }

@@ -5,6 +5,10 @@
  */
 import { cpus, freemem, loadavg, platform, release, totalmem } from 'node:os';
 import { resolve } from 'node:path';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient } from '../functions/store/client';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
+import { freePorts, type SpawnedLocalStack, spawnLocalStack } from '../local/spawn-local-stack';
 
 /** The repository root (bench/..). */
 export const ROOT = resolve(__dirname, '..');
@@ -127,4 +131,52 @@ export async function bounded<T>(label: string, timeoutMs: number, work: Promise
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A local stack as `npm start` runs it, with the mock and the dispatcher at one create rate. */
+export interface PacedBenchStack {
+  stack: SpawnedLocalStack;
+  /** The mock provider's base URL. */
+  mock: string;
+  /** POSTs to the mock's `/__control` (faults, limits, `resetStats`). */
+  control(body: Record<string, unknown>): Promise<void>;
+  store: { doc: DynamoDBDocumentClient; tableName: string };
+}
+
+/**
+ * Starts the local stack on `tableName` with the mock limited to `rate` creates (Kie's `20/10` by
+ * default) and the dispatcher told the same, keys allowed far beyond the bench's load; stopped at the
+ * end of the run.
+ */
+export async function startPacedBenchStack(tableName: string, rate = '20/10'): Promise<PacedBenchStack> {
+  note(`starting the local stack with the mock limited to ${rate.replace('/', ' creates per ')} s`);
+  const [mockPort] = await freePorts(1);
+  const stack = await spawnLocalStack({
+    readyTimeoutMs: 90_000,
+    stopTimeoutMs: 20_000,
+    env: {
+      TABLE_NAME: tableName,
+      LOG_LEVEL: 'error',
+      METRICS: 'off',
+      DYNAMODB_ENDPOINT: '',
+      MOCK_PROVIDER_PORT: String(mockPort),
+      MOCK_PROVIDER_CREATE_RATE_LIMIT: rate,
+      PROVIDER_CREATE_RATE_LIMIT: rate,
+      KEY_RATE_LIMIT: '10000',
+      KEY_BURST_LIMIT: '5000',
+    },
+  });
+  onCleanup(() => stack.stop());
+  const mock = `http://127.0.0.1:${mockPort}`;
+  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
+  onCleanup(async () => doc.destroy());
+  return {
+    stack,
+    mock,
+    async control(body) {
+      const answer = await fetch(`${mock}/__control`, { method: 'POST', body: JSON.stringify(body) });
+      if (!answer.ok) throw new Error(`mock control answered ${answer.status}`);
+    },
+    store: { doc, tableName },
+  };
 }
