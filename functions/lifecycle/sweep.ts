@@ -28,8 +28,6 @@ export interface SweepReport {
   errors: number;
   /** The walk stopped early to stay within the time budget; the next run continues. */
   truncated: boolean;
-  /** Tasks whose lost send this walk put back in the queue (not an insert: the stream wakes no one). */
-  requeued: number;
   /** Queued tasks older than {@link QUEUED_STALE_MS}: the dispatcher may have no wake-up coming. */
   queuedStale: number;
 }
@@ -58,7 +56,6 @@ export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: Swe
     pending: 0,
     errors: 0,
     truncated: false,
-    requeued: 0,
     queuedStale: 0,
   };
   const inFlight = new Set<Promise<void>>();
@@ -71,9 +68,14 @@ export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: Swe
       if (after.status === 1) report.completed++;
       else if (after.status === 2) report.failed++;
       else report.pending++;
-      if (after.status === 0 && after.stage === 'queued') {
-        if (task.stage === 'sending') report.requeued++;
-        else if (lc.now().getTime() - Date.parse(after.createdAt) > QUEUED_STALE_MS) report.queuedStale++;
+      // A lost send is no longer put back in the queue (its outcome is unknown, lifecycle/outcome-unknown.ts):
+      // what the sweeper wakes the dispatcher for is a queued task waiting too long.
+      if (
+        after.status === 0 &&
+        after.stage === 'queued' &&
+        lc.now().getTime() - Date.parse(after.createdAt) > QUEUED_STALE_MS
+      ) {
+        report.queuedStale++;
       }
     } catch (error) {
       // One task's fault must not stop the walk; it stays pending and is retried next run.

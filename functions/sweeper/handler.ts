@@ -20,15 +20,14 @@ const SAFETY_MARGIN_MS = 15_000;
 const enrollment = usageEnrollmentFromEnv();
 
 /**
- * Wakes the dispatcher (an undelayed message on its wake-up queue) when the walk put a lost send back in
- * the queue, which is an update, not an insert, so the stream wakes no one; or saw tasks queued for
+ * Wakes the dispatcher (an undelayed message on its wake-up queue) when the walk saw tasks queued for
  * more than a few seconds, whose wake-up may have been lost. A run with a wake-up pending finds it
  * claimed and schedules no second one.
  * @returns whether a wake-up was sent
  */
 async function wakeDispatcher(report: SweepReport, log: Logger): Promise<boolean> {
   const queueUrl = readEnv(DISPATCH_WAKE_QUEUE_URL);
-  if (!queueUrl || (report.requeued === 0 && report.queuedStale === 0)) return false;
+  if (!queueUrl || report.queuedStale === 0) return false;
   try {
     await sendDelayedMessage({
       queueUrl,
