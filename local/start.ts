@@ -103,6 +103,11 @@ async function main(): Promise<void> {
       `The mock provider refuses (429, Retry-After) createTask beyond ${rate ? `${rate.requests} per ${rate.windowSeconds} s` : 'no rate'}${settings.mockProviderMaxInFlight ? ` and beyond ${settings.mockProviderMaxInFlight} tasks in flight` : ''} (MOCK_PROVIDER_CREATE_RATE_LIMIT, MOCK_PROVIDER_MAX_IN_FLIGHT).`,
     );
   }
+  if (settings.dispatchDriver === 'deployed') {
+    log(
+      'The dispatcher and the stream workers run on their deployed triggers (DISPATCH_DRIVER=deployed): the table stream through the mappings, SQS wake-ups in whole seconds.',
+    );
+  }
   log('Ports: PORT, MOCK_PROVIDER_PORT, OIDC_PROVIDER_PORT, DYNAMODB_PORT, or all at once: PORT_BASE=4000 npm start.');
   log(`API ready at ${stack.apiUrl}`);
 }

@@ -143,6 +143,9 @@ if (target.runs('webhooks')) {
       await new Promise<void>((ready) => receiver.listen(port, '127.0.0.1', () => ready()));
       const settings = {
         TABLE_NAME,
+        // The webhook worker and the dispatcher on their deployed triggers (local/deployed-driver.ts); the
+        // Python client's e2e stack delivers a signed webhook under the fast loop.
+        DISPATCH_DRIVER: 'deployed',
         WEBHOOK_INSECURE_ORIGINS: origin,
         WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1',
         WEBHOOK_MAX_OPEN_DELIVERIES: String(MAX_OPEN),
@@ -171,6 +174,11 @@ if (target.runs('webhooks')) {
       for (const socket of hanging) socket.destroy();
       await new Promise<void>((closed) => (receiver ? receiver.close(() => closed()) : closed()));
       await stack?.stop();
+    });
+
+    test('the stack runs the dispatcher and the webhook worker on their deployed triggers', () => {
+      // Assert: the stack said so when it started (local/start.ts), before any request was logged
+      expect(stack.output()).toContain('run on their deployed triggers (DISPATCH_DRIVER=deployed)');
     });
 
     test(

@@ -60,6 +60,10 @@ function spawnStack(): Promise<SpawnedLocalStack> {
     readyTimeoutMs: READY_TIMEOUT_MS,
     env: {
       TABLE_NAME,
+      // The black-box tier runs the dispatcher and the stream workers on their deployed triggers (the
+      // table stream's filtered records, SQS wake-ups in whole seconds, the mappings' batches and
+      // retries: local/deployed-driver.ts); the integration tier runs the same flows under the fast loop.
+      DISPATCH_DRIVER: 'deployed',
       PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
       MAX_PENDING_SECONDS: String(LOCAL_MAX_PENDING_SECONDS),
       // Every 2 s: each sweep of an idle stack costs about 65 ms of CPU, and this stack is up for the whole run.
