@@ -141,8 +141,23 @@ export function operations(): Record<string, Json> {
           'Upload started.',
         ),
         '400': json(ref('ValidationError'), 'A bad content type or size, or a body that is not JSON.'),
+        '402': json(
+          {
+            type: 'object',
+            required: ['error', 'balance'],
+            properties: { error: { type: 'string' }, balance: { type: 'integer' } },
+          },
+          'Uploads need a positive balance (`Uploads need a positive balance: add credits first`); nothing was recorded.',
+        ),
         '415': json(ref('Error'), 'Content-Type is not JSON.'),
         ...commonErrors(),
+        '429': {
+          ...json(
+            ref('Error'),
+            "The account holds `limit` open uploads, the most it may (`maxOpenUploads`, default 100; no Retry-After: a place opens when one of them expires), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600).",
+          ),
+          headers: RETRY_AFTER,
+        },
       },
     },
     'GET /api/ai/tasks/{id}': {

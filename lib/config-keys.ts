@@ -34,6 +34,7 @@ export interface ServiceConfig {
   resultRetentionDays: number;
   uploadMaxBytes: number;
   uploadExpiryHours: number;
+  maxOpenUploads: number;
   uploadCorsOrigins: string;
   retainData: boolean;
   throttlingRateLimit: number;
@@ -151,6 +152,12 @@ export const CONFIG_KEY_SPECS = {
     min: 1,
     max: 24 * 7,
     doc: "An upload's record and reference expire after this long; the bucket's lifecycle rule deletes its file after the same time rounded up to whole days (S3 expires by the day).",
+  },
+  maxOpenUploads: {
+    type: 'integer',
+    min: 1,
+    max: 100_000,
+    doc: 'The most open uploads (POST /api/ai/uploads, not yet expired) one account may hold; past it 429 (an account also needs a positive balance to upload).',
   },
   uploadCorsOrigins: {
     type: 'string',

@@ -10,6 +10,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../functions/core/queue-bound';
 import { DEFAULT_RATE_PLAN } from '../functions/core/rate-plan';
+import { DEFAULT_MAX_OPEN_UPLOADS } from '../functions/core/uploads';
 import {
   CONFIG_KEY_SPECS,
   type ConfigKeyOfType,
@@ -47,6 +48,7 @@ export const DEFAULT_CONFIG: Readonly<ServiceConfig> = {
   resultRetentionDays: 30,
   uploadMaxBytes: 20 * 1024 * 1024,
   uploadExpiryHours: 24,
+  maxOpenUploads: DEFAULT_MAX_OPEN_UPLOADS,
   uploadCorsOrigins: '',
   retainData: true,
   throttlingRateLimit: 1000,
@@ -168,6 +170,7 @@ export function readConfig(node: Node): ServiceConfig {
     resultRetentionDays: integer('resultRetentionDays'),
     uploadMaxBytes: integer('uploadMaxBytes'),
     uploadExpiryHours: integer('uploadExpiryHours'),
+    maxOpenUploads: integer('maxOpenUploads'),
     uploadCorsOrigins: originList(text('uploadCorsOrigins')),
     // A LocalStack deployment is disposable by definition: nothing is retained there.
     retainData: localstack ? false : flag('retainData'),

@@ -230,10 +230,14 @@ export class GenerationFunction extends NodejsFunction {
    * Grants access to the `uploads/` prefix only: `post` may store objects there (what a presigned POST
    * is authorized as), `read` may read them (the dispatcher's signed GET URLs for the provider),
    * `read-put` both (the submit's ranged GET of their first bytes, and its presigned PUT of an inline
-   * image). Sets `UPLOADS_BUCKET`.
+   * image), and DeleteObject for the inline images of a refused submit. Sets `UPLOADS_BUCKET`.
    */
   bindUploads(bucket: IBucket, access: 'post' | 'read' | 'read-put'): this {
-    const actions = { post: ['s3:PutObject'], read: ['s3:GetObject'], 'read-put': ['s3:GetObject', 's3:PutObject'] };
+    const actions = {
+      post: ['s3:PutObject'],
+      read: ['s3:GetObject'],
+      'read-put': ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+    };
     this.addToRolePolicy(
       new PolicyStatement({
         actions: actions[access],

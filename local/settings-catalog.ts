@@ -116,6 +116,10 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.maxActiveKeys,
     doc: 'The most active API keys one account may hold (the stack: `maxActiveKeys`).',
   },
+  MAX_OPEN_UPLOADS: {
+    default: (s) => s.maxOpenUploads,
+    doc: 'The most open uploads one account may hold (the stack: `maxOpenUploads`).',
+  },
   MAX_QUEUED_TASKS_PER_ACCOUNT: {
     default: (s) => s.maxQueuedTasksPerAccount,
     doc: 'The most tasks one account may have queued for the provider, 1 to 10000, checked at start (the stack: `maxQueuedTasksPerAccount`).',

@@ -28,6 +28,7 @@ import {
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
+import { uploadSettingsFromEnv } from '../functions/runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
@@ -64,6 +65,7 @@ export interface LocalSettings {
   ratePlanCacheSeconds: number;
   maxActiveKeys: number;
   maxQueuedTasksPerAccount: number;
+  maxOpenUploads: number;
   providerProfile: string;
   webhookRetryDelays?: string;
   webhookInsecureOrigins?: string;
@@ -203,6 +205,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     maxActiveKeys: maxActiveKeysFromEnv(env),
     maxQueuedTasksPerAccount: maxQueuedTasksFromEnv(env),
+    maxOpenUploads: uploadSettingsFromEnv(env).maxOpen,
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>

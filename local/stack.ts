@@ -14,6 +14,7 @@ import {
   environmentOf,
   LOG_LEVEL,
   MAX_ACTIVE_KEYS,
+  MAX_OPEN_UPLOADS,
   METRICS,
   OIDC_CLIENT_ID,
   OIDC_CLIENT_SECRET,
@@ -415,6 +416,7 @@ export async function startLocalStack(
         setting(UPLOADS_BUCKET, LOCAL_UPLOADS_BUCKET),
         setting(UPLOADS_S3_ENDPOINT, url),
         setting(MAX_ACTIVE_KEYS, settings.maxActiveKeys),
+        setting(MAX_OPEN_UPLOADS, settings.maxOpenUploads),
         setting(PUBLIC_ORIGIN, url),
         // The mock provider calls back here when a task ends (the same route as deployed).
         setting(PROVIDER_CALLBACK_BASE_URL, apiUrl),

@@ -25,10 +25,11 @@ import {
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
-import { describeIssuedKey, describeKeys, setSpendLimit } from '../../functions/store/api-keys';
+import { describeIssuedKey, describeKeys } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';
+import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';

@@ -1252,6 +1252,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Uploads need a positive balance (`Uploads need a positive balance: add credits first`); nothing was recorded. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        balance: number;
+                    };
+                };
+            };
             /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
             403: {
                 headers: {
@@ -1270,11 +1282,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            /** @description The account holds `limit` open uploads, the most it may (`maxOpenUploads`, default 100; no Retry-After: a place opens when one of them expires), or over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

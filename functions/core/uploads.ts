@@ -4,7 +4,7 @@
  * live, and the check of a file's first bytes. Nothing here does I/O.
  */
 import * as v from 'valibot';
-import { ValidationError } from './errors';
+import { DomainError, ValidationError } from './errors';
 
 /** The types an upload may declare (and must have, judged by its first bytes). */
 export const UPLOAD_CONTENT_TYPES = ['image/png', 'image/jpeg', 'image/webp'] as const;
@@ -14,6 +14,8 @@ export type UploadContentType = (typeof UPLOAD_CONTENT_TYPES)[number];
 export const DEFAULT_UPLOAD_MAX_BYTES = 20 * 1024 * 1024;
 /** Default lifetime of an upload (UPLOAD_TTL_SECONDS): 24 hours, then record and file are gone. */
 export const DEFAULT_UPLOAD_TTL_SECONDS = 24 * 3600;
+/** Default most open uploads per account (MAX_OPEN_UPLOADS): 100, 2 GB at the default size limit. */
+export const DEFAULT_MAX_OPEN_UPLOADS = 100;
 /** Lifetime of the presigned POST form: the bytes must be sent within it. */
 export const UPLOAD_POST_TTL_SECONDS = 900;
 /**
@@ -115,4 +117,33 @@ export function validateUploadRequest(body: unknown, maxBytes: number): UploadRe
     if (path !== null) fieldErrors[path] ??= [issue.message];
   }
   throw new ValidationError({ fieldErrors: Object.fromEntries(Object.entries(fieldErrors)), formErrors: [] });
+}
+
+/**
+ * 402: an upload needs a positive balance (an upload costs storage; an account that cannot pay for a
+ * task has nothing to upload for).
+ */
+export class UploadNeedsCreditsError extends DomainError {
+  override readonly name: string = 'UploadNeedsCreditsError';
+  readonly status: number = 402;
+  override body(): Record<string, unknown> {
+    return { error: this.message, balance: this.balance };
+  }
+  constructor(readonly balance: number) {
+    super('Uploads need a positive balance: add credits first');
+  }
+}
+
+/** 429: the account holds as many open uploads as it may (`limit`); each ends when it expires. */
+export class UploadQuotaError extends DomainError {
+  override readonly name: string = 'UploadQuotaError';
+  readonly status: number = 429;
+  override body(): Record<string, unknown> {
+    return { error: this.message, limit: this.limit };
+  }
+  constructor(readonly limit: number) {
+    super(
+      `This account already has ${limit} open upload${limit === 1 ? '' : 's'}, the most it may hold; uploads end when they expire`,
+    );
+  }
 }

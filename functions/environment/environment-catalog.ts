@@ -98,6 +98,8 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
   UPLOAD_MAX_BYTES: "The largest upload in bytes (the stack's `uploadMaxBytes`; default 20 MB, core/uploads.ts).",
   UPLOAD_TTL_SECONDS:
     "Seconds an upload's record and reference live (the stack's `uploadExpiryHours`; default 24 hours).",
+  MAX_OPEN_UPLOADS:
+    "The most open uploads (made by POST /api/ai/uploads, not yet expired) one account may hold (the stack's `maxOpenUploads`; default 100, store/upload-quota.ts).",
   PROVIDER_PROFILE: 'The provider profile: mock, kie (a custom one comes as PROVIDER_PROFILE_JSON).',
   PROVIDER_PROFILE_JSON: 'A custom provider profile as JSON (fixed in the bundle: too large for the environment).',
   PROVIDER_READS: '`off`: the function only creates provider tasks, and the bundle drops the state-reading code.',

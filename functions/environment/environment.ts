@@ -328,6 +328,8 @@ export const UPLOAD_MAX_BYTES = /* @__PURE__ */ variable('UPLOAD_MAX_BYTES', 'st
 
 export const UPLOAD_TTL_SECONDS = /* @__PURE__ */ variable('UPLOAD_TTL_SECONDS', 'stack', integer(1));
 
+export const MAX_OPEN_UPLOADS = /* @__PURE__ */ variable('MAX_OPEN_UPLOADS', 'stack', integer(1, 100_000));
+
 export const PROVIDER_PROFILE = /* @__PURE__ */ variable('PROVIDER_PROFILE', 'build', text);
 
 export const PROVIDER_PROFILE_JSON = /* @__PURE__ */ variable('PROVIDER_PROFILE_JSON', 'build', text);

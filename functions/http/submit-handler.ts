@@ -6,7 +6,12 @@ import { ValidationError } from '../core/errors';
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
 import type { TaskType } from '../core/task';
-import { INLINE_IMAGES_MAX_BYTES, storeInlineImages, takeInlineImages } from '../lifecycle/inline-uploads';
+import {
+  INLINE_IMAGES_MAX_BYTES,
+  removeInlineImages,
+  storeInlineImages,
+  takeInlineImages,
+} from '../lifecycle/inline-uploads';
 import { submitTask } from '../lifecycle/submit-task';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
@@ -70,32 +75,47 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
         idempotency,
       },
     );
-    // Before anything is debited: a refused upload is the caller's 400, naming its entry.
-    const { inputImageUrls, providerInput } = request as {
-      inputImageUrls?: string[];
-      providerInput?: Record<string, unknown>;
-    };
-    const uploadVersions = await checkUploadReferences(
-      { ...ctx, uploads },
-      req.caller.userId,
-      inputImageUrls,
-      idempotency,
-      providerInput,
-    );
-    const { response, replayed } = await submitTask(
-      ctx,
-      {
-        caller: req.caller,
-        type: rules.type,
-        request: request as TRequest & Record<string, unknown>,
-        cost: rules.price(request),
-        webhookUrl,
+    // Inline images are kept only for an accepted task: whatever refuses the submit from here on (a bad
+    // reference, 402, 429, busy) removes them again, so a refused submit leaves nothing stored.
+    let uploadVersions: Record<string, string> | undefined;
+    let submitted: Awaited<ReturnType<typeof submitTask>>;
+    try {
+      // Before anything is debited: a refused upload is the caller's 400, naming its entry.
+      const { inputImageUrls, providerInput } = request as {
+        inputImageUrls?: string[];
+        providerInput?: Record<string, unknown>;
+      };
+      uploadVersions = await checkUploadReferences(
+        { ...ctx, uploads },
+        req.caller.userId,
+        inputImageUrls,
         idempotency,
-        maxQueued: maxQueuedTasksFromEnv(),
-        uploadVersions,
-      },
-      req.log,
-    );
+        providerInput,
+      );
+      submitted = await submitTask(
+        ctx,
+        {
+          caller: req.caller,
+          type: rules.type,
+          request: request as TRequest & Record<string, unknown>,
+          cost: rules.price(request),
+          webhookUrl,
+          idempotency,
+          maxQueued: maxQueuedTasksFromEnv(),
+          uploadVersions,
+        },
+        req.log,
+      );
+    } catch (error) {
+      if (inline.images.length > 0) {
+        await removeInlineImages(
+          { store: ctx.store, uploads },
+          { userId: req.caller.userId, images: inline.images, versions: uploadVersions },
+        );
+      }
+      throw error;
+    }
+    const { response, replayed } = submitted;
     return {
       statusCode: 202,
       body: response,

@@ -8,8 +8,9 @@ import { isKeyIdFormat } from '../core/api-key';
 import { KeyNotFoundError } from '../core/errors';
 import { parseUpdateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeKeys, setSpendLimit } from '../store/api-keys';
+import { describeKeys } from '../store/api-keys';
 import { storeFromEnv } from '../store/from-env';
+import { setSpendLimit } from '../store/key-spend-limit';
 
 export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, async (req) => {
   const keyId = req.pathParameters.keyId ?? '';

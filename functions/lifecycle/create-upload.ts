@@ -1,19 +1,29 @@
 /**
  * POST /api/ai/uploads: records an upload the caller may make (`USER#<id>` / `UPLOAD#<uploadId>`, with
  * TTL) and answers the presigned POST that stores its bytes straight in storage. No file passes
- * through a Lambda: the POST policy fixes the key, the content type and the size range.
+ * through a Lambda: the POST policy fixes the key, the content type and the size range. An upload
+ * needs a positive balance (402) and a place in the account's quota of open uploads (429).
  */
 import { randomUUID } from 'node:crypto';
-import { UPLOAD_POST_TTL_SECONDS, type UploadRequest, uploadKey, uploadReference } from '../core/uploads';
+import {
+  UPLOAD_POST_TTL_SECONDS,
+  UploadNeedsCreditsError,
+  type UploadRequest,
+  uploadKey,
+  uploadReference,
+} from '../core/uploads';
 import type { UploadPoster } from '../media/uploads';
+import { getBalance } from '../store/accounts';
 import type { StoreContext } from '../store/client';
-import { putUpload } from '../store/uploads';
+import { putCountedUpload } from '../store/upload-quota';
 
 export interface UploadSettings {
   /** Largest file accepted (UPLOAD_MAX_BYTES). */
   maxBytes: number;
   /** How long an upload lives (UPLOAD_TTL_SECONDS); the bucket's lifecycle rule deletes its file. */
   ttlSeconds: number;
+  /** The most open uploads per account (MAX_OPEN_UPLOADS). */
+  maxOpen: number;
 }
 
 /** The 201 body of POST /api/ai/uploads. */
@@ -38,7 +48,10 @@ export async function createUpload(
   const expiresAt = new Date(deps.now.getTime() + deps.settings.ttlSeconds * 1000);
   // The form must be sent soon; the upload itself lives on until expiresAt.
   const postExpiresAt = new Date(Math.min(expiresAt.getTime(), deps.now.getTime() + UPLOAD_POST_TTL_SECONDS * 1000));
-  await putUpload(deps.store, {
+  // An upload costs storage: only an account that can pay for a task may make one (one Query).
+  const balance = await getBalance(deps.store, userId);
+  if (balance <= 0) throw new UploadNeedsCreditsError(balance);
+  const record = {
     userId,
     uploadId,
     key,
@@ -47,7 +60,9 @@ export async function createUpload(
     maxBytes: deps.settings.maxBytes,
     createdAt: deps.now.toISOString(),
     expiresAt: expiresAt.toISOString(),
-  });
+  };
+  // Counted against the account's quota of open uploads, exactly (store/upload-quota.ts).
+  await putCountedUpload(deps.store, record, { maxOpen: deps.settings.maxOpen, now: deps.now });
   const post = await deps.poster.presignPost({
     key,
     contentType: request.contentType,

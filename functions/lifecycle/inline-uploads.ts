@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError } from '../core/errors';
 import {
+  checkedUploadKey,
   sniffUploadType,
   UPLOAD_CONTENT_TYPES,
   type UploadContentType,
@@ -21,7 +22,7 @@ import {
 } from '../core/uploads';
 import type { UploadReader } from '../media/uploads';
 import type { StoreContext } from '../store/client';
-import { isRecordedRequest, putUpload } from '../store/uploads';
+import { deleteUpload, isRecordedRequest, putUpload } from '../store/uploads';
 
 /** The most inline image bytes (decoded) one request may carry: what a 6 MB Lambda payload leaves room for. */
 export const INLINE_IMAGES_MAX_BYTES = 4 * 1024 * 1024;
@@ -150,6 +151,28 @@ export async function storeInlineImages(
         createdAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000).toISOString(),
       });
+    }),
+  );
+}
+
+/**
+ * Removes what `storeInlineImages` stored for a submit that was then refused (402, 429, a bad
+ * reference, busy): each image's record, its file and the copy its check kept (`versions`, by upload
+ * id), so a refused submit leaves nothing stored. Inline images exist only for an accepted task.
+ */
+export async function removeInlineImages(
+  ctx: { store: StoreContext; uploads?: Pick<UploadReader, 'remove'> },
+  input: { userId: string; images: readonly InlineImage[]; versions?: Record<string, string> },
+): Promise<void> {
+  const { uploads } = ctx;
+  if (!uploads) return;
+  await Promise.all(
+    input.images.map(async ({ uploadId }) => {
+      // The record first: from then on no submit can name the image, whatever the storage says.
+      await deleteUpload(ctx.store, input.userId, uploadId);
+      const version = input.versions?.[uploadId];
+      await uploads.remove(uploadKey(input.userId, uploadId));
+      if (version) await uploads.remove(checkedUploadKey(input.userId, uploadId, version));
     }),
   );
 }

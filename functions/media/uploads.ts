@@ -53,6 +53,8 @@ export interface UploadReader {
   maxUrlTtlSeconds(): number;
   /** Stores `bytes` at `key` (a presigned PUT): the submit's inline `data:` images. */
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** Deletes `key` (a presigned DELETE; nothing there is no error): the inline images of a refused submit. */
+  remove(key: string): Promise<void>;
   /**
    * Copies `from` to `to` in the bucket only while `from` is still the version `etag` names (S3's
    * CopyObject with `x-amz-copy-source-if-match`): `changed` when it is not, or is gone.
@@ -110,6 +112,23 @@ export function createS3UploadReader(options: S3UploadsOptions): UploadReader {
       date: now(),
       expiresInSeconds: ttl,
     });
+  /** A presigned PUT or DELETE of `key`; anything but 2xx (or a DELETE's 404) is a 5xx, never the caller's 400. */
+  const write = async (method: 'PUT' | 'DELETE', key: string, headers?: Record<string, string>, body?: Uint8Array) => {
+    const url = await presignUrl({
+      method,
+      url: objectUrl(options, key),
+      service: 's3',
+      region: options.region,
+      credentials: credentials(),
+      date: now(),
+      expiresInSeconds: 60,
+    });
+    const response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(10_000) });
+    await response.body?.cancel();
+    if (!response.ok && !(method === 'DELETE' && response.status === 404)) {
+      throw new Error(`${method} of ${key} answered HTTP ${response.status}`);
+    }
+  };
   return {
     async head(key, length) {
       const response = await fetch(await sign(key, 60), {
@@ -167,26 +186,8 @@ export function createS3UploadReader(options: S3UploadsOptions): UploadReader {
       }
       return 'copied';
     },
-    async put(key, bytes, contentType) {
-      const url = await presignUrl({
-        method: 'PUT',
-        url: objectUrl(options, key),
-        service: 's3',
-        region: options.region,
-        credentials: credentials(),
-        date: now(),
-        expiresInSeconds: 60,
-      });
-      const response = await fetch(url, {
-        method: 'PUT',
-        headers: { 'content-type': contentType },
-        body: bytes,
-        signal: AbortSignal.timeout(10_000),
-      });
-      await response.body?.cancel();
-      // Not the caller's fault: a 5xx (the error handler's 500), never a 400.
-      if (!response.ok) throw new Error(`PUT of ${key} answered HTTP ${response.status}`);
-    },
+    put: (key, bytes, contentType) => write('PUT', key, { 'content-type': contentType }, bytes),
+    remove: (key) => write('DELETE', key),
   };
 }
 

@@ -7,16 +7,23 @@
  * with every change. Each of the 32 balance shards carries a stamp of it (`acctLimitVersion`,
  * `acctLimitCredits`): every accept debits a shard anyway, and states in that debit's condition the
  * version it holds (store/spend.ts), so an accept holding an older view fails, learns the stamped
- * limit from the shard, and tries again, at no cost to accounts that never set one. A change writes the
- * item first (conditional on the version it read: two changes cannot both win), then stamps every
- * shard (a newer stamp already there stands). Once it returns, every accept uses the new limit.
+ * limit from the shard, and tries again, at no cost to accounts that never set one.
+ *
+ * A change is shown only once it is enforced everywhere: it reserves the next version on the item
+ * (`pendingVersion`, conditional on what it read, so two changes never share a version), stamps every
+ * shard (a newer stamp already there stands), brings the counter shards within the new shares, and only
+ * then writes the limit the API and the CLI show. A change that fails part way (a stamp timing out)
+ * shows nothing new and puts the shown limit back on the shards it reached (another version), so no
+ * shard enforces terms nobody sees; the caller gets the error (500) and may save again. Once it
+ * returns, every accept uses the new limit.
  */
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
 import { type AuditInput, auditPut } from './audit';
 import {
   cancellationReasons,
   isConditionalCheckFailed,
+  isRetryable,
   lostCondition,
   type RetryingStoreContext,
   withRetry,
@@ -35,10 +42,11 @@ export interface AccountSpendLimit {
   resetsAt: string;
 }
 
+/** The setting: the limit shown (`credits`, `version`) and the highest version handed out (`issued`). */
 async function readSetting(
   ctx: RetryingStoreContext,
   userId: string,
-): Promise<{ version: number; credits: number | undefined }> {
+): Promise<{ version: number; credits: number | undefined; issued: number }> {
   const out = await withRetry(
     () =>
       ctx.doc.send(
@@ -46,12 +54,10 @@ async function readSetting(
       ),
     ctx.retry,
   );
-  const version = out.Item?.version;
+  const version = typeof out.Item?.version === 'number' ? out.Item.version : 0;
+  const pending = typeof out.Item?.pendingVersion === 'number' ? out.Item.pendingVersion : 0;
   const credits = out.Item?.credits;
-  return {
-    version: typeof version === 'number' ? version : 0,
-    credits: typeof credits === 'number' ? credits : undefined,
-  };
+  return { version, credits: typeof credits === 'number' ? credits : undefined, issued: Math.max(version, pending) };
 }
 
 /** The account's monthly limit with what it spent this month, or null. One or two GetItems. */
@@ -109,51 +115,119 @@ async function stampShards(
 
 /**
  * Sets (`credits`) or removes (`null`) the account's monthly limit, audited, and stamps it on the
- * balance shards; from its return on, every accept is judged by it. Only accepts that hold a limit
- * add to the month's counter (`KEYSPEND#ACCOUNT#<month>`), so what counts is spending from the moment
- * a limit is set, as for a key's limit (a limit removed and set again keeps what was counted).
+ * balance shards; from its return on, every accept is judged by it, and not before it is shown (see
+ * above). Only accepts that hold a limit add to the month's counter (`KEYSPEND#ACCOUNT#<month>`), so
+ * what counts is spending from the moment a limit is set, as for a key's limit (a limit removed and
+ * set again keeps what was counted).
  */
 export async function setAccountSpendLimit(
   ctx: RetryingStoreContext,
   input: { userId: string; credits: number | null; now: Date; audit?: Omit<AuditInput, 'details'> },
 ): Promise<AccountSpendLimit | null> {
+  const credits = input.credits ?? undefined;
+  const version = await reserveVersion(ctx, input.userId, input.now);
+  try {
+    await enforce(ctx, { userId: input.userId, version, credits, now: input.now });
+  } catch (error) {
+    // Part way: the shards reached carry terms nobody is shown. Put the shown ones back on every shard
+    // (best effort: when this fails too, the next save stamps over both).
+    await restoreShown(ctx, input.userId, input.now).catch(() => undefined);
+    throw error;
+  }
+  const details = { credits: input.credits ?? 'none', budget: ACCOUNT_BUDGET };
+  await show(ctx, {
+    userId: input.userId,
+    version,
+    credits,
+    now: input.now,
+    ...(input.audit ? { audit: { ...input.audit, details } } : {}),
+  });
+  return getAccountSpendLimit(ctx, input.userId, input.now);
+}
+
+/** Stamps `credits` as version `version` on every shard and fits the counter shards to its shares. */
+async function enforce(
+  ctx: RetryingStoreContext,
+  input: { userId: string; version: number; credits: number | undefined; now: Date },
+): Promise<void> {
+  await stampShards(ctx, input);
+  // The month's counter shards within the new limit's shares (a lowered limit shrinks them; store/spend.ts).
+  if (input.credits !== undefined) {
+    await rebalanceSpendCounters(ctx, { userId: input.userId, limit: accountBudget(input.credits), now: input.now });
+  }
+}
+
+/** Stamps the limit shown now on every shard, under a version of its own, and records that version. */
+async function restoreShown(ctx: RetryingStoreContext, userId: string, now: Date): Promise<void> {
+  const version = await reserveVersion(ctx, userId, now);
+  const { credits } = await readSetting(ctx, userId);
+  await enforce(ctx, { userId, version, credits, now });
+  await show(ctx, { userId, version, credits, now });
+}
+
+/** The next version, reserved on the item (`pendingVersion`) without changing what it shows. */
+async function reserveVersion(ctx: RetryingStoreContext, userId: string, now: Date): Promise<number> {
   for (let attempt = 1; ; attempt++) {
-    const current = await readSetting(ctx, input.userId);
-    const version = current.version + 1;
-    const item = {
-      ...accountKeys.accountSpendLimit(input.userId),
-      userId: input.userId,
-      version,
-      updatedAt: input.now.toISOString(),
-      ...(input.credits === null ? {} : { credits: input.credits }),
-    };
-    const put = {
-      TableName: ctx.tableName,
-      Item: item,
-      ConditionExpression: 'attribute_not_exists(#version) OR #version = :read',
-      ExpressionAttributeNames: { '#version': 'version' },
-      ExpressionAttributeValues: { ':read': current.version },
-    };
+    const current = await readSetting(ctx, userId);
+    const version = current.issued + 1;
     try {
-      const details = { credits: input.credits ?? 'none', budget: ACCOUNT_BUDGET };
-      await (input.audit
-        ? ctx.doc.send(
-            new TransactWriteCommand({
-              TransactItems: [{ Put: put }, auditPut(ctx, input.userId, { ...input.audit, details }, input.now)],
-            }),
-          )
-        : ctx.doc.send(new PutCommand(put)));
+      await ctx.doc.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: accountKeys.accountSpendLimit(userId),
+          UpdateExpression: 'SET #pending = :version, #userId = :userId, #updatedAt = :now',
+          ConditionExpression: 'attribute_not_exists(#pending) OR #pending < :version',
+          ExpressionAttributeNames: { '#pending': 'pendingVersion', '#userId': 'userId', '#updatedAt': 'updatedAt' },
+          ExpressionAttributeValues: { ':version': version, ':userId': userId, ':now': now.toISOString() },
+        }),
+      );
+      return version;
     } catch (error) {
-      // Another change won since the read: read again and apply this one after it.
-      const lost = isConditionalCheckFailed(error) || cancellationReasons(error) !== undefined;
+      // Another change reserved it since the read: read again and take the next one.
+      const lost = isConditionalCheckFailed(error) || isRetryable(error);
       if (lost && attempt < 5) continue;
       throw error;
     }
-    await stampShards(ctx, { userId: input.userId, version, credits: input.credits ?? undefined });
-    // The month's counter shards within the new limit's shares (a lowered limit shrinks them; store/spend.ts).
-    if (input.credits !== null) {
-      await rebalanceSpendCounters(ctx, { userId: input.userId, limit: accountBudget(input.credits), now: input.now });
-    }
-    return getAccountSpendLimit(ctx, input.userId, input.now);
+  }
+}
+
+/**
+ * Shows `credits` as version `version`, once every shard enforces it; a newer version already shown
+ * stands (a later change finished first). Audited in the same transaction.
+ */
+async function show(
+  ctx: RetryingStoreContext,
+  input: { userId: string; version: number; credits: number | undefined; now: Date; audit?: AuditInput },
+): Promise<void> {
+  const update = {
+    TableName: ctx.tableName,
+    Key: accountKeys.accountSpendLimit(input.userId),
+    UpdateExpression:
+      input.credits === undefined
+        ? 'SET #version = :version, #updatedAt = :now REMOVE #credits'
+        : 'SET #version = :version, #updatedAt = :now, #credits = :credits',
+    ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
+    ExpressionAttributeNames: { '#version': 'version', '#credits': 'credits', '#updatedAt': 'updatedAt' },
+    ExpressionAttributeValues: {
+      ':version': input.version,
+      ':now': input.now.toISOString(),
+      ...(input.credits === undefined ? {} : { ':credits': input.credits }),
+    },
+  };
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              { Update: update },
+              ...(input.audit ? [auditPut(ctx, input.userId, input.audit, input.now)] : []),
+            ],
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    if (!(cancellationReasons(error)?.[0]?.Code === 'ConditionalCheckFailed')) throw error;
   }
 }

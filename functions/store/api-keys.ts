@@ -22,7 +22,7 @@ import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors'
 import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { readSpent, rebalanceSpendCounters, spendCounterOf, stampLimitVersion } from './spend';
+import { readSpent, spendCounterOf } from './spend';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
 export interface ApiKeyRecord {
@@ -152,7 +152,7 @@ const NAMES = {
 type Names = Partial<Record<keyof typeof NAMES, string>>;
 
 /** Only the names an expression uses: DynamoDB rejects unused ExpressionAttributeNames. */
-function names(...used: (keyof typeof NAMES)[]): Names {
+export function names(...used: (keyof typeof NAMES)[]): Names {
   const out: Names = {};
   for (const key of used) out[key] = NAMES[key];
   return out;
@@ -324,7 +324,7 @@ function withoutUserId(record: ApiKeyRecord): Omit<ApiKeyRecord, 'userId'> {
   return rest;
 }
 
-function cancellationCodes(error: unknown): string[] | undefined {
+export function cancellationCodes(error: unknown): string[] | undefined {
   return cancellationReasons(error)?.map((reason) => reason.Code ?? 'None');
 }
 
@@ -332,7 +332,7 @@ function cancellationCodes(error: unknown): string[] | undefined {
  * TransactWriteItems, retried on transient failures (transaction conflicts, throttling: the real
  * service has them, DynamoDB Local does not). A failed condition is the caller's to interpret.
  */
-async function transact(ctx: StoreContext, items: TransactItem[]): Promise<void> {
+export async function transact(ctx: StoreContext, items: TransactItem[]): Promise<void> {
   await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
 }
 
@@ -427,18 +427,18 @@ export async function describeKeys(ctx: StoreContext, userId: string, now: Date)
   );
 }
 
-interface KeyRef {
+export interface KeyRef {
   keyId: string;
   userId: string;
   keyHash: string;
 }
 
 /** The audit entry names the key acted on. */
-function withKey(audit: AuditInput, keyId: string): AuditInput {
+export function withKey(audit: AuditInput, keyId: string): AuditInput {
   return { ...audit, keyId };
 }
 
-async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Promise<KeyRef> {
+export async function getKeyRef(ctx: StoreContext, keyId: string, ownerId?: string): Promise<KeyRef> {
   const result = await ctx.doc.send(
     new GetCommand({
       TableName: ctx.tableName,
@@ -647,98 +647,6 @@ export async function rotateApiKey(
     await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: previous.expiresAt });
   }
   return { issued: { ...record, apiKey, prefix }, previous };
-}
-
-/**
- * Sets (or, with `null`, removes) a key's spend limit. Only the newest key of a rotation chain can be
- * changed (a key in its rotation grace keeps the limit it had; both spend into the same counter). The
- * new version is stamped on the key's key-end guards before the key items take the new limit, so no
- * accept holding the old limit can commit after the change is recorded (store/spend.ts).
- */
-export async function setSpendLimit(
-  ctx: StoreContext,
-  input: KeyAction & { spendLimit: SpendLimitInput | null },
-): Promise<ApiKeyRecord> {
-  const now = input.now ?? new Date();
-  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
-  const old = await getApiKeyByHash(ctx, ref.keyHash);
-  if (!old) throw new ApiKeyNotFoundError(input.keyId);
-  if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
-  if (old.replacedBy !== undefined) {
-    throw new ApiKeyStateError(`API key ${old.keyId} was rotated; change the limit of ${old.replacedBy} instead`);
-  }
-  const version = (old.spendLimitVersion ?? 0) + 1;
-  const spendLimit: KeySpendLimit | undefined = input.spendLimit
-    ? {
-        credits: input.spendLimit.credits,
-        period: input.spendLimit.period,
-        budgetKeyId: old.spendLimit?.budgetKeyId ?? old.keyId,
-      }
-    : undefined;
-  await stampLimitVersion(ctx, { userId: ref.userId, keyId: ref.keyId, version, now });
-  // No accept of the key commits from here until the key takes the new limit: the counter shards are
-  // brought within the new limit's shares first (a lowered limit shrinks them; store/spend.ts).
-  if (spendLimit) await rebalanceSpendCounters(ctx, { userId: ref.userId, limit: spendLimit, now });
-  const change = spendLimit
-    ? { UpdateExpression: 'SET #spendLimit = :limit, #spendLimitVersion = :version' }
-    : { UpdateExpression: 'SET #spendLimitVersion = :version REMOVE #spendLimit' };
-  const sameVersion =
-    old.spendLimitVersion === undefined
-      ? 'attribute_not_exists(#spendLimitVersion)'
-      : '#spendLimitVersion = :previousVersion';
-  const values = {
-    ':version': version,
-    ...(spendLimit ? { ':limit': spendLimit } : {}),
-    ...(old.spendLimitVersion === undefined ? {} : { ':previousVersion': old.spendLimitVersion }),
-  };
-  const keyNames = names('#pk', '#spendLimit', '#spendLimitVersion');
-  try {
-    await transact(ctx, [
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.apiKey(ref.keyHash),
-          ...change,
-          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy) AND ${sameVersion}`,
-          ExpressionAttributeNames: { ...keyNames, ...names('#revokedAt', '#replacedBy') },
-          ExpressionAttributeValues: values,
-        },
-      },
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.keyListing(ref.userId, ref.keyId),
-          ...change,
-          ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: keyNames,
-          ExpressionAttributeValues: { ':version': version, ...(spendLimit ? { ':limit': spendLimit } : {}) },
-        },
-      },
-      ...(input.audit
-        ? [
-            auditPut(
-              ctx,
-              ref.userId,
-              {
-                ...withKey(input.audit, ref.keyId),
-                details: {
-                  ...input.audit.details,
-                  spendLimit: input.spendLimit ? `${input.spendLimit.credits}/${input.spendLimit.period}` : 'none',
-                },
-              },
-              now,
-            ),
-          ]
-        : []),
-    ]);
-  } catch (error) {
-    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
-      throw new ApiKeyStateError(`API key ${old.keyId} changed meanwhile (revoked, rotated or limited); try again`);
-    }
-    throw error;
-  }
-  const { spendLimit: _previous, ...rest } = old;
-  return { ...rest, ...(spendLimit ? { spendLimit } : {}), spendLimitVersion: version };
 }
 
 /** How often a key's `lastUsedAt` is written: a write per request would double the authorizer's cost. */

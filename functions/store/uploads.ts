@@ -3,7 +3,7 @@
  * when the presigned POST is made and removed by DynamoDB's TTL when the upload expires. Reading one
  * needs the owner's id, so another account's upload is simply not found.
  */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { UploadContentType } from '../core/uploads';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
@@ -26,6 +26,15 @@ function uploadItemKey(userId: string, uploadId: string) {
   return { [TABLE.partitionKey]: `USER#${userId}`, [TABLE.sortKey]: `UPLOAD#${uploadId}` };
 }
 
+/** The stored item of an upload record: its keys, the record, and the TTL at its expiry. */
+export function uploadItem(record: UploadRecord): Record<string, unknown> {
+  return {
+    ...uploadItemKey(record.userId, record.uploadId),
+    ...record,
+    [TABLE.ttlAttribute]: Math.ceil(new Date(record.expiresAt).getTime() / 1000),
+  };
+}
+
 /** Records a new upload (the id is fresh, so the write is conditional on nothing being there). */
 export async function putUpload(ctx: RetryingStoreContext, record: UploadRecord): Promise<void> {
   await withRetry(
@@ -33,15 +42,19 @@ export async function putUpload(ctx: RetryingStoreContext, record: UploadRecord)
       ctx.doc.send(
         new PutCommand({
           TableName: ctx.tableName,
-          Item: {
-            ...uploadItemKey(record.userId, record.uploadId),
-            ...record,
-            [TABLE.ttlAttribute]: Math.ceil(new Date(record.expiresAt).getTime() / 1000),
-          },
+          Item: uploadItem(record),
           ConditionExpression: 'attribute_not_exists(#pk)',
           ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
         }),
       ),
+    ctx.retry,
+  );
+}
+
+/** Removes an upload record (nothing there is no error): an inline image of a refused submit. */
+export async function deleteUpload(ctx: RetryingStoreContext, userId: string, uploadId: string): Promise<void> {
+  await withRetry(
+    () => ctx.doc.send(new DeleteCommand({ TableName: ctx.tableName, Key: uploadItemKey(userId, uploadId) })),
     ctx.retry,
   );
 }

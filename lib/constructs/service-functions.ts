@@ -13,6 +13,7 @@ import { Construct } from 'constructs';
 import {
   INLINE_AUTHORIZER,
   LOG_LEVEL,
+  MAX_OPEN_UPLOADS,
   MAX_PENDING_SECONDS,
   MEDIA_SOURCE_HOSTS,
   PROVIDER_PROFILE,
@@ -131,12 +132,13 @@ export class ServiceFunctions extends Construct {
       if (needs.uploads === 'post' || needs.uploads === 'read-put') {
         fn.addEnvironment(UPLOAD_MAX_BYTES.name, String(config.uploadMaxBytes));
         fn.addEnvironment(UPLOAD_TTL_SECONDS.name, String(config.uploadExpiryHours * 3600));
+        fn.addEnvironment(MAX_OPEN_UPLOADS.name, String(config.maxOpenUploads));
       }
       const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
       acknowledge(
         fn.executionRole,
         `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_UPLOADS_PREFIX}*]`,
-        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images; no listing, no deletes',
+        'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images, Delete to remove those of a refused submit; no listing',
       );
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);

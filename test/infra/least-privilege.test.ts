@@ -59,8 +59,11 @@ const WRITE_RESULTS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/resu
  * signed GET URLs for the provider at send. No other function (GET, the callback, the sweeper never send).
  */
 const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
-/** Issue 27: the submit's check of uploads and its inline `data:` images stored as uploads. */
-const CHECK_AND_STORE_UPLOADS = 'Allow s3:GetObject s3:PutObject on <MediaBucket.Arn>/uploads/*';
+/**
+ * Issue 27: the submit's check of uploads and its inline `data:` images stored as uploads; issue 36:
+ * those of a refused submit removed again.
+ */
+const CHECK_AND_STORE_UPLOADS = 'Allow s3:DeleteObject s3:GetObject s3:PutObject on <MediaBucket.Arn>/uploads/*';
 /** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
 const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
 

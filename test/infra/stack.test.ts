@@ -515,7 +515,7 @@ describe('least privilege', () => {
         name === 'uploads'
           ? ['s3:PutObject']
           : submit
-            ? ['s3:GetObject', 's3:PutObject']
+            ? ['s3:DeleteObject', 's3:GetObject', 's3:PutObject']
             : name === DISPATCHER.name
               ? ['s3:GetObject']
               : [];

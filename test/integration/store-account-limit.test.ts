@@ -1,3 +1,4 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SpendLimitError } from '../../functions/core/errors';
 import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
@@ -98,6 +99,40 @@ describe('the account-wide monthly spend limit, enforced in the accept transacti
     expect(ledger.filter((entry) => entry.kind === 'refund').map((entry) => entry.delta)).toEqual([6]);
   });
 
+  it('a save that times out part way through its stamps shows nothing and lets nothing past; saved again it holds', async () => {
+    // Prepare: the real DynamoDB Local client, wrapped so that the stamps of shards 16 to 31 time out
+    // (a network fault DynamoDB Local cannot produce), as a Lambda cut off part way would leave them.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 100 });
+    const faulty: TestStore = { ...store, doc: stampsTimingOut(store, userId, 16) };
+
+    // Act
+    const save = setAccountSpendLimit(faulty, { userId, credits: 6, now: T0 });
+
+    // Assert: the 500's error, the limit not shown, and no shard left enforcing what is not shown.
+    await expect(save).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(await getAccountSpendLimit(store, userId, T0)).toBeNull();
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => retriedWhileBusy(() => acceptTask(store, { task: newTask(userId, 3) }))),
+    );
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(8);
+
+    // Act: the caller saves again, without the fault.
+    const saved = await setAccountSpendLimit(store, { userId, credits: 6, now: T0 });
+    const racers = await Promise.allSettled(
+      Array.from({ length: 8 }, () => retriedWhileBusy(() => acceptTask(store, { task: newTask(userId, 3) }))),
+    );
+
+    // Assert: shown and enforced on every shard, exactly.
+    expect(saved).toMatchObject({ credits: 6, spent: 0 });
+    expect(racers.filter((result) => result.status === 'fulfilled')).toHaveLength(2);
+    for (const result of racers) {
+      if (result.status === 'rejected') expect(result.reason).toMatchObject({ scope: 'account', limit: 6 });
+    }
+    expect(await getBalance(store, userId)).toBe(100 - 24 - 6);
+    expect((await auditUser(store, userId)).ok).toBe(true);
+  });
+
   it('with a key budget too, the smaller one refuses and names itself', async () => {
     // Prepare
     const userId = newUserId();
@@ -120,3 +155,20 @@ describe('the account-wide monthly spend limit, enforced in the accept transacti
     await expect(refused).rejects.toMatchObject({ scope: 'account', limit: 8, spent: 5 });
   });
 });
+
+/**
+ * The store's document client, except that an account-limit stamp on balance shard `from` or above of
+ * `userId` times out (the SDK's TimeoutError, nothing written), as a save cut off part way leaves it.
+ */
+function stampsTimingOut(store: TestStore, userId: string, from: number): TestStore['doc'] {
+  const send = (command: unknown) => {
+    const input = (command as { input?: { Key?: { PK?: string; SK?: string }; UpdateExpression?: string } }).input;
+    const shard = /^ACCOUNT(?:#(\d+))?$/.exec(input?.Key?.SK ?? '');
+    const stamp = input?.UpdateExpression?.includes('#version') && input.Key?.PK === `USER#${userId}`;
+    if (command instanceof UpdateCommand && stamp && shard && Number(shard[1] ?? 0) >= from) {
+      return Promise.reject(Object.assign(new Error('Request timed out'), { name: 'TimeoutError' }));
+    }
+    return store.doc.send(command as UpdateCommand);
+  };
+  return new Proxy(store.doc, { get: (target, name) => (name === 'send' ? send : Reflect.get(target, name)) });
+}

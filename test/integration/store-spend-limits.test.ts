@@ -1,14 +1,8 @@
 import { ServiceBusyError, SpendLimitError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
-import {
-  describeKeys,
-  getApiKeyById,
-  putApiKey,
-  revokeApiKey,
-  rotateApiKey,
-  setSpendLimit,
-} from '../../functions/store/api-keys';
+import { describeKeys, getApiKeyById, putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
+import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { readSpent, stampLimitVersion } from '../../functions/store/spend';
 import { acceptTask, failAndRefund, getTask } from '../../functions/store/tasks';
@@ -258,5 +252,53 @@ describe('spend limits per key, enforced in the accept transaction (DynamoDB Loc
     ).rejects.toMatchObject({ name: 'ApiKeyStateError' });
     const task = await getTask(store, key.userId, (await listLedger(store, key.userId))[1]?.taskId ?? '');
     expect(task?.spendCounter).toBe(`KEYSPEND#${key.keyId}#2026-11-01`);
+  });
+
+  it('a limit changed on the newest key applies to the key in its rotation grace at once', async () => {
+    // Prepare: a key with a loose limit, rotated with an hour of grace; the leaked old key's view as
+    // the authorizer read it before the change.
+    const key = await limitedKey(100, { credits: 90, period: 'day' });
+    const rotated = await rotateApiKey(store, { keyId: key.keyId, graceSeconds: 3600, now: T0 });
+    const oldView = { keyId: key.keyId, spendLimit: key.spendLimit, spendLimitVersion: key.spendLimitVersion };
+
+    // Act: tightened on the newest key (the one the owner can change).
+    await setSpendLimit(store, { keyId: rotated.issued.keyId, spendLimit: { credits: 3, period: 'day' }, now: T0 });
+
+    // Assert: the old key's stored limit is the new one, a view of the old terms cannot commit, and the
+    // old key spends within the new limit.
+    const old = await getApiKeyById(store, key.keyId);
+    expect(old?.spendLimit).toEqual({ credits: 3, period: 'day', budgetKeyId: key.keyId });
+    await expect(acceptTask(store, { task: newTask(key.userId, 3, oldView) })).rejects.toBeInstanceOf(ServiceBusyError);
+    const freshView = { keyId: key.keyId, spendLimit: old?.spendLimit, spendLimitVersion: old?.spendLimitVersion };
+    await acceptTask(store, { task: newTask(key.userId, 3, freshView) });
+    await expect(acceptTask(store, { task: newTask(key.userId, 3, freshView) })).rejects.toMatchObject({
+      name: 'SpendLimitError',
+      limit: 3,
+      spent: 3,
+    });
+    expect(await getBalance(store, key.userId)).toBe(97);
+    expect((await auditUser(store, key.userId)).ok).toBe(true);
+  });
+
+  it('a refused limit change leaves the key in grace usable on its former limit', async () => {
+    // Prepare: rotated with grace, then the newest key revoked, so a change on it is refused.
+    const key = await limitedKey(100, { credits: 9, period: 'day' });
+    const rotated = await rotateApiKey(store, { keyId: key.keyId, graceSeconds: 3600, now: T0 });
+    await revokeApiKey(store, { keyId: rotated.issued.keyId, now: T0 });
+
+    // Act
+    const change = setSpendLimit(store, {
+      keyId: rotated.issued.keyId,
+      spendLimit: { credits: 3, period: 'day' },
+      now: T0,
+    });
+
+    // Assert
+    await expect(change).rejects.toMatchObject({ name: 'ApiKeyStateError' });
+    const old = await getApiKeyById(store, key.keyId);
+    expect(old?.spendLimit).toEqual({ credits: 9, period: 'day', budgetKeyId: key.keyId });
+    const view = { keyId: key.keyId, spendLimit: old?.spendLimit, spendLimitVersion: old?.spendLimitVersion };
+    await acceptTask(store, { task: newTask(key.userId, 6, view) });
+    expect(await getBalance(store, key.userId)).toBe(94);
   });
 });

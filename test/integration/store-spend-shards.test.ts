@@ -7,7 +7,8 @@
 import { InsufficientCreditsError, SpendLimitError } from '../../functions/core/errors';
 import { setAccountSpendLimit } from '../../functions/store/account-limit';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
-import { getApiKeyById, putApiKey, setSpendLimit } from '../../functions/store/api-keys';
+import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
+import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditUser } from '../../functions/store/ledger';
 import { readSpent } from '../../functions/store/spend';
 import type { NewTask } from '../../functions/store/tasks';

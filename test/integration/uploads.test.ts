@@ -5,6 +5,9 @@
  * reference a 400 naming its `inputImageUrls` entry with nothing debited.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost, presignUrl } from '../../functions/aws/signer';
@@ -20,6 +23,8 @@ import { spawnTestStack, type TestStack } from '../support/test-stack';
 
 /** The stack's upload limit for this file: small, so a too-big file is cheap to send. */
 const MAX_BYTES = 4096;
+/** The stack's quota of open uploads per account: above what `owner` makes in this file. */
+const MAX_OPEN = 30;
 const IMAGE_PATH = '/api/ai/image/generate';
 const UNKNOWN = 'Unknown upload: no upload of yours has this id (it may have expired)';
 
@@ -124,6 +129,26 @@ async function referenceDownloadsSince(from: number): Promise<{ status: number; 
   return stats.referenceDownloads.slice(from);
 }
 
+/**
+ * The files the S3 stand-in holds under `uploads/<userId>/` (sidecars aside), in every in-memory stack's
+ * folder: user ids are unique to a test, so only this file's stack can hold any.
+ */
+function storedFilesOf(userId: string): string[] {
+  return readdirSync(tmpdir())
+    .filter((name) => name.startsWith('generation-uploads-'))
+    .map((name) => join(tmpdir(), name, 'uploads', userId))
+    .filter((dir) => existsSync(dir))
+    .flatMap((dir) => readdirSync(dir).filter((file) => !file.startsWith('.')))
+    .sort();
+}
+
+/** A new account with `credits` and its API key. */
+async function newAccount(name: string, credits: number): Promise<{ userId: string; apiKey: string }> {
+  const userId = `uploads-${name}-${randomUUID()}`;
+  if (credits > 0) await grantCredits(store, { userId, amount: credits });
+  return { userId, apiKey: (await putApiKey(store, { userId, name })).apiKey };
+}
+
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 beforeAll(async () => {
@@ -134,6 +159,7 @@ beforeAll(async () => {
       DATA_DIR: ':memory:',
       MOCK_PROVIDER_PORT: String(mockPort),
       UPLOAD_MAX_BYTES: String(MAX_BYTES),
+      MAX_OPEN_UPLOADS: String(MAX_OPEN),
       PROVIDER_REFRESH_INTERVAL_SECONDS: '1',
     },
   });
@@ -412,6 +438,48 @@ describe('uploading a reference image', () => {
     await pollUntilDone((first.body as { taskId: string }).taskId, owner);
   });
 
+  test('POST /api/ai/uploads needs a positive balance: an account without credits gets 402 and no upload', async () => {
+    // Prepare
+    const broke = await newAccount('broke', 0);
+
+    // Act
+    const answer = await api('/api/ai/uploads', broke.apiKey, { contentType: 'image/png', size: 100 });
+
+    // Assert
+    expect(answer).toEqual({
+      status: 402,
+      body: { error: 'Uploads need a positive balance: add credits first', balance: 0 },
+    });
+    expect(await uploadCount(broke.userId)).toBe(0);
+  });
+
+  test(`an account holds at most ${MAX_OPEN} open uploads: of ${MAX_OPEN + 10} racing, exactly ${MAX_OPEN} are made, the rest 429`, async () => {
+    // Prepare: one credit is a positive balance.
+    const busy = await newAccount('quota', 1);
+
+    // Act
+    const answers = await Promise.all(
+      Array.from({ length: MAX_OPEN + 10 }, () =>
+        api('/api/ai/uploads', busy.apiKey, { contentType: 'image/png', size: 100 }),
+      ),
+    );
+
+    // Assert
+    expect(answers.filter((answer) => answer.status === 201)).toHaveLength(MAX_OPEN);
+    const refused = answers.filter((answer) => answer.status !== 201);
+    expect(refused).toHaveLength(10);
+    for (const answer of refused) {
+      expect(answer).toEqual({
+        status: 429,
+        body: {
+          error: `This account already has ${MAX_OPEN} open uploads, the most it may hold; uploads end when they expire`,
+          limit: MAX_OPEN,
+        },
+      });
+    }
+    expect(await uploadCount(busy.userId)).toBe(MAX_OPEN);
+  });
+
   test('POST /api/ai/uploads refuses an unsupported type, a size over the limit and unknown fields with a 400 naming them', async () => {
     // Act
     const answer = await api('/api/ai/uploads', owner, {
@@ -538,6 +606,28 @@ describe('inline data: images', () => {
     });
     expect(await balanceOf(owner)).toBe(before);
     expect(await uploadCount('uploads-owner')).toBe(uploadsBefore);
+  });
+
+  test('a refused submit (402) leaves none of its inline images stored: no record, no file in the S3 stand-in', async () => {
+    // Prepare: credits for one task of 3; the first submit stores its image, as an accepted task's.
+    const poor = await newAccount('poor', 3);
+    const body = {
+      model: 'image-model-1',
+      prompt: 'inline, refused',
+      inputImageUrls: [dataUri('image/png', tinyPng())],
+    };
+    const accepted = await api(IMAGE_PATH, poor.apiKey, body);
+    const filesOfAccepted = storedFilesOf(poor.userId);
+
+    // Act
+    const refused = await api(IMAGE_PATH, poor.apiKey, body);
+
+    // Assert
+    expect(accepted.status).toBe(202);
+    expect(filesOfAccepted.length).toBeGreaterThan(0);
+    expect(refused).toMatchObject({ status: 402, body: { error: 'Insufficient credits', required: 3, balance: 0 } });
+    expect(await uploadCount(poor.userId)).toBe(1);
+    expect(storedFilesOf(poor.userId)).toEqual(filesOfAccepted);
   });
 
   test('an Idempotency-Key replay with the same inline image answers the original task and stores nothing more', async () => {

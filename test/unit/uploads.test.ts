@@ -8,6 +8,7 @@ import { postPolicySignature, presignPost } from '../../functions/aws/signer';
 import { ValidationError } from '../../functions/core/errors';
 import {
   checkedUploadKey,
+  DEFAULT_MAX_OPEN_UPLOADS,
   DEFAULT_UPLOAD_MAX_BYTES,
   DEFAULT_UPLOAD_TTL_SECONDS,
   isUploadReference,
@@ -22,6 +23,7 @@ import {
   AWS_ENDPOINT_URL_S3,
   AWS_REGION,
   environmentOf,
+  MAX_OPEN_UPLOADS,
   setting,
   UPLOAD_MAX_BYTES,
   UPLOAD_TTL_SECONDS,
@@ -223,6 +225,7 @@ describe('uploads settings, read through the environment contract', () => {
     const env = environmentOf(
       setting(UPLOAD_MAX_BYTES, 1024),
       setting(UPLOAD_TTL_SECONDS, 3600),
+      setting(MAX_OPEN_UPLOADS, 7),
       setting(UPLOADS_BUCKET, 'media-bucket'),
       setting(AWS_REGION, 'eu-west-1'),
     );
@@ -234,8 +237,12 @@ describe('uploads settings, read through the environment contract', () => {
     const deployed = uploadsOptionsFromEnv(env);
 
     // Assert
-    expect(defaults).toEqual({ maxBytes: DEFAULT_UPLOAD_MAX_BYTES, ttlSeconds: DEFAULT_UPLOAD_TTL_SECONDS });
-    expect(set).toEqual({ maxBytes: 1024, ttlSeconds: 3600 });
+    expect(defaults).toEqual({
+      maxBytes: DEFAULT_UPLOAD_MAX_BYTES,
+      ttlSeconds: DEFAULT_UPLOAD_TTL_SECONDS,
+      maxOpen: DEFAULT_MAX_OPEN_UPLOADS,
+    });
+    expect(set).toEqual({ maxBytes: 1024, ttlSeconds: 3600, maxOpen: 7 });
     expect(unset).toBeUndefined();
     expect(deployed).toEqual({ bucket: 'media-bucket', region: 'eu-west-1' });
   });

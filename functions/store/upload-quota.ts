@@ -1,0 +1,140 @@
+/**
+ * The account's quota of open uploads (`USER#<id>` / `UPLOADCOUNT`: `open`), exact under races as the
+ * key cap is (store/key-count.ts):
+ * - an upload made by POST /api/ai/uploads is written with `counted: true` in the same transaction that
+ *   adds 1 to `open`, on the condition that `open` is below the quota, so two racing uploads cannot both
+ *   take the last place;
+ * - uploads end by expiring, which writes nothing (DynamoDB's TTL removes the record later, by up to
+ *   days), so when an upload finds no room the count is taken again from the records: the counted ones
+ *   not yet expired, set on the condition that `open` is still what was read (an upload committing in
+ *   between fails it, and the count is taken again).
+ * Inline `data:` images of a submit are not counted: they exist only for an accepted task, paid for.
+ */
+import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UploadQuotaError } from '../core/uploads';
+import { cancellationReasons, isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
+import { TABLE } from './table';
+import { type UploadRecord, uploadItem } from './uploads';
+
+function countKey(userId: string) {
+  return { [TABLE.partitionKey]: `USER#${userId}`, [TABLE.sortKey]: 'UPLOADCOUNT' };
+}
+
+/** Recounts before giving up: a recount lost to racing uploads is taken again, a few times. */
+const RECOUNTS = 3;
+
+/**
+ * Writes a new upload record counted against the account's quota of `maxOpen` open uploads.
+ * @throws UploadQuotaError when `maxOpen` uploads of the account are open (nothing written)
+ */
+export async function putCountedUpload(
+  ctx: RetryingStoreContext,
+  record: UploadRecord,
+  input: { maxOpen: number; now: Date },
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await withRetry(
+        () =>
+          ctx.doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  Put: {
+                    TableName: ctx.tableName,
+                    Item: { ...uploadItem(record), counted: true },
+                    ConditionExpression: 'attribute_not_exists(#pk)',
+                    ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+                  },
+                },
+                {
+                  Update: {
+                    TableName: ctx.tableName,
+                    Key: countKey(record.userId),
+                    UpdateExpression: 'ADD #open :one',
+                    ConditionExpression: 'attribute_not_exists(#open) OR #open < :max',
+                    ExpressionAttributeNames: { '#open': 'open' },
+                    ExpressionAttributeValues: { ':one': 1, ':max': input.maxOpen },
+                  },
+                },
+              ],
+            }),
+          ),
+        ctx.retry,
+      );
+      return;
+    } catch (error) {
+      if (cancellationReasons(error)?.[1]?.Code !== 'ConditionalCheckFailed') throw error;
+      if (attempt >= RECOUNTS || !(await recount(ctx, record.userId, input.now))) {
+        throw new UploadQuotaError(input.maxOpen);
+      }
+    }
+  }
+}
+
+/** Sets `open` to the counted uploads not yet expired, when fewer; true when that freed a place. */
+async function recount(ctx: RetryingStoreContext, userId: string, now: Date): Promise<boolean> {
+  const count = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: '#pk = :pk AND #sk = :sk',
+          ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey },
+          ExpressionAttributeValues: { ':pk': `USER#${userId}`, ':sk': 'UPLOADCOUNT' },
+          ConsistentRead: true,
+        }),
+      ),
+    ctx.retry,
+  );
+  const open = Number(count.Items?.[0]?.open ?? 0);
+  let live = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+            FilterExpression: '#counted = :yes AND #expiresAt > :now',
+            ExpressionAttributeNames: {
+              '#pk': TABLE.partitionKey,
+              '#sk': TABLE.sortKey,
+              '#counted': 'counted',
+              '#expiresAt': 'expiresAt',
+            },
+            ExpressionAttributeValues: {
+              ':pk': `USER#${userId}`,
+              ':prefix': 'UPLOAD#',
+              ':yes': true,
+              ':now': now.toISOString(),
+            },
+            Select: 'COUNT',
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    live += page.Count ?? 0;
+    start = page.LastEvaluatedKey;
+  } while (start);
+  if (live >= open) return false;
+  try {
+    await ctx.doc.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: countKey(userId),
+        UpdateExpression: 'SET #open = :live',
+        ConditionExpression: '#open = :read',
+        ExpressionAttributeNames: { '#open': 'open' },
+        ExpressionAttributeValues: { ':live': live, ':read': open },
+      }),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailed(error)) throw error;
+  }
+  // Either this recount freed places or a racing one changed the count: the upload tries again.
+  return true;
+}
