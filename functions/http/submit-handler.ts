@@ -13,6 +13,7 @@ import { waitForSubmitted } from '../lifecycle/submitted-wait';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { uploadReaderFromEnv } from '../media/uploads';
+import { lifecycleConfigFromEnv, mediaFromEnv } from '../runtime/lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { uploadSettingsFromEnv } from '../runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../store/dispatch';
@@ -113,12 +114,15 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
     const ended =
       wait === undefined
         ? undefined
-        : await waitForSubmitted(ctx, {
-            userId: req.caller.userId,
-            submitted: response,
-            seconds: response.status === TaskStatus.PENDING ? wait : 0,
-            remainingMs: req.remainingTimeMs(),
-          });
+        : await waitForSubmitted(
+            { ...ctx, results: () => ({ media: mediaFromEnv(), config: lifecycleConfigFromEnv() }) },
+            {
+              userId: req.caller.userId,
+              submitted: response,
+              seconds: response.status === TaskStatus.PENDING ? wait : 0,
+              remainingMs: req.remainingTimeMs(),
+            },
+          );
     return ended ? { statusCode: 200, body: ended, headers } : { statusCode: 202, body: response, headers };
   });
 }

@@ -3,9 +3,9 @@
  * ends or the wait is over. The submit functions have no provider: they only read the task's record,
  * which the provider's callback and the media worker move to its end.
  */
-import type { SubmissionResponse, TaskResource } from '../core/task';
-import { TaskStatus } from '../core/task';
-import { lifecycleConfigFromEnv, mediaFromEnv } from '../runtime/lifecycle-from-env';
+import type { LifecycleConfig } from '../core/lifecycle';
+import { type SubmissionResponse, type TaskResource, TaskStatus } from '../core/task';
+import type { MediaStore } from '../media/port';
 import type { StoreContext } from '../store/client';
 import { getTask } from '../store/tasks';
 import { presentTask } from './present-task';
@@ -17,7 +17,12 @@ import { waitBudgetMs, waitForTaskEnd } from './wait-for-task';
  *   still pending (the submit then answers 202 as without the preference)
  */
 export async function waitForSubmitted(
-  ctx: { store: StoreContext; now: () => Date },
+  ctx: {
+    store: StoreContext;
+    now: () => Date;
+    /** What signs the ended task's result URLs, built only when one ended. */
+    results: () => { media: MediaStore; config: LifecycleConfig };
+  },
   input: { userId: string; submitted: SubmissionResponse; seconds: number; remainingMs: number | undefined },
 ): Promise<TaskResource | undefined> {
   const read = () => getTask(ctx.store, input.userId, input.submitted.taskId);
@@ -25,5 +30,5 @@ export async function waitForSubmitted(
   if (!first) return undefined;
   const task = await waitForTaskEnd(first, read, waitBudgetMs(input.seconds, input.remainingMs));
   if (!task || task.status === TaskStatus.PENDING) return undefined;
-  return presentTask({ ...ctx, media: mediaFromEnv(), config: lifecycleConfigFromEnv() }, task);
+  return presentTask({ store: ctx.store, now: ctx.now, ...ctx.results() }, task);
 }
