@@ -7,13 +7,14 @@ import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
 import { TaskStatus, type TaskType } from '../core/task';
 import { parsePreferWait } from '../core/wait';
+import { RESULT_RETENTION_DAYS, readEnv } from '../environment/environment';
 import { INLINE_IMAGES_MAX_BYTES, storeInlineImages, takeInlineImages } from '../lifecycle/inline-uploads';
 import { submitTask } from '../lifecycle/submit-task';
 import { waitForSubmitted } from '../lifecycle/submitted-wait';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { uploadReaderFromEnv } from '../media/uploads';
-import { lifecycleConfigFromEnv, mediaFromEnv } from '../runtime/lifecycle-from-env';
+import { mediaFromEnv } from '../runtime/lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { uploadSettingsFromEnv } from '../runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../store/dispatch';
@@ -115,7 +116,14 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
       wait === undefined
         ? undefined
         : await waitForSubmitted(
-            { ...ctx, results: () => ({ media: mediaFromEnv(), config: lifecycleConfigFromEnv() }) },
+            {
+              ...ctx,
+              // Only the retention (a result's URLs never outlive it): the submit has no refresh settings.
+              results: () => ({
+                media: mediaFromEnv(),
+                config: { resultRetentionDays: readEnv(RESULT_RETENTION_DAYS) },
+              }),
+            },
             {
               userId: req.caller.userId,
               submitted: response,

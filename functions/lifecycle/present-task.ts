@@ -2,14 +2,16 @@
  * The Task resource as its owner reads it: fresh result URLs while the results exist, none after the
  * storage expired them; a queued task with the number of the account's tasks queued before it.
  */
-import { resultsExpireAt, toTaskResource } from '../core/lifecycle';
+import { type LifecycleConfig, resultsExpireAt, toTaskResource } from '../core/lifecycle';
 import { type TaskRecord, type TaskResource, TaskStatus } from '../core/task';
 import { queuedAhead } from '../store/dispatch';
 import type { Lifecycle } from './lifecycle';
 import { estimateStartAt } from './start-estimate';
 
 /** What presenting a task needs: no provider (a submit that waited presents the task it accepted). */
-export type PresentContext = Pick<Lifecycle, 'store' | 'media' | 'config' | 'now'>;
+export type PresentContext = Pick<Lifecycle, 'store' | 'media' | 'now'> & {
+  config: Pick<LifecycleConfig, 'resultRetentionDays'>;
+};
 
 /**
  * Builds the resource; signed URLs never outlive the results they point at.

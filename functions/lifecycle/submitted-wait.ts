@@ -21,7 +21,7 @@ export async function waitForSubmitted(
     store: StoreContext;
     now: () => Date;
     /** What signs the ended task's result URLs, built only when one ended. */
-    results: () => { media: MediaStore; config: LifecycleConfig };
+    results: () => { media: MediaStore; config: Pick<LifecycleConfig, 'resultRetentionDays'> };
   },
   input: { userId: string; submitted: SubmissionResponse; seconds: number; remainingMs: number | undefined },
 ): Promise<TaskResource | undefined> {
