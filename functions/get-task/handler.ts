@@ -7,6 +7,7 @@ import { parseWaitQuery } from '../core/wait';
 import { apiHandler } from '../http/api-handler';
 import { presentTask } from '../lifecycle/present-task';
 import { refreshTask } from '../lifecycle/refresh-task';
+import { estimateStartAt } from '../lifecycle/start-estimate';
 import { waitBudgetMs, waitForTaskEnd } from '../lifecycle/wait-for-task';
 import { lifecycleFromEnv } from '../runtime/lifecycle-from-env';
 import { getTask } from '../store/tasks';
@@ -25,5 +26,9 @@ export const handler = apiHandler({ jsonBody: false }, async (req) => {
   let task = await read();
   if (task && wait !== undefined) task = await waitForTaskEnd(task, read, waitBudgetMs(wait, req.remainingTimeMs()));
   if (!task) throw new TaskNotFoundError();
-  return { statusCode: 200, body: await presentTask(lc, task, { countAhead: true }) };
+  const resource = await presentTask(lc, task, { countAhead: true });
+  // Here, not in presentTask: the submits present tasks too and need not bundle the estimate.
+  if (resource.queuedAhead !== undefined)
+    resource.estimatedStartAt = await estimateStartAt(lc, task, resource.queuedAhead);
+  return { statusCode: 200, body: resource };
 });

@@ -6,7 +6,6 @@ import { type LifecycleConfig, resultsExpireAt, toTaskResource } from '../core/l
 import { type TaskRecord, type TaskResource, TaskStatus } from '../core/task';
 import { queuedAhead } from '../store/dispatch';
 import type { Lifecycle } from './lifecycle';
-import { estimateStartAt } from './start-estimate';
 
 /** What presenting a task needs: no provider (a submit that waited presents the task it accepted). */
 export type PresentContext = Pick<Lifecycle, 'store' | 'media' | 'now'> & {
@@ -15,9 +14,8 @@ export type PresentContext = Pick<Lifecycle, 'store' | 'media' | 'now'> & {
 
 /**
  * Builds the resource; signed URLs never outlive the results they point at.
- * @param options.countAhead adds `queuedAhead` and `estimatedStartAt` to a queued task (one counting
- *   Query on the account's queue entries, a few on the other accounts'): `GET /api/ai/tasks/{id}` only,
- *   never a listing or a webhook
+ * @param options.countAhead adds `queuedAhead` to a queued task (one counting Query on the account's
+ *   queue entries): `GET /api/ai/tasks/{id}` only, never a listing or a webhook
  */
 export async function presentTask(
   lc: PresentContext,
@@ -28,7 +26,6 @@ export async function presentTask(
     const resource = toTaskResource(task);
     if (options.countAhead && resource.stage === 'queued') {
       resource.queuedAhead = await queuedAhead(lc.store, task);
-      resource.estimatedStartAt = await estimateStartAt(lc, task, resource.queuedAhead);
     }
     return resource;
   }
