@@ -68,7 +68,7 @@ if (target.runs('taskLoops')) {
   );
 
   test.concurrent(
-    'an idempotent replay of an ended task with Prefer: wait answers 200 at once, the same task, debited once',
+    'an idempotent replay of an ended task with Prefer: wait answers 200 at once with the same task',
     async () => {
       // Prepare
       const key = randomUUID();
