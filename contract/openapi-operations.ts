@@ -3,6 +3,7 @@
  * their parameters, request bodies and every answer they can give.
  */
 import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
+import { MAX_WAIT_SECONDS } from '../functions/core/wait';
 import { type Json, json, ref } from './openapi-json';
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
@@ -26,6 +27,19 @@ function commonErrors(): Json {
   };
 }
 
+/** The headers of a submit's 200 and 202. */
+const SUBMIT_HEADERS = {
+  Location: { description: 'The task to poll.', schema: { type: 'string' } },
+  'Idempotent-Replayed': {
+    description: '`true` when this answers an earlier submission.',
+    schema: { type: 'string' },
+  },
+  'Preference-Applied': {
+    description: '`wait=N` when the request asked to wait (`Prefer: wait`): the seconds honoured.',
+    schema: { type: 'string' },
+  },
+};
+
 function submitOperation(kind: 'image' | 'video'): Json {
   return {
     summary: `Submit a${kind === 'image' ? 'n image' : ' video'} task`,
@@ -38,21 +52,32 @@ function submitOperation(kind: 'image' | 'video'): Json {
           'Makes retries safe for 24 h: the same key and body return the original task, never a second debit.',
         schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
       },
+      {
+        name: 'Prefer',
+        in: 'header',
+        required: false,
+        description: `RFC 7240. \`wait=N\` (seconds; more than ${MAX_WAIT_SECONDS} counts as ${MAX_WAIT_SECONDS}): answer 200 with the Task once it ends within N seconds, else 202 as without it. Other preferences are ignored; a \`wait\` that is not a whole number is a 400.`,
+        schema: { type: 'string', example: 'wait=10' },
+      },
     ],
     requestBody: {
       required: true,
       content: { 'application/json': { schema: ref(kind === 'image' ? 'ImageRequest' : 'VideoRequest') } },
     },
     responses: {
+      '200': {
+        ...json(
+          ref('Task'),
+          'With `Prefer: wait=N`: the task ended within the wait (completed with its result URLs, or failed and refunded).',
+        ),
+        headers: SUBMIT_HEADERS,
+      },
       '202': {
-        ...json(ref('Submission'), 'Accepted: poll the task at `Location`.'),
-        headers: {
-          Location: { description: 'The task to poll.', schema: { type: 'string' } },
-          'Idempotent-Replayed': {
-            description: '`true` when this answers an earlier submission.',
-            schema: { type: 'string' },
-          },
-        },
+        ...json(
+          ref('Submission'),
+          'Accepted: poll the task at `Location` (with `?wait=N` to be answered when it ends).',
+        ),
+        headers: SUBMIT_HEADERS,
       },
       '400': json(ref('ValidationError'), 'The body failed validation or is not JSON.'),
       '402': json(
@@ -162,9 +187,19 @@ export function operations(): Record<string, Json> {
     },
     'GET /api/ai/tasks/{id}': {
       summary: 'Read a task (only its creator sees it)',
-      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      parameters: [
+        { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+        {
+          name: 'wait',
+          in: 'query',
+          required: false,
+          description: `Seconds (1 to ${MAX_WAIT_SECONDS}) to hold the answer until the task ends: answered within about a second of its end, or after that many seconds with the task as it is then. One request for the rate limit.`,
+          schema: { type: 'integer', minimum: 1, maximum: MAX_WAIT_SECONDS },
+        },
+      ],
       responses: {
         '200': json(ref('Task'), 'The task.'),
+        '400': json(ref('ValidationError'), '`wait` is not a whole number from 1 to 20.'),
         '404': json(ref('Error'), "No such task of the caller's."),
         ...commonErrors(),
       },

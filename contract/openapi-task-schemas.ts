@@ -64,6 +64,12 @@ export function taskSchemas(): Json {
               maximum: QUEUED_AHEAD_CAP,
               description: `While \`stage\` is \`queued\`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first), counted up to ${QUEUED_AHEAD_CAP}: ${QUEUED_AHEAD_CAP} means ${QUEUED_AHEAD_CAP} or more. Absent in listings and webhooks.`,
             },
+            estimatedStartAt: {
+              type: 'string',
+              format: 'date-time',
+              description:
+                "While `stage` is `queued`, on GET /api/ai/tasks/{id} only: when the task should reach the provider, from the upstream's pace, the accounts taking turns with yours and `queuedAhead` (docs/api/reference.md#when-a-queued-task-starts says how far off it may be). Absent in listings and webhooks.",
+            },
           },
         },
         {

@@ -21,8 +21,8 @@ export const AUTHORIZER_KEYS: readonly TableKeyPattern[] = ['APIKEY#*', 'SESSION
 /** Sign-in, sessions and key management: the account's items, sessions, keys (by hash and id), invites. */
 export const ACCOUNT_KEYS: readonly TableKeyPattern[] = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
 /**
- * Submission queues provider tasks (the dispatcher creates them) and never reads their state; a task it
- * answers has no result yet, so it signs no media URL (its bundle holds no media store).
+ * Submission queues provider tasks (the dispatcher creates them) and never asks the provider their
+ * state; with `Prefer: wait` it watches the task's record and signs the result URLs of a task that ended.
  */
 export const SUBMIT_NEEDS: FunctionNeeds = {
   // No provider: the dispatcher sends, so the submit functions hold no provider key or callback secret.
@@ -31,7 +31,8 @@ export const SUBMIT_NEEDS: FunctionNeeds = {
   // the account's entries first: PutItem and Query there only (`queuesTasks`), not read/write.
   table: { access: 'RW', keys: ['USER#*'] },
   queuesTasks: true,
-  media: 'none',
+  // `Prefer: wait`: a task that ends within the wait is answered with its signed result URLs.
+  media: 'read',
   providerReads: false,
 };
 /**
@@ -43,6 +44,7 @@ export const SUBMIT_NEEDS: FunctionNeeds = {
 export const getTaskNeeds: FunctionNeeds = {
   ...lifecycleNeeds,
   table: { access: 'RW', keys: ['USER#*', 'DISPATCH#QUEUE'], deletes: ['DISPATCH#QUEUE'] },
+  estimatesStart: true,
 };
 /** The listings read the caller's own items only (tasks by the task index, ledger, balance shards). */
 export const ownReadNeeds: FunctionNeeds = {

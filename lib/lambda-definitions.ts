@@ -107,6 +107,11 @@ export interface FunctionNeeds {
    * on that queue only (lib/constructs/dispatch.ts).
    */
   wakesDispatcher?: boolean;
+  /**
+   * Estimates when a queued task starts (`estimatedStartAt`, functions/core/start-estimate.ts): told the
+   * upstream's create rate (`PROVIDER_CREATE_RATE_LIMIT`, where one is configured).
+   */
+  estimatesStart?: boolean;
 }
 
 /** What every Lambda of the registry has, whatever invokes it. */

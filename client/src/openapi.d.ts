@@ -710,6 +710,11 @@ export interface components {
             stage: "queued" | "running";
             /** @description While `stage` is `queued`, on GET /api/ai/tasks/{id} only: how many of the same account's tasks are queued before this one (they go to the provider first), counted up to 100: 100 means 100 or more. Absent in listings and webhooks. */
             queuedAhead?: number;
+            /**
+             * Format: date-time
+             * @description While `stage` is `queued`, on GET /api/ai/tasks/{id} only: when the task should reach the provider, from the upstream's pace, the accounts taking turns with yours and `queuedAhead` (docs/api/reference.md#when-a-queued-task-starts says how far off it may be). Absent in listings and webhooks.
+             */
+            estimatedStartAt?: string;
         } | {
             taskId: string;
             /** @enum {unknown} */
@@ -951,6 +956,8 @@ export interface operations {
             header?: {
                 /** @description Makes retries safe for 24 h: the same key and body return the original task, never a second debit. */
                 "Idempotency-Key"?: string;
+                /** @description RFC 7240. `wait=N` (seconds; more than 20 counts as 20): answer 200 with the Task once it ends within N seconds, else 202 as without it. Other preferences are ignored; a `wait` that is not a whole number is a 400. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -961,13 +968,30 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted: poll the task at `Location`. */
+            /** @description With `Prefer: wait=N`: the task ended within the wait (completed with its result URLs, or failed and refunded). */
+            200: {
+                headers: {
+                    /** @description The task to poll. */
+                    Location?: string;
+                    /** @description `true` when this answers an earlier submission. */
+                    "Idempotent-Replayed"?: string;
+                    /** @description `wait=N` when the request asked to wait (`Prefer: wait`): the seconds honoured. */
+                    "Preference-Applied"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Accepted: poll the task at `Location` (with `?wait=N` to be answered when it ends). */
             202: {
                 headers: {
                     /** @description The task to poll. */
                     Location?: string;
                     /** @description `true` when this answers an earlier submission. */
                     "Idempotent-Replayed"?: string;
+                    /** @description `wait=N` when the request asked to wait (`Prefer: wait`): the seconds honoured. */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1076,6 +1100,8 @@ export interface operations {
             header?: {
                 /** @description Makes retries safe for 24 h: the same key and body return the original task, never a second debit. */
                 "Idempotency-Key"?: string;
+                /** @description RFC 7240. `wait=N` (seconds; more than 20 counts as 20): answer 200 with the Task once it ends within N seconds, else 202 as without it. Other preferences are ignored; a `wait` that is not a whole number is a 400. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -1086,13 +1112,30 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted: poll the task at `Location`. */
+            /** @description With `Prefer: wait=N`: the task ended within the wait (completed with its result URLs, or failed and refunded). */
+            200: {
+                headers: {
+                    /** @description The task to poll. */
+                    Location?: string;
+                    /** @description `true` when this answers an earlier submission. */
+                    "Idempotent-Replayed"?: string;
+                    /** @description `wait=N` when the request asked to wait (`Prefer: wait`): the seconds honoured. */
+                    "Preference-Applied"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Accepted: poll the task at `Location` (with `?wait=N` to be answered when it ends). */
             202: {
                 headers: {
                     /** @description The task to poll. */
                     Location?: string;
                     /** @description `true` when this answers an earlier submission. */
                     "Idempotent-Replayed"?: string;
+                    /** @description `wait=N` when the request asked to wait (`Prefer: wait`): the seconds honoured. */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1306,7 +1349,10 @@ export interface operations {
     };
     getTask: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Seconds (1 to 20) to hold the answer until the task ends: answered within about a second of its end, or after that many seconds with the task as it is then. One request for the rate limit. */
+                wait?: number;
+            };
             header?: never;
             path: {
                 id: string;
@@ -1322,6 +1368,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description `wait` is not a whole number from 1 to 20. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Missing, unknown, revoked or expired credentials. */

@@ -197,7 +197,9 @@ function query(parameters: Record<string, string | undefined>): string {
 
 export const listTasks = (filter: { status?: string; type?: string; cursor?: string; limit?: string }) =>
   request<TaskList>('GET', `/api/ai/tasks${query(filter)}`);
-export const getTask = (taskId: string) => request<Task>('GET', `/api/ai/tasks/${encodeURIComponent(taskId)}`);
+/** With `waitSeconds`, the service holds the answer until the task ends or that many seconds pass (`?wait=`). */
+export const getTask = (taskId: string, waitSeconds?: number) =>
+  request<Task>('GET', `/api/ai/tasks/${encodeURIComponent(taskId)}${query({ wait: waitSeconds?.toString() })}`);
 /** Cancels a queued task: it comes back failed (`CANCELLED`) and refunded; 409 once it has started or ended. */
 export const cancelTask = (taskId: string) =>
   request<Task>('POST', `/api/ai/tasks/${encodeURIComponent(taskId)}/cancel`);

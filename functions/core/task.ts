@@ -253,6 +253,12 @@ export interface TaskResource {
    * more").
    */
   queuedAhead?: number;
+  /**
+   * PENDING and `queued`, on `GET /api/ai/tasks/{id}` only: when the task should reach the provider
+   * (ISO 8601), from the upstream's pace, the accounts taking turns and `queuedAhead`
+   * (functions/core/start-estimate.ts).
+   */
+  estimatedStartAt?: string;
   imageUrls?: string[];
   videoUrl?: string;
   /**

@@ -46,6 +46,8 @@ export interface ApiRequest {
    * stage URL, a base path behind a custom domain, or nothing. Links the service hands out start with it.
    */
   pathPrefix: string;
+  /** The function's time left (ms), when the runtime tells it: a request that waits stops in time. */
+  remainingTimeMs(): number | undefined;
 }
 
 export interface ApiResult {
@@ -190,6 +192,8 @@ export function apiHandler(options: { jsonBody: boolean; credentials?: Credentia
       sessionId: event.sessionId,
       query: event.queryStringParameters ?? {},
       pathPrefix: pathPrefixOf(event),
+      remainingTimeMs: () =>
+        typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined,
     });
     const response = jsonResponse(result.statusCode, result.body, { 'X-Request-Id': requestId, ...result.headers });
     return result.cookies?.length ? { ...response, multiValueHeaders: { 'Set-Cookie': result.cookies } } : response;

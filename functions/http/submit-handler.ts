@@ -5,7 +5,9 @@
 import { ValidationError } from '../core/errors';
 import { parseIdempotencyKey, requestHash } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
-import type { TaskType } from '../core/task';
+import { TaskStatus, type TaskType } from '../core/task';
+import { parsePreferWait } from '../core/wait';
+import { RESULT_RETENTION_DAYS, readEnv } from '../environment/environment';
 import {
   INLINE_IMAGES_MAX_BYTES,
   removeInlineImages,
@@ -13,9 +15,11 @@ import {
   takeInlineImages,
 } from '../lifecycle/inline-uploads';
 import { submitTask } from '../lifecycle/submit-task';
+import { waitForSubmitted } from '../lifecycle/submitted-wait';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { uploadReaderFromEnv } from '../media/uploads';
+import { mediaFromEnv } from '../runtime/lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { uploadSettingsFromEnv } from '../runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../store/dispatch';
@@ -47,12 +51,17 @@ export interface SubmitRules<TRequest extends { model: string; prompt: string }>
   price: (request: TRequest) => number;
 }
 
-/** 202 Accepted with `Location` to poll; an idempotent replay says so in `Idempotent-Replayed`. */
+/**
+ * 202 Accepted with `Location` to poll; an idempotent replay says so in `Idempotent-Replayed`. With
+ * `Prefer: wait=N`: 200 and the Task resource when the task ends within N seconds, else the 202;
+ * either way `Preference-Applied: wait=N`.
+ */
 export function submitHandler<TRequest extends { model: string; prompt: string }>(rules: SubmitRules<TRequest>) {
   // Checked when the function loads: a bad profile stops it at start, never a task at a time.
   providerProfileFromEnv();
   return apiHandler({ jsonBody: true }, async (req) => {
     const idempotencyKey = parseIdempotencyKey(req.header('idempotency-key'));
+    const wait = parsePreferWait(req.header('prefer'));
     const profile = providerProfileFromEnv();
     const settings = uploadSettingsFromEnv();
     // Inline data: images become upload:// references (stored below, once the request is valid).
@@ -116,14 +125,32 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
       throw error;
     }
     const { response, replayed } = submitted;
-    return {
-      statusCode: 202,
-      body: response,
-      headers: {
-        // Behind a stage URL (`.../prod/api/...`) or a base path, the task lives under the same prefix.
-        Location: `${req.pathPrefix}/api/ai/tasks/${encodeURIComponent(response.taskId)}`,
-        ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}),
-      },
+    const headers = {
+      // Behind a stage URL (`.../prod/api/...`) or a base path, the task lives under the same prefix.
+      Location: `${req.pathPrefix}/api/ai/tasks/${encodeURIComponent(response.taskId)}`,
+      ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}),
+      ...(wait === undefined ? {} : { 'Preference-Applied': `wait=${wait}`, Vary: 'Prefer' }),
     };
+    // A replay of a task that ended meanwhile answers at once; the wait watches the task's record only.
+    const ended =
+      wait === undefined
+        ? undefined
+        : await waitForSubmitted(
+            {
+              ...ctx,
+              // Only the retention (a result's URLs never outlive it): the submit has no refresh settings.
+              results: () => ({
+                media: mediaFromEnv(),
+                config: { resultRetentionDays: readEnv(RESULT_RETENTION_DAYS) },
+              }),
+            },
+            {
+              userId: req.caller.userId,
+              submitted: response,
+              seconds: response.status === TaskStatus.PENDING ? wait : 0,
+              remainingMs: req.remainingTimeMs(),
+            },
+          );
+    return ended ? { statusCode: 200, body: ended, headers } : { statusCode: 202, body: response, headers };
   });
 }

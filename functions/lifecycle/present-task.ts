@@ -2,10 +2,15 @@
  * The Task resource as its owner reads it: fresh result URLs while the results exist, none after the
  * storage expired them; a queued task with the number of the account's tasks queued before it.
  */
-import { resultsExpireAt, toTaskResource } from '../core/lifecycle';
+import { type LifecycleConfig, resultsExpireAt, toTaskResource } from '../core/lifecycle';
 import { type TaskRecord, type TaskResource, TaskStatus } from '../core/task';
 import { queuedAhead } from '../store/dispatch';
 import type { Lifecycle } from './lifecycle';
+
+/** What presenting a task needs: no provider (a submit that waited presents the task it accepted). */
+export type PresentContext = Pick<Lifecycle, 'store' | 'media' | 'now'> & {
+  config: Pick<LifecycleConfig, 'resultRetentionDays'>;
+};
 
 /**
  * Builds the resource; signed URLs never outlive the results they point at.
@@ -13,7 +18,7 @@ import type { Lifecycle } from './lifecycle';
  *   queue entries): `GET /api/ai/tasks/{id}` only, never a listing or a webhook
  */
 export async function presentTask(
-  lc: Lifecycle,
+  lc: PresentContext,
   task: TaskRecord,
   options: { countAhead?: boolean } = {},
 ): Promise<TaskResource> {

@@ -120,6 +120,12 @@ export class ServiceDispatch extends Construct {
     this.wakeQueues = wake;
     this.wakeDeadLetterQueues = dead;
     if (props.capacity.maxInFlight !== undefined) this.capInFlight(props, props.capacity.maxInFlight);
+    const rate = props.capacity.createRateLimit;
+    // The functions that estimate a queued task's start (GET of a task: `estimatedStartAt`) need the pace.
+    for (const [definition, fn] of props.functions.entries()) {
+      if (rate && definition.needs.estimatesStart)
+        fn.addEnvironment(PROVIDER_CREATE_RATE_LIMIT.name, formatCreateRateLimit(rate));
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 /**
- * Whole tasks through the typed client (client/): submit, wait, read; a failed task rejects with the
+ * Whole tasks through the typed client (client/): submit, wait (reads that wait on the service), run
+ * (submit with `Prefer: wait`, then wait), read; a failed task rejects with the
  * task; an idempotent retry returns the same task; waiting stops when its signal aborts.
  */
 import { GenerationClient, TaskFailedError } from '../../client/src/index';
@@ -50,6 +51,33 @@ describe('the typed client end to end', () => {
       expect(isMp4((await download(url ?? '')).bytes)).toBe(true);
     },
     TIMEOUT_MS,
+  );
+
+  test(
+    'run: submit with Prefer: wait, then wait; resolves with the images, or rejects with a failed task',
+    async () => {
+      // Act
+      const task = await client.run('image', {
+        model: 'image-model-1',
+        prompt: 'a run lighthouse',
+        providerInput: quick,
+      });
+      const failure = await client
+        .run('image', {
+          model: 'image-model-1',
+          prompt: 'a failed run',
+          providerInput: { ...quick, mockOutcome: 'fail' },
+        })
+        .catch((error: unknown) => error);
+
+      // Assert
+      expect(task.status).toBe(1);
+      const urls = 'imageUrls' in task ? (task.imageUrls ?? []) : [];
+      expect(isPng((await download(urls[0] ?? '')).bytes)).toBe(true);
+      expect(failure).toBeInstanceOf(TaskFailedError);
+      expect((failure as TaskFailedError).task).toMatchObject({ status: 2, creditsRefunded: true });
+    },
+    2 * TIMEOUT_MS,
   );
 
   test(

@@ -77,9 +77,10 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // The accept transaction also puts the task's entry in the dispatch queue, and the queue bound counts
   // the account's entries first: PutItem and Query on DISPATCH#QUEUE, no read/write there. No provider.
   // The upload check reads each upload's first bytes (a ranged GET), and inline data: images are stored
-  // as uploads (a presigned PUT): uploads/ only, no results.
-  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), CHECK_AND_STORE_UPLOADS],
-  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), CHECK_AND_STORE_UPLOADS],
+  // as uploads (a presigned PUT). With `Prefer: wait`, a task that ended within the wait is answered
+  // with its result URLs, signed: GetObject on results/ (issue 40).
+  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), READ_RESULTS, CHECK_AND_STORE_UPLOADS],
+  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), READ_RESULTS, CHECK_AND_STORE_UPLOADS],
   // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
   // account's queue entries before it.
   'get-task': [

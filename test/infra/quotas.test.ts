@@ -11,6 +11,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MAX_DELAY_SECONDS } from '../../functions/aws/sqs';
+import { MAX_WAIT_SECONDS, WAIT_TIME_RESERVE_MS } from '../../functions/core/wait';
 import { lambdasTriggeredBy } from '../../lib/routes';
 import { cleanUp, functionLogicalId, type SynthesizedService, synthesize } from './support';
 
@@ -194,6 +195,28 @@ describe('Lambda functions', () => {
         subject: definition.name,
         value: Number(fn?.Properties?.Timeout ?? 3),
         limit: 29,
+        url: API_GATEWAY_QUOTAS,
+      });
+    }
+  });
+
+  test('a request that waits (GET ?wait, Prefer: wait) gets its whole wait within its function timeout', () => {
+    // Prepare: the wait is cut to the function's remaining time less a reserve (functions/core/wait.ts);
+    // with these timeouts the longest wait a caller may ask for is never cut.
+    const waiting = ['get-task', 'submit-image', 'submit-video'];
+
+    // Act
+    const timeouts = waiting.map((name) =>
+      Number(resources[functionLogicalId(service, name)]?.Properties?.Timeout ?? 3),
+    );
+
+    // Assert
+    for (const [index, timeout] of timeouts.entries()) {
+      expectWithin({
+        quota: 'longest wait plus its reserve against the function timeout, s',
+        subject: waiting[index] ?? '',
+        value: MAX_WAIT_SECONDS + WAIT_TIME_RESERVE_MS / 1000,
+        limit: timeout,
         url: API_GATEWAY_QUOTAS,
       });
     }

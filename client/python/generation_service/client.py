@@ -85,9 +85,9 @@ NOT_FOR_API_KEYS: dict[str, str] = {
 }
 """The document's other operations, each with why a key-holding consumer has no method for it."""
 
-SERVER_WAIT_MAX_SECONDS: float | None = None
-"""The longest ``GET /api/ai/tasks/{id}?wait=`` the API holds a read open, once it has that parameter;
-``None`` while it has not (today), so ``wait`` polls. Turning wait-on-read on is this one line."""
+SERVER_WAIT_MAX_SECONDS: int | None = 20
+"""The longest ``GET /api/ai/tasks/{id}?wait=`` the API holds a read open (whole seconds, 1 to 20), so
+``wait`` holds reads open instead of polling; ``None`` would make it poll."""
 
 POLL_INTERVAL_SECONDS = 2.0
 """The pace the API asks for: each pending task at most every 2 s."""
@@ -168,8 +168,12 @@ class Client:
         provider_input: dict[str, Any] | None = None,
         webhook_url: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Submission:
+        prefer: str | None = None,
+    ) -> Submission | Task:
         """Submits an image task (``POST /api/ai/image/generate``); answers at once with its id.
+
+        ``prefer``: ``"wait=N"`` (seconds, at most 20) answers with the ended ``Task`` when it ends within
+        N seconds, else the ``Submission`` as without it (``run`` uses it).
 
         ``input_image_urls`` makes it image-to-image: https URLs, ``upload_file``'s references or
         ``data:`` images. ``idempotency_key``: by default a new one per call, reused by its retries; pass
@@ -177,8 +181,8 @@ class Client:
         """
         # Every other parameter is a property of the request body (tests/test_openapi.py checks the list).
         fields = dict(locals())
-        del fields["self"], fields["idempotency_key"]
-        return self._submit("submitImage", _body(fields), idempotency_key)
+        del fields["self"], fields["idempotency_key"], fields["prefer"]
+        return self._submit("submitImage", _body(fields), idempotency_key, prefer)
 
     def generate_video(
         self,
@@ -200,23 +204,27 @@ class Client:
         provider_input: dict[str, Any] | None = None,
         webhook_url: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Submission:
-        """Submits a video task (``POST /api/ai/video/generate``); answers at once with its id."""
+        prefer: str | None = None,
+    ) -> Submission | Task:
+        """Submits a video task (``POST /api/ai/video/generate``); answers at once with its id.
+
+        ``prefer``: as for ``generate_image``."""
         fields = dict(locals())
-        del fields["self"], fields["idempotency_key"]
-        return self._submit("submitVideo", _body(fields), idempotency_key)
+        del fields["self"], fields["idempotency_key"], fields["prefer"]
+        return self._submit("submitVideo", _body(fields), idempotency_key, prefer)
 
     # --- Reading and cancelling ----------------------------------------------------------------------
 
     def get_task(self, task_id: str, *, wait: float | None = None) -> Task:
         """Reads a task (only its creator sees it; another's is a 404).
 
-        ``wait``: hold the read open up to this many seconds until the task ends, once the API has
-        wait-on-read (``SERVER_WAIT_MAX_SECONDS``); today it has not, and passing it is a ``ValueError``.
+        ``wait``: hold the read open up to this many whole seconds (1 to ``SERVER_WAIT_MAX_SECONDS``)
+        until the task ends; the answer comes within about a second of the end, or after the wait with
+        the task as it is then.
         """
-        if wait is not None and SERVER_WAIT_MAX_SECONDS is None:
-            raise ValueError("The API has no wait-on-read yet: use Client.wait(task_id)")
-        query = {"wait": f"{wait:g}"} if wait is not None else {}
+        if wait is not None and (SERVER_WAIT_MAX_SECONDS is None or not 1 <= int(wait) <= SERVER_WAIT_MAX_SECONDS):
+            raise ValueError(f"wait must be a whole number of seconds from 1 to {SERVER_WAIT_MAX_SECONDS}")
+        query = {"wait": str(int(wait))} if wait is not None else {}
         return self._call("getTask", {"id": task_id}, query=query)
 
     def cancel_task(self, task_id: str) -> Task:
@@ -282,15 +290,17 @@ class Client:
     def wait(self, task_id: str, timeout: float = 600.0, *, poll_interval: float = POLL_INTERVAL_SECONDS) -> Task:
         """Waits until the task ends and returns it, completed (status 1) or failed (status 2, refunded).
 
-        Polls every ``poll_interval`` seconds (the 2 s the API asks for; lower it only against your own
-        local stack). Raises ``WaitTimeoutError`` (holding the last read) when it is still pending after
+        Each read is held open by the API until the task ends (``?wait=``, up to 20 s at a time), so the
+        end is seen within about a second; ``poll_interval`` paces plain reads only (the last second
+        before ``timeout``, or ``SERVER_WAIT_MAX_SECONDS = None``). Raises ``WaitTimeoutError`` (holding the last read) when it is still pending after
         ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
-            if SERVER_WAIT_MAX_SECONDS is not None:
-                task = self.get_task(task_id, wait=max(0.0, min(remaining, SERVER_WAIT_MAX_SECONDS)))
+            # The server takes whole seconds from 1: less than a second left is a plain read.
+            if SERVER_WAIT_MAX_SECONDS is not None and remaining >= 1:
+                task = self.get_task(task_id, wait=int(min(remaining, SERVER_WAIT_MAX_SECONDS)))
             else:
                 task = self.get_task(task_id)
             if task.ended:
@@ -298,7 +308,7 @@ class Client:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise WaitTimeoutError(task, timeout)
-            if SERVER_WAIT_MAX_SECONDS is None:
+            if SERVER_WAIT_MAX_SECONDS is None or remaining < 1:
                 self._sleep(min(poll_interval, remaining))
 
     def run(self, *, timeout: float = 600.0, poll_interval: float = POLL_INTERVAL_SECONDS, **fields: Any) -> Task:
@@ -307,17 +317,23 @@ class Client:
         ``fields`` are ``generate_video``'s when they have ``input_mode``, else ``generate_image``'s.
         """
         submit = self.generate_video if "input_mode" in fields else self.generate_image
-        submission = submit(**fields)
-        task = self.wait(submission.task_id, timeout, poll_interval=poll_interval)
+        # The submit itself waits for the end (``Prefer: wait``); a task still pending then is waited for.
+        answer = submit(prefer=f"wait={int(min(timeout, SERVER_WAIT_MAX_SECONDS or 0))}", **fields)
+        task = answer if isinstance(answer, Task) else self.wait(answer.task_id, timeout, poll_interval=poll_interval)
         if task.failed:
             raise TaskFailedError(task)
         return task
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
-    def _submit(self, operation_id: str, body: dict[str, Any], idempotency_key: str | None) -> Submission:
+    def _submit(
+        self, operation_id: str, body: dict[str, Any], idempotency_key: str | None, prefer: str | None = None
+    ) -> Submission | Task:
         key = idempotency_key or str(uuid.uuid4())
-        return self._call(operation_id, body=body, headers={"Idempotency-Key": key})
+        headers = {"Idempotency-Key": key, **({"Prefer": prefer} if prefer else {})}
+        answer = self._call(operation_id, body=body, headers=headers, raw=True)
+        # With ``Prefer: wait``, a 200 carries the ended Task (it has a ``type``); the 202 the Submission.
+        return from_json(Task if isinstance(answer, dict) and "type" in answer else Submission, answer)
 
     def _call(
         self,
@@ -328,6 +344,7 @@ class Client:
         body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         retry_network: bool | None = None,
+        raw: bool = False,
     ) -> Any:
         operation = OPERATIONS[operation_id]
         path = operation.path
@@ -343,7 +360,7 @@ class Client:
             sent["Content-Type"] = "application/json"
         safe = operation.http_method == "GET" or "Idempotency-Key" in sent
         answer = self._send(operation.http_method, url, data, sent, safe if retry_network is None else retry_network)
-        return from_json(operation.answer, answer)
+        return answer if raw else from_json(operation.answer, answer)
 
     def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str], retry_network: bool) -> Any:
         attempt = 0

@@ -89,7 +89,8 @@ class Submission:
 class Task:
     """A task (``GET /api/ai/tasks/{id}``, a cancel's answer, a webhook's ``data``).
 
-    Pending (``status`` 0) has ``stage`` (``queued`` or ``running``) and, while queued, ``queued_ahead``;
+    Pending (``status`` 0) has ``stage`` (``queued`` or ``running``) and, while queued, ``queued_ahead``
+    and ``estimated_start_at``;
     completed (1) has ``image_urls`` or ``video_url``; failed (2) has ``error_code`` and ``error_message``,
     its credits refunded.
     """
@@ -106,6 +107,7 @@ class Task:
     input_image_urls: list[str] | None = None
     stage: Literal["queued", "running"] | None = None
     queued_ahead: int | None = None
+    estimated_start_at: str | None = None
     image_urls: list[str] | None = None
     video_url: str | None = None
     results_expire_at: str | None = None

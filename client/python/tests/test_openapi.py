@@ -195,6 +195,9 @@ class AnswersTest(unittest.TestCase):
             with self.subTest(operation_id):
                 _, _, operation = operations[operation_id]
                 success = [code for code in operation["responses"] if code.startswith("2")]
+                # A submit's 200 answers only `Prefer: wait`, which this client does not send: its answer is the 202.
+                if success == ["200", "202"] and operation_id in ("submitImage", "submitVideo"):
+                    success = ["202"]
                 self.assertEqual(len(success), 1)
                 schema = operation["responses"][success[0]]["content"]["application/json"]["schema"]
                 self.assertEqual(answer_mismatches(entry.answer, schema, operation_id), [])

@@ -7,7 +7,10 @@
 import { ApiError, cancelTask, getTask, type Task } from '../api';
 import { h, replace, statusLine } from '../dom';
 import { credits, dateTime, stateName } from '../format';
-import { type PageContext, POLL_INTERVAL_MS, pause } from './page';
+import type { PageContext } from './page';
+
+/** How long each read of a pending task waits on the service for its end (`?wait=`, at most 20). */
+const TASK_WAIT_SECONDS = 20;
 
 function row(term: string, ...value: (Node | string)[]): HTMLElement[] {
   return [h('dt', {}, term), h('dd', {}, ...value)];
@@ -118,8 +121,11 @@ export async function renderTask(main: HTMLElement, taskId: string, context: Pag
     });
     return button;
   };
-  for (;;) {
-    const task = await getTask(taskId);
+  // The first read answers at once; each later one is held by the service until the task ends (or 20 s
+  // pass, then it shows the task as it is and asks again): the result shows within about a second of the
+  // end, with no polling interval.
+  for (let waitSeconds: number | undefined; ; waitSeconds = TASK_WAIT_SECONDS) {
+    const task = await getTask(taskId, waitSeconds);
     if (!context.alive() || cancelled) return;
     const queued = task.status === 0 && task.stage === 'queued';
     replace(body, details(task, queued ? cancelButton() : undefined));
@@ -127,11 +133,13 @@ export async function renderTask(main: HTMLElement, taskId: string, context: Pag
       await ended(task);
       return;
     }
+    const startsAt =
+      'estimatedStartAt' in task && task.estimatedStartAt
+        ? ` (expected to start ${dateTime(task.estimatedStartAt)})`
+        : '';
     progress.textContent =
       task.stage === 'queued'
-        ? 'Queued: it goes to the provider after the tasks ahead of it; this page updates every few seconds.'
-        : 'Running: this page updates every few seconds.';
-    await pause(POLL_INTERVAL_MS);
-    if (!context.alive() || cancelled) return;
+        ? `Queued${startsAt}: it goes to the provider after the tasks ahead of it; the result shows here when it ends.`
+        : 'Running: the result shows here when it ends.';
   }
 }
