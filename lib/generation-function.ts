@@ -245,6 +245,22 @@ export class GenerationFunction extends NodejsFunction {
   }
 
   /**
+   * Grants deleting objects under the media bucket's `results/` and `uploads/` prefixes (an owner's
+   * deletes: a task's results and upload copies, an upload), nothing else: no listing, no reading
+   * beyond what other bindings grant. Sets `MEDIA_BUCKET`.
+   */
+  bindMediaRemoval(bucket: IBucket): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['s3:DeleteObject'],
+        resources: [bucket.arnForObjects(`${MEDIA_RESULTS_PREFIX}*`), bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
+      }),
+    );
+    this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    return this;
+  }
+
+  /**
    * Grants what accepting into the dispatch queue takes (`FunctionNeeds.queuesTasks`): `PutItem` (the
    * accept transaction's queue entry) and `Query` (counting the account's entries against the bound) on
    * the table's `DISPATCH#QUEUE` items only, no index; sets `MAX_QUEUED_TASKS_PER_ACCOUNT`.

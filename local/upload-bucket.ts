@@ -23,7 +23,7 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, join, resolve, sep } from 'node:path';
 import { type AwsCredentials, postPolicySignature, presignUrl } from '../functions/aws/signer';
@@ -256,7 +256,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
   }
 
   /** Checks a presigned URL's query (signature, expiry) for `method`; returns the object's key. */
-  async function presignedKey(req: IncomingMessage, url: URL, method: 'GET' | 'PUT'): Promise<string> {
+  async function presignedKey(req: IncomingMessage, url: URL, method: 'GET' | 'PUT' | 'DELETE'): Promise<string> {
     const params = url.searchParams;
     const date = parseAmzDate(params.get('X-Amz-Date') ?? undefined);
     const expires = Number(params.get('X-Amz-Expires'));
@@ -346,6 +346,19 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
     return 200;
   }
 
+  /** A presigned DeleteObject: 204 whether or not the key exists, as S3 answers; the sidecars go too. */
+  async function remove(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+    const key = await presignedKey(req, url, 'DELETE');
+    const file = fileOf(root, key);
+    if (!file) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
+    await Promise.all(
+      [file, sidecarOf(file, 'type'), sidecarOf(file, 'etag')].map((path) => rm(path, { force: true })),
+    );
+    res.writeHead(204);
+    res.end();
+    return 204;
+  }
+
   async function get(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
     const key = await presignedKey(req, url, 'GET');
     const file = fileOf(root, key);
@@ -386,6 +399,7 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
         }
         if (req.method === 'GET' && url.pathname.length > prefix.length) return await get(req, res, url);
         if (req.method === 'PUT' && url.pathname.length > prefix.length) return await put(req, res, url);
+        if (req.method === 'DELETE' && url.pathname.length > prefix.length) return await remove(req, res, url);
         throw new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');
       } catch (error) {
         if (!(error instanceof S3Error)) throw error;

@@ -26,6 +26,8 @@ export interface SubmitInput {
   maxQueued: number;
   /** The versions of its uploads the submit checked and kept (lifecycle/uploads.ts), by upload id. */
   uploadVersions?: Record<string, string>;
+  /** The uploads made of the request's inline images: the task's own, deleted with it (delete-data.ts). */
+  inlineUploads?: string[];
 }
 
 export interface SubmitResult {
@@ -108,6 +110,7 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
         ...(input.uploadVersions && Object.keys(input.uploadVersions).length > 0
           ? { uploadVersions: input.uploadVersions }
           : {}),
+        ...(input.inlineUploads?.length ? { inlineUploads: input.inlineUploads } : {}),
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,

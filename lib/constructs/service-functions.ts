@@ -139,6 +139,17 @@ export class ServiceFunctions extends Construct {
         'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images; no listing, no deletes',
       );
     }
+    if (needs.removesMedia) {
+      fn.bindMediaRemoval(props.mediaBucket);
+      const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
+      for (const prefix of [MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX]) {
+        acknowledge(
+          fn.executionRole,
+          `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+          'An owner deletes the files of its own tasks and uploads, whose keys are per user and per task or upload: DeleteObject on the results/ and uploads/ prefixes only, no listing',
+        );
+      }
+    }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);
     acknowledge(
       fn,
