@@ -260,6 +260,18 @@ export class GenerationFunction extends NodejsFunction {
     return this;
   }
 
+  /** Grants putting retention entries (`FunctionNeeds.schedulesRetention`): `PutItem` on `RETENTION#*` only. */
+  bindRetentionSchedule(table: ITable): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RETENTION#*'] } },
+      }),
+    );
+    return this;
+  }
+
   /**
    * Grants what accepting into the dispatch queue takes (`FunctionNeeds.queuesTasks`): `PutItem` (the
    * accept transaction's queue entry) and `Query` (counting the account's entries against the bound) on

@@ -26,7 +26,8 @@ export type TableKeyPattern =
   | 'WEBHOOKDUE#*'
   | 'GATEWAYKEYDUE'
   | 'DISPATCH#QUEUE'
-  | 'DISPATCH#CAPACITY';
+  | 'DISPATCH#CAPACITY'
+  | 'RETENTION#*';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -79,6 +80,11 @@ export interface FunctionNeeds {
    * nothing else (no listing); sets `MEDIA_BUCKET`.
    */
   removesMedia?: boolean;
+  /**
+   * Schedules the removal of a task's results by its `resultRetention` (submission): `dynamodb:PutItem`
+   * on the `RETENTION#<n>` partitions only (store/retention.ts).
+   */
+  schedulesRetention?: boolean;
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */

@@ -69,7 +69,7 @@ export function taskObjects(task: TaskRecord): TaskObjects {
  * version and still need it; it goes with the upload (DELETE /api/ai/uploads/{id}) or the bucket's
  * expiry of uploads.
  */
-async function removeTaskObjects(ctx: RemovalContext, task: TaskRecord): Promise<void> {
+export async function removeTaskObjects(ctx: RemovalContext, task: TaskRecord): Promise<void> {
   const objects = taskObjects(task);
   const live = new Set<string>();
   const versions = (task.request.uploadVersions ?? {}) as Record<string, unknown>;

@@ -94,6 +94,7 @@ export class ServiceFunctions extends Construct {
     });
     fn.bindTable(props.table, inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.queuesTasks) fn.bindTaskQueue(props.table, config.maxQueuedTasksPerAccount);
+    if (needs.schedulesRetention) fn.bindRetentionSchedule(props.table);
     if (needs.provider) {
       fn.bindProvider(props.providerSecret, config.providerBaseUrl);
       fn.addEnvironment(PROVIDER_PROFILE.name, resolveProviderProfile(config.providerProfile).profile.name);
