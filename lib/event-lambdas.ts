@@ -48,7 +48,6 @@ export const SWEEPER: ScheduleDefinition = {
     media: 'write',
     // Results whose retention ended: their files and upload copies (DeleteObject), the uploads' records.
     removesMedia: true,
-    uploads: 'read',
     usagePlans: ['enroll', 'delete'],
     // A task it put back in the queue, or queued too long, gets the dispatcher woken (SendMessage only).
     wakesDispatcher: true,

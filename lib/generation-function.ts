@@ -247,7 +247,7 @@ export class GenerationFunction extends NodejsFunction {
   /**
    * Grants deleting objects under the media bucket's `results/` and `uploads/` prefixes (an owner's
    * deletes: a task's results and upload copies, an upload), nothing else: no listing, no reading
-   * beyond what other bindings grant. Sets `MEDIA_BUCKET`.
+   * beyond what other bindings grant. Sets `MEDIA_BUCKET` and `UPLOADS_BUCKET` (one bucket, two prefixes).
    */
   bindMediaRemoval(bucket: IBucket): this {
     this.addToRolePolicy(
@@ -257,6 +257,7 @@ export class GenerationFunction extends NodejsFunction {
       }),
     );
     this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
     return this;
   }
 

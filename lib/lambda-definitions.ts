@@ -77,7 +77,7 @@ export interface FunctionNeeds {
   /**
    * Deletes objects an owner asked to delete (a task's results, its checked upload copies and inline
    * images, an upload): `s3:DeleteObject` on the media bucket's `results/` and `uploads/` prefixes,
-   * nothing else (no listing); sets `MEDIA_BUCKET`.
+   * nothing else (no listing); sets `MEDIA_BUCKET` and `UPLOADS_BUCKET`.
    */
   removesMedia?: boolean;
   /**

@@ -75,7 +75,6 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
       table: { access: 'RW', keys: ['USER#*'], deletes: ['USER#*'] },
       provider: false,
       media: 'none',
-      uploads: 'read',
       removesMedia: true,
     },
   },
