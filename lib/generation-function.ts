@@ -244,18 +244,10 @@ export class GenerationFunction extends NodejsFunction {
     return this;
   }
 
-  /**
-   * Grants deleting objects under the media bucket's `results/` and `uploads/` prefixes (an owner's
-   * deletes: a task's results and upload copies, an upload), nothing else: no listing, no reading
-   * beyond what other bindings grant. Sets `MEDIA_BUCKET` and `UPLOADS_BUCKET` (one bucket, two prefixes).
-   */
+  /** DeleteObject on `results/*` and `uploads/*` only (no listing); sets MEDIA_BUCKET and UPLOADS_BUCKET. */
   bindMediaRemoval(bucket: IBucket): this {
-    this.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['s3:DeleteObject'],
-        resources: [bucket.arnForObjects(`${MEDIA_RESULTS_PREFIX}*`), bucket.arnForObjects(`${MEDIA_UPLOADS_PREFIX}*`)],
-      }),
-    );
+    const resources = [MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`));
+    this.addToRolePolicy(new PolicyStatement({ actions: ['s3:DeleteObject'], resources }));
     this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
     this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
     return this;
