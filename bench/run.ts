@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bigCustomer } from './big-customer';
 import { bundleSizes } from './bundles';
+import { deletingFigures } from './deleting';
 import { dispatchFigures } from './dispatch';
 import { eventTimes } from './events';
 import { faultFigures } from './faults';
@@ -39,6 +40,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   spend: spendFigures,
   faults: faultFigures,
   wait: waitFigures,
+  deleting: deletingFigures,
 };
 
 async function main(): Promise<void> {

@@ -185,6 +185,20 @@ export function operations(): Record<string, Json> {
         },
       },
     },
+    'DELETE /api/ai/uploads/{id}': {
+      summary: 'Delete an upload (its file, the checked copy of its current version, its record)',
+      description:
+        'A task naming it afterwards is refused (400). A task already sent has handed the provider a signed URL, which then fails. With a session cookie, the CSRF rules of every session write apply.',
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '204': { description: 'Deleted.' },
+        '404': json(
+          ref('Error'),
+          "No such upload of the caller's (another owner's, unknown, expired, or deleted already).",
+        ),
+        ...commonErrors(),
+      },
+    },
     'GET /api/ai/tasks/{id}': {
       summary: 'Read a task (only its creator sees it)',
       parameters: [
@@ -216,6 +230,18 @@ export function operations(): Record<string, Json> {
           ref('Error'),
           '`Task already started`: it is on its way to the provider or running there (nothing refunded); `Task already finished`: it has ended (a second cancel gets this).',
         ),
+        ...commonErrors(),
+      },
+    },
+    'DELETE /api/ai/tasks/{id}': {
+      summary: 'Delete an ended task and its results (only its creator can)',
+      description:
+        'Removes the task, its result files, the checked copies of the uploads it was sent and its inline images from storage. Afterwards the task is 404 to its owner too, its result URLs no longer download and listings skip it. The ledger keeps its debit and refund (amount, time, task id, and now the model), without prompt or media. A pending task cannot be deleted: cancel it first (or wait for it to end). With a session cookie, the CSRF rules of every session write apply.',
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '204': { description: 'Deleted.' },
+        '404': json(ref('Error'), "No such task of the caller's (another owner's, unknown, or deleted already)."),
+        '409': json(ref('Error'), 'The task has not ended: cancel it first (`POST /api/ai/tasks/{id}/cancel`).'),
         ...commonErrors(),
       },
     },

@@ -29,6 +29,8 @@ const FIELD_NOTES: Readonly<Record<string, string>> = {
   fps: 'Frames per second.',
   motionStrength: 'Strength of motion.',
   cameraMotion: 'Camera motion hint.',
+  resultRetention:
+    'How long the results are kept, counted from the submission: a whole number of hours or days (`"1h"`, `"12h"`, `"1d"`, `"7d"`), at most the deployment\'s maximum of 30 days (`"30d"`). Afterwards the results are removed as by a DELETE of the task (files, checked upload copies, inline images), no URL is handed out and the task says `resultsExpiredAt`. Default: the bucket\'s own expiry (`resultsExpireAt`).',
   webhookUrl:
     'Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price.',
 };

@@ -86,7 +86,13 @@ export function taskSchemas(): Json {
               type: 'string',
               format: 'date-time',
               description:
-                'When the stored results are deleted (deployed storage only). From then on `imageUrls` is empty and `videoUrl` absent.',
+                'When the stored results are deleted (deployed storage, or the `resultRetention` the request asked for). From then on `imageUrls` is empty and `videoUrl` absent.',
+            },
+            resultsExpiredAt: {
+              type: 'string',
+              format: 'date-time',
+              description:
+                'When the results were removed by the `resultRetention` the request asked for: `imageUrls` is empty and `videoUrl` absent.',
             },
           },
         },

@@ -38,13 +38,16 @@ export const SWEEPER: ScheduleDefinition = {
     // it ended (`TIMEOUT`, a send lost twice: DISPATCH#QUEUE, DeleteItem only).
     table: {
       access: 'RW',
-      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
-      deletes: ['USER#*', 'DISPATCH#QUEUE'],
+      // RETENTION#<n>: the due removals of results by their task's own retention (lifecycle/expire-results.ts).
+      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE', 'RETENTION#*'],
+      deletes: ['USER#*', 'DISPATCH#QUEUE', 'RETENTION#*'],
       // Settling a key's API Gateway key reads the key by its id (KEYID#) and then by its hash (APIKEY#):
       // GetItem only (issue 38: found by the IAM simulation of the recorded calls).
       reads: ['KEYID#*', 'APIKEY#*'],
     },
     media: 'write',
+    // Results whose retention ended: their files and upload copies (DeleteObject), the uploads' records.
+    removesMedia: true,
     usagePlans: ['enroll', 'delete'],
     // A task it put back in the queue, or queued too long, gets the dispatcher woken (SendMessage only).
     wakesDispatcher: true,

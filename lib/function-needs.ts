@@ -31,6 +31,8 @@ export const SUBMIT_NEEDS: FunctionNeeds = {
   // the account's entries first: PutItem and Query there only (`queuesTasks`), not read/write.
   table: { access: 'RW', keys: ['USER#*'] },
   queuesTasks: true,
+  // A `resultRetention` puts its removal's entry first (RETENTION#<n>, PutItem only).
+  schedulesRetention: true,
   // `Prefer: wait`: a task that ends within the wait is answered with its signed result URLs.
   media: 'read',
   providerReads: false,

@@ -248,6 +248,27 @@ export class GenerationFunction extends NodejsFunction {
     return this;
   }
 
+  /** DeleteObject on `results/*` and `uploads/*` only (no listing); sets MEDIA_BUCKET and UPLOADS_BUCKET. */
+  bindMediaRemoval(bucket: IBucket): this {
+    const resources = [MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`));
+    this.addToRolePolicy(new PolicyStatement({ actions: ['s3:DeleteObject'], resources }));
+    this.addEnvironment(MEDIA_BUCKET.name, bucket.bucketName);
+    this.addEnvironment(UPLOADS_BUCKET.name, bucket.bucketName);
+    return this;
+  }
+
+  /** Grants putting retention entries (`FunctionNeeds.schedulesRetention`): `PutItem` on `RETENTION#*` only. */
+  bindRetentionSchedule(table: ITable): this {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RETENTION#*'] } },
+      }),
+    );
+    return this;
+  }
+
   /**
    * Grants what accepting into the dispatch queue takes (`FunctionNeeds.queuesTasks`): `PutItem` (the
    * accept transaction's queue entry) and `Query` (counting the account's entries against the bound) on

@@ -26,7 +26,8 @@ export type TableKeyPattern =
   | 'WEBHOOKDUE#*'
   | 'GATEWAYKEYDUE'
   | 'DISPATCH#QUEUE'
-  | 'DISPATCH#CAPACITY';
+  | 'DISPATCH#CAPACITY'
+  | 'RETENTION#*';
 
 /** The table access of a function: what it may do, and to which items. */
 export interface TableNeeds {
@@ -73,6 +74,17 @@ export interface FunctionNeeds {
    * the inline `data:` images of a request (the submit functions). Absent: no access to the prefix.
    */
   uploads?: 'post' | 'read' | 'read-put';
+  /**
+   * Deletes objects an owner asked to delete (a task's results, its checked upload copies and inline
+   * images, an upload): `s3:DeleteObject` on the media bucket's `results/` and `uploads/` prefixes,
+   * nothing else (no listing); sets `MEDIA_BUCKET` and `UPLOADS_BUCKET`.
+   */
+  removesMedia?: boolean;
+  /**
+   * Schedules the removal of a task's results by its `resultRetention` (submission): `dynamodb:PutItem`
+   * on the `RETENTION#<n>` partitions only (store/retention.ts).
+   */
+  schedulesRetention?: boolean;
   /** Opens accounts' webhook signing secrets (reads the service key that seals them). */
   webhookSecrets?: boolean;
   /** Acts as the OpenID Connect client (issuer, client id and the client secret). */
@@ -134,7 +146,7 @@ export type StreamFilter = Readonly<Record<string, unknown>>;
 /** A function behind an API route. */
 export interface RouteDefinition extends LambdaBase {
   trigger: 'route';
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** API Gateway path, `{param}` for path parameters. */
   path: string;
   /**

@@ -64,6 +64,36 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
     },
   },
   {
+    // Deletes an ended task (USER#<id>: the task item, its ledger entries stamped with the model) and
+    // its files: results, checked upload copies, inline images (s3:DeleteObject, `removesMedia`).
+    name: 'delete-task',
+    trigger: 'route',
+    method: 'DELETE',
+    path: '/api/ai/tasks/{id}',
+    entry: 'functions/delete-task/handler.ts',
+    needs: {
+      table: { access: 'RW', keys: ['USER#*'], deletes: ['USER#*'] },
+      provider: false,
+      media: 'none',
+      removesMedia: true,
+    },
+  },
+  {
+    // Deletes an upload: its record (USER#<id>), its file and checked copy (ranged GET for its version).
+    name: 'delete-upload',
+    trigger: 'route',
+    method: 'DELETE',
+    path: '/api/ai/uploads/{id}',
+    entry: 'functions/delete-upload/handler.ts',
+    needs: {
+      table: { access: 'RW', keys: ['USER#*'], deletes: ['USER#*'] },
+      provider: false,
+      media: 'none',
+      uploads: 'read',
+      removesMedia: true,
+    },
+  },
+  {
     // The provider's "task ended" call. No authorizer: the HMAC signature in its URL is the credential.
     // It reads the task at the provider and completes it like a poll does, hence the lifecycle's needs.
     name: 'provider-callback',

@@ -200,6 +200,20 @@ export class GenerationClient {
     return this.request<Task>('POST', `/api/ai/tasks/${encodeURIComponent(taskId)}/cancel`, 200, options);
   }
 
+  /**
+   * Deletes an ended task with its results and its references in storage (`DELETE /api/ai/tasks/{id}`);
+   * the ledger keeps its entries. Rejects with `ApiError` 409 while it is pending (cancel it first), 404
+   * for an unknown id or one deleted already (so a retry after a delete that did arrive answers 404).
+   */
+  async deleteTask(taskId: string, options: RequestOptions = {}): Promise<void> {
+    await this.request<undefined>('DELETE', `/api/ai/tasks/${encodeURIComponent(taskId)}`, 204, options);
+  }
+
+  /** Deletes an upload (`DELETE /api/ai/uploads/{id}`): 404 for an unknown, expired or deleted one. */
+  async deleteUpload(uploadId: string, options: RequestOptions = {}): Promise<void> {
+    await this.request<undefined>('DELETE', `/api/ai/uploads/${encodeURIComponent(uploadId)}`, 204, options);
+  }
+
   listTasks(
     query: { limit?: number; cursor?: string; status?: 0 | 1 | 2; type?: 'image' | 'video' } = {},
     options: RequestOptions = {},
@@ -272,7 +286,7 @@ export class GenerationClient {
   }
 
   private async request<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     expected: number | readonly number[],
     options: RequestOptions,

@@ -69,7 +69,11 @@ export interface paths {
         get: operations["getTask"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an ended task and its results (only its creator can)
+         * @description Removes the task, its result files, the checked copies of the uploads it was sent and its inline images from storage. Afterwards the task is 404 to its owner too, its result URLs no longer download and listings skip it. The ledger keeps its debit and refund (amount, time, task id, and now the model), without prompt or media. A pending task cannot be deleted: cancel it first (or wait for it to end). With a session cookie, the CSRF rules of every session write apply.
+         */
+        delete: operations["deleteTask"];
         options?: never;
         head?: never;
         patch?: never;
@@ -90,6 +94,26 @@ export interface paths {
          */
         post: operations["cancelTask"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/ai/uploads/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an upload (its file, the checked copy of its current version, its record)
+         * @description A task naming it afterwards is refused (400). A task already sent has handed the provider a signed URL, which then fails. With a session cookie, the CSRF rules of every session write apply.
+         */
+        delete: operations["deleteUpload"];
         options?: never;
         head?: never;
         patch?: never;
@@ -632,6 +656,8 @@ export interface components {
             };
             /** @description Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price. */
             webhookUrl?: string;
+            /** @description How long the results are kept, counted from the submission: a whole number of hours or days (`"1h"`, `"12h"`, `"1d"`, `"7d"`), at most the deployment's maximum of 30 days (`"30d"`). Afterwards the results are removed as by a DELETE of the task (files, checked upload copies, inline images), no URL is handed out and the task says `resultsExpiredAt`. Default: the bucket's own expiry (`resultsExpireAt`). */
+            resultRetention?: string;
         };
         /** @description Body of POST /api/ai/video/generate. Models: video-a/v2-1-standard, video-a/v2-1-pro, video-a/v2-1-master-text-to-video, video-b-2-text-to-video, video-b-2-pro-text-to-video, video-b-2-image-to-video, video-c/02-text-to-video-standard, video-c/02-text-to-video-pro, video-c/02-image-to-video-standard, video-c/02-image-to-video-pro, video-d3_fast, video-d3, video-d3_lite, video-e/2-6-text-to-video, video-e/2-6-image-to-video, video-f/1.5-pro. */
         VideoRequest: {
@@ -675,6 +701,8 @@ export interface components {
             };
             /** @description Where to POST the signed `task.completed` or `task.failed` event when the task ends (see `webhooks` in this document); else the account default, if any. https with a public host name (not an IP address, not a local name); checked at every attempt again, with every address the name resolves to public. Needs a signing secret on the account. Not part of the price. */
             webhookUrl?: string;
+            /** @description How long the results are kept, counted from the submission: a whole number of hours or days (`"1h"`, `"12h"`, `"1d"`, `"7d"`), at most the deployment's maximum of 30 days (`"30d"`). Afterwards the results are removed as by a DELETE of the task (files, checked upload copies, inline images), no URL is handed out and the task says `resultsExpiredAt`. Default: the bucket's own expiry (`resultsExpireAt`). */
+            resultRetention?: string;
         };
         Submission: {
             taskId: string;
@@ -740,9 +768,14 @@ export interface components {
             videoUrl?: string;
             /**
              * Format: date-time
-             * @description When the stored results are deleted (deployed storage only). From then on `imageUrls` is empty and `videoUrl` absent.
+             * @description When the stored results are deleted (deployed storage, or the `resultRetention` the request asked for). From then on `imageUrls` is empty and `videoUrl` absent.
              */
             resultsExpireAt?: string;
+            /**
+             * Format: date-time
+             * @description When the results were removed by the `resultRetention` the request asked for: `imageUrls` is empty and `videoUrl` absent.
+             */
+            resultsExpiredAt?: string;
         } | {
             taskId: string;
             /** @enum {unknown} */
@@ -1428,6 +1461,82 @@ export interface operations {
             };
         };
     };
+    deleteTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task of the caller's (another owner's, unknown, or deleted already). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The task has not ended: cancel it first (`POST /api/ai/tasks/{id}/cancel`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
     cancelTask: {
         parameters: {
             query?: never;
@@ -1477,6 +1586,73 @@ export interface operations {
             };
             /** @description `Task already started`: it is on its way to the provider or running there (nothing refunded); `Task already finished`: it has ended (a second cancel gets this). */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    deleteUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such upload of the caller's (another owner's, unknown, expired, or deleted already). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -256,3 +256,12 @@ export class SpendLimitError extends DomainError {
     super('Spend limit reached');
   }
 }
+
+/** 404: the upload does not exist, has expired or belongs to someone else (indistinguishable by design). */
+export class UploadNotFoundError extends DomainError {
+  override readonly name: string = 'UploadNotFoundError';
+  readonly status: number = 404;
+  constructor() {
+    super('Upload not found');
+  }
+}

@@ -161,7 +161,8 @@ export function toTaskResource(task: TaskRecord, resultUrls: string[] = [], expi
   if (task.status === TaskStatus.COMPLETED) {
     if (task.type === 'image') resource.imageUrls = resultUrls;
     else if (resultUrls[0]) resource.videoUrl = resultUrls[0];
-    if (expiresAt) resource.resultsExpireAt = expiresAt.toISOString();
+    if (task.resultsExpiredAt) resource.resultsExpiredAt = task.resultsExpiredAt;
+    else if (expiresAt) resource.resultsExpireAt = expiresAt.toISOString();
   }
   if (task.status === TaskStatus.FAILED) {
     resource.errorCode = task.errorCode ?? 'PROVIDER_ERROR';

@@ -21,6 +21,7 @@
  */
 import * as v from 'valibot';
 import { findImageModel, findVideoModel, IMAGE_MODEL_IDS, VIDEO_INPUT_MODES, VIDEO_MODEL_IDS } from './catalog';
+import { resultRetentionSchema } from './retention';
 import { isStorableNumber, STORABLE_NUMBER_MESSAGE } from './storable';
 import { isUploadReference, uploadIdOf } from './uploads';
 
@@ -216,6 +217,7 @@ export const imageObject = /* @__PURE__ */ (() =>
       inputImageUrls: v.optional(imageUrls(14)),
       providerInput: v.optional(providerInput),
       webhookUrl: v.optional(webhookUrl),
+      resultRetention: v.optional(resultRetentionSchema),
     },
     objectMessage,
   ))();
@@ -267,6 +269,7 @@ export const videoObject = /* @__PURE__ */ (() =>
       inputImageUrls: v.optional(imageUrls(5)),
       providerInput: v.optional(providerInput),
       webhookUrl: v.optional(webhookUrl),
+      resultRetention: v.optional(resultRetentionSchema),
     },
     objectMessage,
   ))();

@@ -165,8 +165,10 @@ export interface TaskRecord {
   resultsToCopy?: string[];
   /** Epoch milliseconds at which the results were found ready to copy. */
   resultsReadyAt?: number;
-  /** Media keys of the results, set when status is COMPLETED. */
+  /** Media keys of the results, set when status is COMPLETED (removed when its retention ends). */
   resultKeys?: string[];
+  /** ISO 8601 time at which its `resultRetention` removed the results (the sweeper, lifecycle/retention.ts). */
+  resultsExpiredAt?: string;
   errorCode?: ErrorCode;
   errorMessage?: string;
   /** The provider's own failure code (bounded), when it failed or refused the task with one. */
@@ -266,6 +268,11 @@ export interface TaskResource {
    * (ISO 8601) until which they are kept. From then on no URLs are handed out.
    */
   resultsExpireAt?: string;
+  /**
+   * When COMPLETED and its results are gone by the `resultRetention` the request asked for: the time
+   * (ISO 8601) they went. No URLs are handed out then.
+   */
+  resultsExpiredAt?: string;
   errorCode?: ErrorCode;
   errorMessage?: string;
   /** When FAILED by the provider with a code of its own (PROVIDER_ERROR, PROVIDER_REJECTED): that code. */

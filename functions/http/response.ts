@@ -10,6 +10,8 @@ export function jsonResponse(
   body: unknown,
   headers: Record<string, string> = {},
 ): APIGatewayProxyResult {
+  // 204 No Content carries no body, hence no type.
+  if (statusCode === 204) return { statusCode, headers: { 'Cache-Control': 'no-store', ...headers }, body: '' };
   return {
     statusCode,
     headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers },

@@ -112,6 +112,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
           idempotency,
           maxQueued: maxQueuedTasksFromEnv(),
           uploadVersions,
+          inlineUploads: inline.images.map((image) => image.uploadId),
         },
         req.log,
       );

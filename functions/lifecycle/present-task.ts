@@ -3,6 +3,7 @@
  * storage expired them; a queued task with the number of the account's tasks queued before it.
  */
 import { type LifecycleConfig, resultsExpireAt, toTaskResource } from '../core/lifecycle';
+import { retentionEndsAt } from '../core/retention';
 import { type TaskRecord, type TaskResource, TaskStatus } from '../core/task';
 import { queuedAhead } from '../store/dispatch';
 import type { Lifecycle } from './lifecycle';
@@ -30,9 +31,21 @@ export async function presentTask(
     return resource;
   }
   if (task.status !== TaskStatus.COMPLETED) return toTaskResource(task);
-  const expiresAt = resultsExpireAt(task, lc.config.resultRetentionDays);
+  // The earlier of the bucket's expiry and the task's own retention (core/retention.ts).
+  const bucketExpiry = resultsExpireAt(task, lc.config.resultRetentionDays);
+  const retentionEnd = retentionEndsAt(task);
+  const expiresAt =
+    retentionEnd !== undefined && (bucketExpiry === undefined || retentionEnd < bucketExpiry.getTime())
+      ? new Date(retentionEnd)
+      : bucketExpiry;
   const live = expiresAt === undefined || lc.now() < expiresAt;
   const keys = live ? (task.resultKeys ?? []) : [];
   const urls = await Promise.all(keys.map((key) => lc.media.urlFor(key, expiresAt)));
-  return toTaskResource(task, urls, expiresAt);
+  const resource = toTaskResource(task, urls, expiresAt);
+  // Its own retention has ended, the sweeper may not have removed the files yet: it says so already.
+  if (retentionEnd !== undefined && !live && !resource.resultsExpiredAt) {
+    delete resource.resultsExpireAt;
+    resource.resultsExpiredAt = new Date(retentionEnd).toISOString();
+  }
+  return resource;
 }

@@ -17,11 +17,18 @@ export interface StoredProviderRequest {
 
 /**
  * The validated request as the task keeps it (`task.request.body`): without the fields the task holds
- * already (prompt, model, reference images), so nothing is stored twice (a 20,000-character prompt
+ * already (prompt, model, reference images; the retention, kept as seconds), so nothing is stored twice (a 20,000-character prompt
  * stored twice doubled the write units of every accept).
  */
 export function storedRequestBody(request: Record<string, unknown>): Record<string, unknown> {
-  const { prompt: _prompt, model: _model, inputImageUrls: _images, webhookUrl: _webhook, ...body } = request;
+  const {
+    prompt: _prompt,
+    model: _model,
+    inputImageUrls: _images,
+    webhookUrl: _webhook,
+    resultRetention: _retention,
+    ...body
+  } = request;
   return body;
 }
 

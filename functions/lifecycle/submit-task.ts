@@ -4,11 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { QueueFullError } from '../core/errors';
+import { retentionSeconds } from '../core/retention';
 import type { Caller, SubmissionResponse, TaskRecord, TaskType } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import type { StoreContext } from '../store/client';
 import { countQueued } from '../store/dispatch';
+import { scheduleRetention } from '../store/retention';
 import { acceptTask, findIdempotentReplay } from '../store/tasks';
 import { storedRequestBody } from './send-to-provider';
 
@@ -26,6 +28,8 @@ export interface SubmitInput {
   maxQueued: number;
   /** The versions of its uploads the submit checked and kept (lifecycle/uploads.ts), by upload id. */
   uploadVersions?: Record<string, string>;
+  /** The uploads made of the request's inline images: the task's own, deleted with it (delete-data.ts). */
+  inlineUploads?: string[];
 }
 
 export interface SubmitResult {
@@ -88,10 +92,18 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
     log.info('Queue full', { queued, limit: input.maxQueued });
     throw new QueueFullError(input.maxQueued, QUEUE_FULL_RETRY_AFTER_SECONDS);
   }
+  const taskId = randomUUID();
+  const now = lc.now();
+  const retention =
+    typeof input.request.resultRetention === 'string' ? retentionSeconds(input.request.resultRetention) : undefined;
+  // Before the accept, so an accepted task always has its removal scheduled (store/retention.ts).
+  if (retention !== undefined) {
+    await scheduleRetention(lc.store, { userId: input.caller.userId, taskId, dueAt: now.getTime() + retention * 1000 });
+  }
   const accepted = await acceptTask(lc.store, {
     task: {
       userId: input.caller.userId,
-      taskId: randomUUID(),
+      taskId,
       type: input.type,
       model: input.request.model,
       prompt: input.request.prompt,
@@ -108,13 +120,15 @@ export async function submitTask(lc: SubmitContext, input: SubmitInput, log: Log
         ...(input.uploadVersions && Object.keys(input.uploadVersions).length > 0
           ? { uploadVersions: input.uploadVersions }
           : {}),
+        ...(input.inlineUploads?.length ? { inlineUploads: input.inlineUploads } : {}),
+        ...(retention === undefined ? {} : { resultRetentionSeconds: retention }),
       },
       creditsUsed: input.cost,
       keyId: input.caller.keyId,
       spendLimit: input.caller.spendLimit,
       spendLimitVersion: input.caller.spendLimitVersion,
       webhookUrl: input.webhookUrl,
-      now: lc.now(),
+      now,
     },
     idempotency: input.idempotency,
   });

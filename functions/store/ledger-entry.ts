@@ -17,6 +17,8 @@ export interface LedgerEntry {
   taskId?: string;
   /** The grant's id (operator-chosen or generated). */
   grantId?: string;
+  /** The task's model, written on a debit and refund when the task is deleted (store/task-removal.ts). */
+  model?: string;
 }
 
 /**

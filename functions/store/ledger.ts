@@ -16,7 +16,7 @@ export type { LedgerEntry } from './ledger-entry';
 
 /** One ledger entry as stored (the item minus its keys). */
 function toLedgerEntry(item: Record<string, unknown>): LedgerEntry {
-  const { userId: owner, kind, delta, at, taskId, grantId } = item;
+  const { userId: owner, kind, delta, at, taskId, grantId, model } = item;
   return {
     userId: String(owner),
     kind: kind as LedgerEntry['kind'],
@@ -24,6 +24,7 @@ function toLedgerEntry(item: Record<string, unknown>): LedgerEntry {
     at: String(at),
     ...(taskId === undefined ? {} : { taskId: String(taskId) }),
     ...(grantId === undefined ? {} : { grantId: String(grantId) }),
+    ...(typeof model === 'string' ? { model } : {}),
   };
 }
 

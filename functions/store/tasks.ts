@@ -6,7 +6,7 @@
  * can race freely: one wins, the others learn that they lost (an `undefined` or `refunded: false`).
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../core/errors';
+import { IdempotencyConflictError, InsufficientCreditsError, TaskStateError, UsageError } from '../core/errors';
 import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type TaskType } from '../core/task';
 import { usageDay } from '../core/usage';
 import { type AcceptBudget, budgetPlan, countedOn, readRooms, roomsIfThin } from './accept-budgets';
@@ -301,8 +301,8 @@ export async function acceptTask(
       });
       if (outcome.kind === 'replay') {
         const original = await getTask(ctx, task.userId, outcome.replayOf);
-        if (!original)
-          throw new Error(`Idempotency record points at missing task ${outcome.replayOf}`, { cause: error });
+        // Its task was deleted by its owner (DELETE /api/ai/tasks/{id}): the key stays used, for its 24 h.
+        if (!original) throw new TaskStateError('The task of this Idempotency-Key was deleted: use a new key');
         return { task: original, replayed: true };
       }
       // A budget read as spent, and its shard short on this try: 402, naming the budget.

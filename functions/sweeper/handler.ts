@@ -1,16 +1,19 @@
 /**
  * Scheduled (EventBridge, every minute): drives every pending task to a terminal state, and claims the
  * webhook deliveries whose next attempt is due (the webhook worker then makes them), and gives back the
- * API Gateway keys of ended API keys (functions/auth/key-issuing.ts).
+ * API Gateway keys of ended API keys (functions/auth/key-issuing.ts), and removes the results of tasks
+ * whose own retention ended (lifecycle/expire-results.ts).
  */
 import type { Context } from 'aws-lambda';
 import { reconcileGatewayKeys } from '../auth/key-issuing';
 import { usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { sendDelayedMessage } from '../aws/sqs';
 import { DISPATCH_WAKE_QUEUE_URL, readEnv } from '../environment/environment';
+import { expireResults } from '../lifecycle/expire-results';
 import { type SweepReport, sweepPendingTasks } from '../lifecycle/sweep';
 import { claimDueDeliveries } from '../lifecycle/webhooks';
 import { type Logger, logger, withInvocation } from '../observability/logger';
+import { removalFromEnv } from '../runtime/removal-from-env';
 import { workerLifecycleFromEnv } from '../runtime/worker-lifecycle-from-env';
 
 /** Leaves this much of the Lambda's time unused so in-flight refreshes can finish. */
@@ -46,7 +49,7 @@ type SweeperContext = Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>
 async function sweep(_event: unknown, context?: SweeperContext) {
   const log = logger.child({ function: 'sweeper' });
   const lc = workerLifecycleFromEnv();
-  const [report, webhooksClaimed, gatewayKeys] = await Promise.all([
+  const [report, webhooksClaimed, gatewayKeys, retention] = await Promise.all([
     sweepPendingTasks(lc, log, {
       hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
     }),
@@ -60,10 +63,15 @@ async function sweep(_event: unknown, context?: SweeperContext) {
       log.error('Reconciling API Gateway keys failed; the next sweep tries again', { error });
       return { deleted: 0, enrolled: 0 };
     }),
+    // Results whose own retention (resultRetention) ended: removed as a delete removes them.
+    expireResults({ ...removalFromEnv(), store: lc.store, now: lc.now }, log).catch((error: unknown) => {
+      log.error('Expiring results failed; the next sweep tries again', { error });
+      return { expired: 0, dropped: 0, waiting: 0, errors: 1 };
+    }),
   ]);
   const dispatcherWoken = await wakeDispatcher(report, log);
-  log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys, dispatcherWoken });
-  return { ...report, webhooksClaimed, gatewayKeys, dispatcherWoken };
+  log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys, retention, dispatcherWoken });
+  return { ...report, webhooksClaimed, gatewayKeys, retention, dispatcherWoken };
 }
 
 export const handler = withInvocation(sweep, (_event, context) => context?.awsRequestId);

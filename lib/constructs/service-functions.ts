@@ -95,6 +95,7 @@ export class ServiceFunctions extends Construct {
     });
     fn.bindTable(props.table, inlineAuthorizer ? withInlineKeyReads(needs.table) : needs.table);
     if (needs.queuesTasks) fn.bindTaskQueue(props.table, config.maxQueuedTasksPerAccount);
+    if (needs.schedulesRetention) fn.bindRetentionSchedule(props.table);
     if (needs.provider) {
       fn.bindProvider(props.providerSecret, config.providerBaseUrl);
       fn.addEnvironment(PROVIDER_PROFILE.name, resolveProviderProfile(config.providerProfile).profile.name);
@@ -140,6 +141,17 @@ export class ServiceFunctions extends Construct {
         `AwsSolutions-IAM5[Resource::${bucketArn}/${MEDIA_UPLOADS_PREFIX}*]`,
         'Upload keys are per user and per upload, so the grant is the uploads/ prefix: Put to sign presigned POSTs, Get to sign for the provider, Get and Put to check uploads and store inline images, Delete to remove those of a refused submit; no listing',
       );
+    }
+    if (needs.removesMedia) {
+      fn.bindMediaRemoval(props.mediaBucket);
+      const bucketArn = `<${Stack.of(this).resolve((props.mediaBucket.node.defaultChild as CfnElement).logicalId)}.Arn>`;
+      for (const prefix of [MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX]) {
+        acknowledge(
+          fn.executionRole,
+          `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+          'An owner deletes the files of its own tasks and uploads, whose keys are per user and per task or upload: DeleteObject on the results/ and uploads/ prefixes only, no listing',
+        );
+      }
     }
     if (needs.webhookSecrets) fn.bindWebhookSecretsKey(props.webhookSecretsKey);
     acknowledge(

@@ -66,6 +66,11 @@ const READ_UPLOADS = 'Allow s3:GetObject on <MediaBucket.Arn>/uploads/*';
 const CHECK_AND_STORE_UPLOADS = 'Allow s3:DeleteObject s3:GetObject s3:PutObject on <MediaBucket.Arn>/uploads/*';
 /** Issue 27: signing the presigned POSTs that store uploads (the uploads function only). */
 const POST_UPLOADS = 'Allow s3:PutObject on <MediaBucket.Arn>/uploads/*';
+/** Issue 40: deleting an owner's files (a task's results and upload copies, an upload): DeleteObject only. */
+const REMOVE_MEDIA = 'Allow s3:DeleteObject on <MediaBucket.Arn>/results/* <MediaBucket.Arn>/uploads/*';
+/** Issue 40: scheduling a task's result retention (store/retention.ts): PutItem on RETENTION#<n> only. */
+const SCHEDULE_RETENTION =
+  'Allow dynamodb:PutItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys RETENTION#*';
 
 /** Every function of the registry and exactly what its role allows. */
 const EXPECTED: Readonly<Record<string, readonly string[]>> = {
@@ -79,8 +84,22 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // The upload check reads each upload's first bytes (a ranged GET), and inline data: images are stored
   // as uploads (a presigned PUT). With `Prefer: wait`, a task that ended within the wait is answered
   // with its result URLs, signed: GetObject on results/ (issue 40).
-  'submit-image': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitImage'), READ_RESULTS, CHECK_AND_STORE_UPLOADS],
-  'submit-video': [readWrite('USER#*'), QUEUE_TASKS, ownLogs('SubmitVideo'), READ_RESULTS, CHECK_AND_STORE_UPLOADS],
+  'submit-image': [
+    readWrite('USER#*'),
+    QUEUE_TASKS,
+    SCHEDULE_RETENTION,
+    ownLogs('SubmitImage'),
+    READ_RESULTS,
+    CHECK_AND_STORE_UPLOADS,
+  ],
+  'submit-video': [
+    readWrite('USER#*'),
+    QUEUE_TASKS,
+    SCHEDULE_RETENTION,
+    ownLogs('SubmitVideo'),
+    READ_RESULTS,
+    CHECK_AND_STORE_UPLOADS,
+  ],
   // A poll may end a queued task (TIMEOUT) and then removes its queue entry; a queued task counts the
   // account's queue entries before it.
   'get-task': [
@@ -92,6 +111,10 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   // Fails and refunds a queued task (USER#*), then deletes its queue entry: no provider, no media.
   'cancel-task': [readWrite('USER#*'), DELETE_QUEUE_ENTRIES, ownLogs('CancelTask')],
+  // Issue 40: the task item (and its ledger entries' model), then its files; no reads of storage.
+  'delete-task': [readWrite('USER#*'), DELETE_GATEWAY_KEY_ITEMS, ownLogs('DeleteTask'), REMOVE_MEDIA],
+  // The upload's record; its file's version (a ranged GET) to find its checked copy, then both files.
+  'delete-upload': [readWrite('USER#*'), DELETE_GATEWAY_KEY_ITEMS, ownLogs('DeleteUpload'), READ_UPLOADS, REMOVE_MEDIA],
   'provider-callback': [readWrite('USER#*'), ownLogs('ProviderCallback'), READ_RESULTS, LIFECYCLE_SECRETS],
   // Issue 27: signs presigned POSTs into uploads/, nothing else there.
   uploads: [readWrite('USER#*'), ownLogs('Uploads'), POST_UPLOADS],
@@ -129,13 +152,15 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,
-    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
-    // GATEWAYKEY items of settled keys, and the queue entries of queued tasks it ended (TIMEOUT).
-    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE,RETENTION#*'),
+    // GATEWAYKEY items of settled keys, the queue entries of queued tasks it ended (TIMEOUT), the
+    // retention entries it has carried out (issue 40).
+    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE,RETENTION#*',
     // Issue 38: settling a key's API Gateway key reads the key by id, then by hash (GetItem only).
     'Allow dynamodb:GetItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys KEYID#*,APIKEY#*',
     ownLogs('Sweeper'),
     WRITE_RESULTS,
+    REMOVE_MEDIA,
     LIFECYCLE_SECRETS,
     // Wakes the dispatcher after it put a task back in the queue (functions/sweeper/handler.ts).
     `Allow sqs:SendMessage on <DispatchDispatcherWakeQueue.Arn>`,

@@ -283,7 +283,13 @@ async function journey(base: string, apiKey: string): Promise<void> {
   const stored = await fetch(String(upload.body.uploadUrl), { method: 'POST', body: form });
   expectStatus('the presigned POST', { status: stored.status, body: await stored.text() }, 204);
   const image = await api('/api/ai/image/generate', {
-    json: { model: 'image-model-1', prompt: 'a harbour, from my sketch', inputImageUrls: [String(upload.body.url)] },
+    // With a retention (issue 40): the submit schedules its removal (RETENTION#<n>).
+    json: {
+      model: 'image-model-1',
+      prompt: 'a harbour, from my sketch',
+      inputImageUrls: [String(upload.body.url)],
+      resultRetention: '1h',
+    },
   });
   expectStatus('POST image', image, 202);
   const video = await api('/api/ai/video/generate', {
@@ -300,6 +306,13 @@ async function journey(base: string, apiKey: string): Promise<void> {
     const task = await api(`/api/ai/tasks/${String(image.body.taskId)}`);
     return task.body.status === 0 ? 'still pending' : true;
   });
+  // Issue 40: the ended task deleted (its files, then the task), and the upload deleted.
+  expectStatus('DELETE task', await api(`/api/ai/tasks/${String(image.body.taskId)}`, { method: 'DELETE' }), 204);
+  expectStatus(
+    'DELETE upload',
+    await api(`/api/ai/uploads/${String(upload.body.uploadId)}`, { method: 'DELETE' }),
+    204,
+  );
 
   // Sign-out, and then sign-out everywhere from a second sign-in.
   expectStatus('sign-out', await withSession('POST', '/api/auth/sign-out'), 200, 204, 302, 303);

@@ -45,7 +45,7 @@ class Operation:
     """An operation of the OpenAPI document and the method that calls it."""
 
     method: str
-    http_method: Literal["GET", "POST"]
+    http_method: Literal["GET", "POST", "DELETE"]
     path: str
     answer: type[Any]
 
@@ -56,6 +56,8 @@ OPERATIONS: dict[str, Operation] = {
     "uploads": Operation("create_upload", "POST", "/api/ai/uploads", UploadStart),
     "getTask": Operation("get_task", "GET", "/api/ai/tasks/{id}", Task),
     "cancelTask": Operation("cancel_task", "POST", "/api/ai/tasks/{id}/cancel", Task),
+    "deleteTask": Operation("delete_task", "DELETE", "/api/ai/tasks/{id}", type(None)),
+    "deleteUpload": Operation("delete_upload", "DELETE", "/api/ai/uploads/{id}", type(None)),
     "listTasks": Operation("list_tasks", "GET", "/api/ai/tasks", TaskList),
     "getCredits": Operation("credits", "GET", "/api/ai/credits", Credits),
     "getUsage": Operation("usage", "GET", "/api/ai/usage", Usage),
@@ -167,6 +169,7 @@ class Client:
         input_image_urls: list[str] | None = None,
         provider_input: dict[str, Any] | None = None,
         webhook_url: str | None = None,
+        result_retention: str | None = None,
         idempotency_key: str | None = None,
         prefer: str | None = None,
     ) -> Submission | Task:
@@ -203,6 +206,7 @@ class Client:
         input_image_urls: list[str] | None = None,
         provider_input: dict[str, Any] | None = None,
         webhook_url: str | None = None,
+        result_retention: str | None = None,
         idempotency_key: str | None = None,
         prefer: str | None = None,
     ) -> Submission | Task:
@@ -233,6 +237,17 @@ class Client:
         Raises ``ApiError`` 409 once it has started or ended, 404 for an unknown id.
         """
         return self._call("cancelTask", {"id": task_id}, retry_network=False)
+
+    def delete_task(self, task_id: str) -> None:
+        """Deletes an ended task with its results and its references in storage; the ledger keeps its entries.
+
+        Raises ``ApiError`` 409 while it is pending (cancel it first), 404 for an unknown or deleted id.
+        """
+        self._call("deleteTask", {"id": task_id}, retry_network=False)
+
+    def delete_upload(self, upload_id: str) -> None:
+        """Deletes an upload (file and record). Raises ``ApiError`` 404 for an unknown, expired or deleted one."""
+        self._call("deleteUpload", {"id": upload_id}, retry_network=False)
 
     def list_tasks(
         self,
@@ -360,6 +375,8 @@ class Client:
             sent["Content-Type"] = "application/json"
         safe = operation.http_method == "GET" or "Idempotency-Key" in sent
         answer = self._send(operation.http_method, url, data, sent, safe if retry_network is None else retry_network)
+        if operation.answer is type(None):
+            return None
         return answer if raw else from_json(operation.answer, answer)
 
     def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str], retry_network: bool) -> Any:

@@ -111,6 +111,7 @@ class Task:
     image_urls: list[str] | None = None
     video_url: str | None = None
     results_expire_at: str | None = None
+    results_expired_at: str | None = None
     error_code: str | None = None
     error_message: str | None = None
     provider_error_code: str | None = None

@@ -1,0 +1,73 @@
+/**
+ * The retention schedule: one item per task that asked for a `resultRetention`, under `RETENTION#<n>`
+ * (eight partitions, by the task id, so a burst of submits spreads its writes), sorted by the time its
+ * results go. The sweeper reads each partition's due entries (one Query each, bounded) and removes
+ * them once the task's results are gone: the work per sweep follows what is due, never the number of
+ * tasks. The entry is written before the task is accepted, so an accepted task always has one; an
+ * entry whose task was never accepted (refused, crashed) is dropped when it comes due.
+ */
+import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type RetryingStoreContext, withRetry } from './errors';
+
+/** Partitions of the schedule. */
+export const RETENTION_SHARDS = 8;
+const PREFIX = 'RETENTION#';
+
+/** A scheduled removal: the task whose results go at `dueAt` (epoch ms). */
+export interface RetentionEntry {
+  userId: string;
+  taskId: string;
+  dueAt: number;
+}
+
+function shardOfTask(taskId: string): number {
+  let sum = 0;
+  for (const char of taskId) sum = (sum + (char.codePointAt(0) ?? 0)) % RETENTION_SHARDS;
+  return sum;
+}
+
+function entryKey(entry: RetentionEntry) {
+  return {
+    PK: `${PREFIX}${shardOfTask(entry.taskId)}`,
+    SK: `${new Date(entry.dueAt).toISOString()}#${entry.taskId}`,
+  };
+}
+
+/** Schedules the removal of a task's results (a PutItem; the same entry twice is one entry). */
+export async function scheduleRetention(ctx: RetryingStoreContext, entry: RetentionEntry): Promise<void> {
+  await withRetry(
+    () => ctx.doc.send(new PutCommand({ TableName: ctx.tableName, Item: { ...entryKey(entry), ...entry } })),
+    ctx.retry,
+  );
+}
+
+/** Up to `limit` entries of partition `shard` due at `now` or before, oldest first. */
+export async function dueRetentions(
+  ctx: RetryingStoreContext,
+  input: { shard: number; now: Date; limit: number },
+): Promise<RetentionEntry[]> {
+  const out = await withRetry(
+    () =>
+      ctx.doc.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: '#pk = :pk AND #sk <= :due',
+          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
+          // '~' sorts after every task id character: entries due at exactly `now` are included.
+          ExpressionAttributeValues: { ':pk': `${PREFIX}${input.shard}`, ':due': `${input.now.toISOString()}#~` },
+          Limit: input.limit,
+        }),
+      ),
+    ctx.retry,
+  );
+  return (out.Items ?? []).map((item) => ({
+    userId: String(item.userId),
+    taskId: String(item.taskId),
+    dueAt: Number(item.dueAt),
+  }));
+}
+
+/** Removes an entry whose work is done. */
+export async function dropRetention(ctx: RetryingStoreContext, entry: RetentionEntry): Promise<void> {
+  await withRetry(() => ctx.doc.send(new DeleteCommand({ TableName: ctx.tableName, Key: entryKey(entry) })), ctx.retry);
+}
