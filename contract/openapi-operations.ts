@@ -3,6 +3,7 @@
  * their parameters, request bodies and every answer they can give.
  */
 import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
+import { eventFeedOperations } from './openapi-event-feed';
 import { type Json, json, ref } from './openapi-json';
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
@@ -324,5 +325,6 @@ export function operations(): Record<string, Json> {
         '404': json(ref('Error'), 'Unknown task or a wrong signature.'),
       },
     },
+    ...eventFeedOperations(),
   };
 }
