@@ -247,6 +247,9 @@ describe('the event feed, and deliveries that wait past the bound', () => {
     );
 
     // Assert: nothing dropped, nothing twice, each verified, each the feed's event
+    expect(countsWhileDown).toEqual({ open: MAX_OPEN, queued: count - MAX_OPEN, maxOpen: MAX_OPEN });
+    expect(feedWhileDown).toHaveLength(count);
+    expect(delivered).toHaveLength(count);
     const webhook = new Webhook(secret);
     const ids = delivered.map((answer) => String(answer.headers['webhook-id']));
     for (const answer of delivered) {
