@@ -125,7 +125,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,
-    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE'),
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,WEBHOOKQUEUED,GATEWAYKEYDUE'),
     // GATEWAYKEY items of settled keys, and the queue entries of queued tasks it ended (TIMEOUT).
     'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
     // Issue 38: settling a key's API Gateway key reads the key by id, then by hash (GetItem only).
@@ -146,6 +146,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   'webhook-worker': [
     readWrite('USER#*'),
+    // The queue entry of a delivery it promotes past the bound (store/webhook-queue.ts).
+    DELETE_GATEWAY_KEY_ITEMS,
     `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
     `Allow dynamodb:ListStreams on *`,
     ownLogs('WebhookWorker'),
