@@ -117,6 +117,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-update': [readWrite('USER#*,APIKEY#*,KEYID#*'), ownLogs('KeysUpdate')],
   'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
+  'list-events': [readOnly('USER#*'), ownLogs('ListEvents')],
   // The low-balance threshold: the account's own items, no deletes (credits.low is re-armed by an update).
   'account-alerts-get': [readOnly('USER#*'), ownLogs('AccountAlertsGet')],
   'account-alerts-update': [readWrite('USER#*'), ownLogs('AccountAlertsUpdate')],
