@@ -21,6 +21,7 @@ import { spendFigures } from './spend';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 import { uploadFigures } from './uploads';
 import { waitFigures } from './wait';
+import { webhookFigures } from './webhooks';
 import { workerMemory } from './worker-memory';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -41,6 +42,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   faults: faultFigures,
   wait: waitFigures,
   deleting: deletingFigures,
+  webhooks: webhookFigures,
 };
 
 async function main(): Promise<void> {

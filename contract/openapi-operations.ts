@@ -4,6 +4,7 @@
  */
 import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
 import { MAX_WAIT_SECONDS } from '../functions/core/wait';
+import { eventFeedOperations } from './openapi-event-feed';
 import { type Json, json, ref } from './openapi-json';
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
@@ -400,5 +401,6 @@ export function operations(): Record<string, Json> {
         '404': json(ref('Error'), 'Unknown task or a wrong signature.'),
       },
     },
+    ...eventFeedOperations(),
   };
 }

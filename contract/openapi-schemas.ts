@@ -4,11 +4,12 @@
  * cannot carry. Each area has its file; this one puts them together in the document's order.
  */
 import { accountSchemas } from './openapi-account-schemas';
+import { eventFeedSchemas } from './openapi-event-feed';
 import type { Json } from './openapi-json';
 import { requestSchemas } from './openapi-request-schemas';
 import { taskSchemas } from './openapi-task-schemas';
 
 /** The document's `components.schemas`. */
 export function schemas(): Json {
-  return { ...requestSchemas(), ...taskSchemas(), ...accountSchemas() };
+  return { ...requestSchemas(), ...taskSchemas(), ...accountSchemas(), ...eventFeedSchemas() };
 }

@@ -28,7 +28,8 @@ export const SWEEPER: ScheduleDefinition = {
   description: 'Drives every pending generation task to a terminal state',
   entry: 'functions/sweeper/handler.ts',
   // Lists the pending index (PENDING#<shard>), then moves each user's task and money (USER#<id>); lists
-  // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>). It never sends webhooks.
+  // due webhook deliveries (WEBHOOKDUE#<shard>) and claims them (USER#<id>), and promotes the queued
+  // deliveries of the accounts listed under WEBHOOKQUEUED (deleting their queue entries). It never sends webhooks.
   // It copies results whose copy waited too long (media write), lists API Gateway keys due for a look
   // (GATEWAYKEYDUE): deletes those of ended keys and enrolls again those a crash left unenrolled. A send
   // lost to a crash goes back to the queue by its task's stage (USER#<id>); it never sends to the provider.
@@ -39,7 +40,7 @@ export const SWEEPER: ScheduleDefinition = {
     table: {
       access: 'RW',
       // RETENTION#<n>: the due removals of results by their task's own retention (lifecycle/expire-results.ts).
-      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE', 'RETENTION#*'],
+      keys: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'WEBHOOKQUEUED', 'GATEWAYKEYDUE', 'RETENTION#*'],
       deletes: ['USER#*', 'DISPATCH#QUEUE', 'RETENTION#*'],
       // Settling a key's API Gateway key reads the key by its id (KEYID#) and then by its hash (APIKEY#):
       // GetItem only (issue 38: found by the IAM simulation of the recorded calls).
@@ -132,7 +133,13 @@ export const WEBHOOK_WORKER: StreamDefinition = {
   filters: WEBHOOK_WORKER_FILTERS,
   retryAttempts: 3,
   entry: 'functions/webhook-worker/handler.ts',
-  needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'read', webhookSecrets: true },
+  // Deletes the queue entry of a delivery it promotes past the bound (USER#<id>/WHQUEUE#...).
+  needs: {
+    table: { access: 'RW', keys: ['USER#*'], deletes: ['USER#*'] },
+    provider: false,
+    media: 'read',
+    webhookSecrets: true,
+  },
   // One attempt waits at most 10 s for its endpoint, and a batch's attempts run side by side.
   timeoutSeconds: 60,
 };

@@ -24,6 +24,7 @@ export type TableKeyPattern =
   | 'KEYID#*'
   | 'INVITE#*'
   | 'WEBHOOKDUE#*'
+  | 'WEBHOOKQUEUED'
   | 'GATEWAYKEYDUE'
   | 'DISPATCH#QUEUE'
   | 'DISPATCH#CAPACITY'

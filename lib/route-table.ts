@@ -285,4 +285,13 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
     // Sets the limit, stamps it on the account's balance shards and audits it: USER#<id> only, no deletes.
     needs: { table: { access: 'RW', keys: ['USER#*'] }, provider: false, media: 'none' },
   },
+  {
+    name: 'list-events',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/events',
+    entry: 'functions/list-events/handler.ts',
+    // The account's event feed (USER#<id>/EVENT#...): one Query of its own partition.
+    needs: ownReadNeeds,
+  },
 ];

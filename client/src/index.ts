@@ -19,6 +19,9 @@ export type AccountSpendLimit = Schemas['AccountSpendLimit'];
 export type Models = Schemas['Models'];
 /** The account's alert settings (`GET`/`PUT /api/account/alerts`, session only: the dashboard's). */
 export type AccountAlerts = Schemas['AccountAlerts'];
+/** A page of the account's event feed (`GET /api/events`), and one event of it. */
+export type EventFeed = Schemas['EventFeed'];
+export type FeedEvent = Schemas['FeedEvent'];
 /** `data` of `key.spend_limit.warning` and `key.spend_limit.reached`. */
 export type KeySpendLimitEvent = Schemas['KeySpendLimitEvent'];
 /** `data` of `credits.low`. */
@@ -257,6 +260,24 @@ export class GenerationClient {
       if (task.status === 2) throw new TaskFailedError(task);
       await sleep(Math.max(0, (options.intervalMs ?? 2000) - (Date.now() - started)), options.signal);
     }
+  }
+
+  /**
+   * A page of the account's event feed (`GET /api/events`), oldest first: pass the previous page's
+   * `next` as `after` to read on (a receiver that was down catches up from its last cursor), `types` to
+   * keep only some. Each event's `id` is its webhook's `webhook-id`.
+   */
+  events(
+    query: { after?: string; types?: readonly FeedEvent['type'][]; limit?: number } = {},
+    options: RequestOptions = {},
+  ): Promise<EventFeed> {
+    const { types, ...rest } = query;
+    return this.request<EventFeed>(
+      'GET',
+      `/api/events${queryString({ ...rest, ...(types && types.length > 0 ? { types: types.join(',') } : {}) })}`,
+      200,
+      options,
+    );
   }
 
   /**

@@ -446,6 +446,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's events, oldest first, from a cursor
+         * @description Every event of the account (the ones its webhooks carry), in the order they happened, kept 30 days, whether or not it has a webhook endpoint. Each is listed exactly once, in one order, also when tasks end at the same moment; `id` is the `webhook-id` of its delivery. Read again from `next` to catch up. An API key or the session.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEnded: {
@@ -973,6 +993,26 @@ export interface components {
             /** @constant */
             error: "Internal error";
             requestId?: string;
+        };
+        FeedEvent: {
+            /** @description The same as the event's webhook `webhook-id` (`msg_...`). */
+            id: string;
+            /** @enum {unknown} */
+            type: "task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low";
+            /**
+             * Format: date-time
+             * @description When it happened (the payload `timestamp`).
+             */
+            timestamp: string;
+            /** @description A task event: the task's summary as `GET /api/ai/tasks` lists it (read the task for its results). An account event: its `data`, as the webhook sends it. */
+            data: Record<string, never>;
+        };
+        EventFeed: {
+            events: components["schemas"]["FeedEvent"][];
+            /** @description Pass as `after` to read on (also when this page was empty: events to come appear after it); null only for an empty feed read from its start. */
+            next: string | null;
+            /** @description More events were there when this page was read. */
+            hasMore: boolean;
         };
     };
     responses: never;
@@ -2593,6 +2633,59 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description The `next` of the previous page; absent: from the oldest kept. */
+                after?: string;
+                /** @description Comma-separated event types to keep (task.completed, task.failed, key.spend_limit.warning, key.spend_limit.reached, credits.low); absent: all. */
+                types?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeed"];
+                };
+            };
+            /** @description A bad `after`, `types` or `limit`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -27,15 +27,17 @@ import {
 } from '../core/account-events';
 import { spendPeriodOf } from '../core/spend-limit';
 import type { TaskRecord } from '../core/task';
-import { DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES, droppedDeliveryReason, WEBHOOK_CLAIM_SECONDS } from '../core/webhooks';
+import { DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES, WEBHOOK_CLAIM_SECONDS } from '../core/webhooks';
 import type { Logger } from '../observability/logger';
 import { getAccountAlerts, readBudgetPeriod, readKeySpendLimit, rearmLowBalance } from '../store/account-events';
 import { getBalance } from '../store/accounts';
 import type { StoreContext } from '../store/client';
+import { recordFeedEvents } from '../store/event-feed';
 import { webhookKeys } from '../store/keys';
 import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { createEventDelivery, type DeliveryOpened, getWebhookSettings, type WebhookSettings } from '../store/webhooks';
+import { queueOrderOf } from './event-feed';
 
 /** What noticing events needs: the table, the clock, the bound on open deliveries. */
 export interface AccountEventsContext {
@@ -181,9 +183,10 @@ export async function rearmAfterCredit(store: StoreContext, userId: string, bala
 }
 
 /**
- * Opens one account event's delivery to the account's default endpoint, signed like every delivery.
- * No endpoint or no secret: nothing is written (the event is not sent, and may be at a later look once
- * they are set).
+ * Records the event in the account's feed (once per crossing: its source is the marker and the version
+ * read), then opens its delivery to the account's default endpoint, signed like every delivery, with
+ * the feed id as `webhook-id`. No endpoint or no secret: no delivery is written (the event is not sent,
+ * and may be at a later look once they are set; the feed has it once).
  */
 async function openAccountEvent(
   ctx: AccountEventsContext,
@@ -191,6 +194,16 @@ async function openAccountEvent(
   event: OpeningEvent,
   log: Logger,
 ): Promise<AccountEventOutcome> {
+  const now = ctx.now();
+  const sourceId = `${event.marker.SK}#${event.markerRead ?? 'first'}`;
+  const recorded = await recordFeedEvents(
+    ctx.store,
+    event.userId,
+    [{ sourceId, type: event.type, timestamp: now.toISOString(), data: { ...event.data } }],
+    now,
+  );
+  const feedEvent = recorded.get(sourceId);
+  if (!feedEvent) throw new Error('The account event was not recorded in the feed');
   if (!settings?.url) return 'no-endpoint';
   if (!settings.sealedSecret) {
     log.warn('The account has a webhook endpoint but no signing secret; its account event is not sent', {
@@ -198,7 +211,6 @@ async function openAccountEvent(
     });
     return 'no-secret';
   }
-  const now = ctx.now();
   const maxOpen = ctx.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
   const eventId = newAccountEventId();
   const opened = await createEventDelivery(ctx.store, {
@@ -208,7 +220,7 @@ async function openAccountEvent(
     marker: event.marker,
     ...(event.markerRead === undefined ? {} : { markerRead: event.markerRead }),
     ...(event.markerExpiresAt === undefined ? {} : { markerExpiresAt: event.markerExpiresAt }),
-    webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
+    webhookId: feedEvent.id,
     url: settings.url,
     eventType: event.type,
     eventAt: now.toISOString(),
@@ -216,10 +228,11 @@ async function openAccountEvent(
     leaseUntil: new Date(now.getTime() + WEBHOOK_CLAIM_SECONDS * 1000),
     now,
     maxOpen,
-    dropReason: droppedDeliveryReason(maxOpen),
+    queueOrder: queueOrderOf(feedEvent),
   });
   if (opened === 'opened') log.info('Account event opened', { eventId, eventType: event.type });
-  if (opened === 'dropped')
-    log.warn('Account event dropped: the account is at its bound of open deliveries', { eventId, maxOpen });
+  // Woken by the next place that frees, or the sweeper's backstop: the dispatcher deletes no queue entry.
+  if (opened === 'queued')
+    log.info('Account event queued: the account is at its bound of open deliveries', { eventId, maxOpen });
   return opened;
 }

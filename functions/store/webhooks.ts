@@ -14,12 +14,11 @@
  *
  * An account has at most `maxOpen` deliveries `sending` or `waiting` at once: a counter item
  * (`webhookKeys.openDeliveries`) goes up in the transaction that opens a delivery, on the condition
- * that it is below the bound, and down in the one that records its last attempt. A delivery over the
- * bound is written `failed` from the start, with its `dropReason`.
+ * that it is below the bound and nothing is queued, and down in the one that records its last attempt.
+ * A delivery over the bound waits `queued`, in order (store/webhook-queue.ts).
  */
 import {
   GetCommand,
-  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
@@ -40,6 +39,7 @@ import {
 } from './errors';
 import { type ItemKey, userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
+import { openNowCondition, queueDelivery } from './webhook-queue';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
 export const WEBHOOK_RECORD_DAYS = 30;
@@ -55,7 +55,7 @@ export interface WebhookSettings {
   updatedAt: string;
 }
 
-export type DeliveryState = 'sending' | 'waiting' | 'delivered' | 'failed';
+export type DeliveryState = 'queued' | 'sending' | 'waiting' | 'delivered' | 'failed';
 
 /** A task's webhook delivery, or an account event's (`eventId` and `data` in place of `taskId`). */
 export interface WebhookDelivery {
@@ -86,7 +86,7 @@ export interface WebhookDelivery {
   gaveUpAt?: string;
   /** Counted in the account's open deliveries while `sending` or `waiting` (released when it ends). */
   countsOpen?: boolean;
-  /** Why the delivery was never tried (the bound on open deliveries); it is `failed` from the start. */
+  /** Why the delivery was never tried: the bound dropped it, before deliveries past it waited (old records). */
   dropReason?: string;
 }
 
@@ -189,8 +189,8 @@ export function putWebhookSecret(
   });
 }
 
-/** What opening a delivery did. */
-export type DeliveryOpened = 'opened' | 'exists' | 'dropped';
+/** What opening a delivery did (`queued`: past the bound, it waits its turn). */
+export type DeliveryOpened = 'opened' | 'exists' | 'queued';
 
 /** What every delivery is opened with, whatever its event. */
 interface DeliveryOpening {
@@ -204,15 +204,15 @@ interface DeliveryOpening {
   now: Date;
   /** The account's bound on open deliveries. */
   maxOpen: number;
-  /** Recorded on the delivery when the bound drops it. */
-  dropReason: string;
+  /** Its place among the account's queued deliveries, should it wait (the event's feed number). */
+  queueOrder: string;
 }
 
 /**
  * Creates a task's delivery with its first attempt claimed (`sending`); this write, through the
  * stream, starts the attempt. In the same transaction the account's count of open deliveries goes up
- * by one, on the condition that it is below `maxOpen`. At the bound, the delivery is recorded instead
- * as `failed` with `dropReason` and no attempt (nothing is sent, the operator sees why). `exists`:
+ * by one, on the condition that it is below `maxOpen` with none queued. Else it is written `queued`,
+ * unclaimed, to be promoted in order (store/webhook-queue.ts). `exists`:
  * the task has a delivery already (a redelivered record); nothing was written.
  */
 export function createDelivery(
@@ -229,7 +229,7 @@ export function createDelivery(
  * on the item (there is no task to read at each attempt). `marker` is the item that makes the event
  * once-only (a key budget's threshold in a period, a crossing of the low-balance threshold): it is put
  * in the same transaction, only when it is as the caller read it (missing, or re-armed: without
- * `sentAt`), also when the bound drops the delivery. `exists`: the
+ * `sentAt`), also when the delivery waits past the bound. `exists`: the
  * marker is there, the event was opened before; nothing was written.
  */
 export function createEventDelivery(
@@ -340,7 +340,7 @@ async function openDeliveryItem(
                   Key: webhookKeys.openDeliveries(input.userId),
                   ...updateParams(
                     update({ set: { userId: input.userId, updatedAt: now }, add: { openDeliveries: 1 } }),
-                    deliveryConditions.openBelow(input.maxOpen),
+                    openNowCondition(input.maxOpen),
                   ),
                 },
               },
@@ -355,24 +355,16 @@ async function openDeliveryItem(
     failure = deliveryOpenFailure(error, layout);
   }
   if (failure === 'exists') return 'exists';
-  const dropped: WebhookDelivery = { ...base, deliveryState: 'failed', gaveUpAt: now, dropReason: input.dropReason };
-  const droppedPut = {
-    TableName: ctx.tableName,
-    Item: { ...webhookKeys.delivery(input.userId, id), ...dropped, ...ttl },
-    ...conditionParams(conditions.itemIsNew()),
-  };
-  try {
-    // An account event's marker goes with its dropped delivery: dropped, it was still sent once.
-    await withRetry(async () => {
-      if (markerPut) await ctx.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: droppedPut }, markerPut] }));
-      else await ctx.doc.send(new PutCommand(droppedPut));
-    }, ctx.retry);
-    return 'dropped';
-  } catch (error) {
-    if (markerPut) deliveryOpenFailure(error, { delivery: 0, marker: 1 });
-    else lostCondition(error);
-    return 'exists';
-  }
+  return queueDelivery(ctx, {
+    userId: input.userId,
+    id,
+    order: input.queueOrder,
+    delivery: base,
+    ttl,
+    maxOpen: input.maxOpen,
+    now,
+    ...(markerPut ? { markerPut } : {}),
+  });
 }
 
 /** The account's open deliveries as counted (0 when it never had one). */

@@ -6,12 +6,20 @@
  * threw (a table fault; a failed attempt is not a fault, it is recorded) is reported and redelivered
  * alone, and after the retries goes to the dead-letter queue; a claim whose worker gave up is claimed
  * again by the sweeper two minutes later.
+ *
+ * Before any of that, the ended tasks of the batch go into their accounts' event feeds
+ * (lifecycle/event-feed.ts): all of one account's in one transaction, in the order they ended, so
+ * concurrent endings contend once per batch, not once per task. This runs with webhooks off too: the
+ * feed does not need an endpoint.
  */
-import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { TaskStatus, TaskType } from '../core/task';
+import { type EndedTask, recordTaskEvents, taskEventKey } from '../lifecycle/event-feed';
 import { attemptDelivery, type ClaimedDeliveryRef, type EndedTaskRef, openDelivery } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
 import { handleRecordsSideBySide } from '../runtime/stream-batch';
 import { webhookLifecycleFromEnv } from '../runtime/webhook-lifecycle-from-env';
+import { storeFromEnv } from '../store/from-env';
 
 /** The task a record shows ending (its status left 0), or undefined for any other record. */
 export function endedTaskOf(record: DynamoDBRecord): EndedTaskRef | undefined {
@@ -22,6 +30,26 @@ export function endedTaskOf(record: DynamoDBRecord): EndedTaskRef | undefined {
   const userId = image.userId?.S;
   const taskId = image.taskId?.S;
   return userId && taskId ? { userId, taskId } : undefined;
+}
+
+/** The ended task a record shows, as much as its feed event needs, or undefined. */
+export function endedTaskSummaryOf(record: DynamoDBRecord): EndedTask | undefined {
+  const ref = endedTaskOf(record);
+  const image: Record<string, AttributeValue> = record.dynamodb?.NewImage ?? {};
+  if (!ref) return undefined;
+  const text = (name: string) => image[name]?.S ?? '';
+  const errorCode = image.errorCode?.S;
+  return {
+    ...ref,
+    type: text('type') as TaskType,
+    status: Number(image.status?.N) as TaskStatus,
+    model: text('model'),
+    creditsUsed: Number(image.creditsUsed?.N ?? 0),
+    creditsRefunded: image.creditsRefunded?.BOOL === true,
+    createdAt: text('createdAt'),
+    updatedAt: text('updatedAt'),
+    ...(errorCode === undefined ? {} : { errorCode }),
+  };
 }
 
 /** The delivery attempt a record claims (a new claim id in state `sending`), or undefined. */
@@ -42,16 +70,25 @@ async function handleBatch(
 ): Promise<DynamoDBBatchResponse> {
   const log = logger.child({ function: 'webhook-worker' });
   const lc = webhookLifecycleFromEnv();
+  // The batch's endings into the feeds, at once; a failure fails (and redelivers) only the endings.
+  const ended = (event.Records ?? []).map(endedTaskSummaryOf).filter((task) => task !== undefined);
+  const feed = ended.length === 0 ? undefined : recordTaskEvents(lc?.store ?? storeFromEnv(), ended, new Date());
+  feed?.catch(() => undefined);
   if (!lc) {
-    log.warn('Webhooks are off (no WEBHOOK_SECRETS_KEY_ARN); records ignored', { records: event.Records?.length });
-    return { batchItemFailures: [] };
+    log.warn('Webhooks are off (no WEBHOOK_SECRETS_KEY_ARN); only the event feed is written', {
+      records: event.Records?.length,
+    });
   }
   // Side by side: one slow endpoint (up to its 10 s deadline) holds up no other record of the batch.
   return handleRecordsSideBySide(
     event,
-    (record) => {
+    async (record) => {
       const ended = endedTaskOf(record);
-      if (ended) return openDelivery(lc, ended, log);
+      if (ended) {
+        const recorded = await feed;
+        return lc && openDelivery(lc, ended, log, recorded?.get(taskEventKey(ended.userId, ended.taskId)));
+      }
+      if (!lc) return undefined;
       const claimed = claimedDeliveryOf(record);
       return claimed && attemptDelivery(lc, claimed, log);
     },

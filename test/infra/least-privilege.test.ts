@@ -144,6 +144,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-update': [readWrite('USER#*,APIKEY#*,KEYID#*'), ownLogs('KeysUpdate')],
   'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
+  'list-events': [readOnly('USER#*'), ownLogs('ListEvents')],
   // The low-balance threshold: the account's own items, no deletes (credits.low is re-armed by an update).
   'account-alerts-get': [readOnly('USER#*'), ownLogs('AccountAlertsGet')],
   'account-alerts-update': [readWrite('USER#*'), ownLogs('AccountAlertsUpdate')],
@@ -152,7 +153,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,
-    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,GATEWAYKEYDUE,RETENTION#*'),
+    readWrite('USER#*,PENDING#*,WEBHOOKDUE#*,WEBHOOKQUEUED,GATEWAYKEYDUE,RETENTION#*'),
     // GATEWAYKEY items of settled keys, the queue entries of queued tasks it ended (TIMEOUT), the
     // retention entries it has carried out (issue 40).
     'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE,RETENTION#*',
@@ -175,6 +176,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   'webhook-worker': [
     readWrite('USER#*'),
+    // The queue entry of a delivery it promotes past the bound (store/webhook-queue.ts).
+    DELETE_GATEWAY_KEY_ITEMS,
     `Allow dynamodb:DescribeStream dynamodb:GetRecords dynamodb:GetShardIterator on <Table.StreamArn>`,
     `Allow dynamodb:ListStreams on *`,
     ownLogs('WebhookWorker'),

@@ -365,7 +365,7 @@ describe('account events (key spend limits, low balance)', () => {
         leaseUntil: new Date(clock.getTime() + 120_000),
         now: clock,
         maxOpen: 100,
-        dropReason: 'dropped',
+        queueOrder: '000000000001',
       });
 
     // Act

@@ -27,6 +27,7 @@ import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
 import { acceptTask, claimRefresh, completeTask, failAndRefund } from '../../functions/store/tasks';
+import { countDeliveries } from '../../functions/store/webhook-queue';
 import {
   countOpenDeliveries,
   getDelivery,
@@ -370,8 +371,8 @@ describe('webhook deliveries', () => {
     expect(calls.length).toBe(before);
   });
 
-  test('an account has at most N open deliveries: the excess is recorded failed with its reason, never sent', async () => {
-    // Prepare: a bound of 2, three tasks ended
+  test('an account has at most N open deliveries: the excess waits queued, unsent, and goes out as a place frees', async () => {
+    // Prepare: a bound of 2, four tasks ended
     const lc = lifecycle([60], 2);
     const userId = 'wh-bound';
     await rotateWebhookSecret(store, box, { userId, now: clock });
@@ -380,38 +381,34 @@ describe('webhook deliveries', () => {
 
     // Act
     const opened = [];
-    for (const n of [1, 2, 3]) opened.push(await openDelivery(lc, { userId, taskId: `task-bound-${n}` }, logger));
-    const dropped = await describeDeliveries(store, userId, 'task-bound-3');
-    const openAtBound = await countOpenDeliveries(store, userId);
-    // Delivering one frees a place for the next task
+    for (const n of [1, 2, 3, 4]) opened.push(await openDelivery(lc, { userId, taskId: `task-bound-${n}` }, logger));
+    const waiting = await describeDeliveries(store, userId, 'task-bound-3');
+    const countsAtBound = await countDeliveries(store, userId);
+    const callsAtBound = calls.length;
+    // Delivering one frees a place: the oldest queued (task 3, not 4) takes it
     const first = await getDelivery(store, userId, 'task-bound-1');
     const delivered = await attemptDelivery(
       lc,
       { userId, taskId: 'task-bound-1', claimId: first?.claimId ?? '' },
       logger,
     );
-    const openAfterDelivery = await countOpenDeliveries(store, userId);
-    const fourth = await openDelivery(lc, { userId, taskId: 'task-bound-4' }, logger);
+    const third = await getDelivery(store, userId, 'task-bound-3');
+    const fourth = await getDelivery(store, userId, 'task-bound-4');
 
     // Assert
-    expect(opened).toEqual(['opened', 'opened', 'dropped']);
-    expect(openAtBound).toBe(2);
-    expect(dropped.delivery).toMatchObject({
-      state: 'failed',
-      attempts: 0,
-      nextAttemptAt: null,
-      gaveUpAt: clock.toISOString(),
-      reason: expect.stringContaining('already has 2 open webhook deliveries'),
-    });
-    expect(dropped.attempts).toEqual([]);
+    expect(opened).toEqual(['opened', 'opened', 'queued', 'queued']);
+    expect(countsAtBound).toMatchObject({ open: 2, queued: 2 });
+    expect(waiting.delivery).toMatchObject({ state: 'queued', attempts: 0, nextAttemptAt: null, gaveUpAt: null });
+    expect(waiting.attempts).toEqual([]);
+    expect(callsAtBound).toBe(before);
     expect(delivered).toMatchObject({ statusCode: 200, next: 'delivered' });
     expect(calls.length).toBe(before + 1);
-    expect(openAfterDelivery).toBe(1);
-    expect(fourth).toBe('opened');
-    expect(await countOpenDeliveries(store, userId)).toBe(2);
+    expect(third).toMatchObject({ deliveryState: 'sending', countsOpen: true, claimId: expect.any(String) });
+    expect(fourth).toMatchObject({ deliveryState: 'queued' });
+    expect(await countDeliveries(store, userId)).toMatchObject({ open: 2, queued: 1 });
   });
 
-  test('the bound holds when deliveries open at once, and a delivery that gives up frees its place', async () => {
+  test('the bound holds when deliveries open at once, and a delivery that gives up frees its place for a queued one', async () => {
     // Prepare: a bound of 3, eight tasks ending together
     const lc = lifecycle([], 3);
     const userId = 'wh-burst';
@@ -422,18 +419,18 @@ describe('webhook deliveries', () => {
 
     // Act
     const outcomes = await Promise.all(tasks.map((taskId) => openDelivery(lc, { userId, taskId }, logger)));
-    const openAtBound = await countOpenDeliveries(store, userId);
+    const countsAtBound = await countDeliveries(store, userId);
     const openTask = tasks.find((_, n) => outcomes[n] === 'opened') ?? '';
     const claimed = await getDelivery(store, userId, openTask);
     answers = [503];
     const gaveUp = await attemptDelivery(lc, { userId, taskId: openTask, claimId: claimed?.claimId ?? '' }, logger);
-    const openAfterGivingUp = await countOpenDeliveries(store, userId);
+    const countsAfterGivingUp = await countDeliveries(store, userId);
 
     // Assert
     expect(outcomes.filter((outcome) => outcome === 'opened')).toHaveLength(3);
-    expect(outcomes.filter((outcome) => outcome === 'dropped')).toHaveLength(5);
-    expect(openAtBound).toBe(3);
+    expect(outcomes.filter((outcome) => outcome === 'queued')).toHaveLength(5);
+    expect(countsAtBound).toMatchObject({ open: 3, queued: 5 });
     expect(gaveUp).toMatchObject({ statusCode: 503, next: 'failed' });
-    expect(openAfterGivingUp).toBe(2);
+    expect(countsAfterGivingUp).toMatchObject({ open: 3, queued: 4 });
   });
 });

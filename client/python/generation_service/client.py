@@ -31,6 +31,7 @@ from .models import (
     Submission,
     Task,
     TaskList,
+    EventFeed,
     UploadStart,
     Usage,
     camel_case,
@@ -62,6 +63,7 @@ OPERATIONS: dict[str, Operation] = {
     "getCredits": Operation("credits", "GET", "/api/ai/credits", Credits),
     "getUsage": Operation("usage", "GET", "/api/ai/usage", Usage),
     "listModels": Operation("models", "GET", "/api/ai/models", Models),
+    "listEvents": Operation("events", "GET", "/api/events", EventFeed),
 }
 """Every operation a holder of an API key can call: operationId -> the method for it."""
 
@@ -259,6 +261,11 @@ class Client:
     ) -> TaskList:
         """A page of your tasks, newest first; ``cursor``: the previous page's ``next``."""
         return self._call("listTasks", query=_query({"limit": limit, "cursor": cursor, "status": status, "type": type}))
+
+    def events(self, *, after: str | None = None, types: str | None = None, limit: int | None = None) -> EventFeed:
+        """A page of the account's events, oldest first, after ``after`` (a previous page's ``next``);
+        ``types``: comma-separated event types to keep."""
+        return self._call("listEvents", query=_query({"after": after, "types": types, "limit": limit}))
 
     def credits(self, *, limit: int | None = None, cursor: str | None = None) -> Credits:
         """Your balance and a page of the ledger, newest first."""

@@ -308,3 +308,24 @@ class WebhookEvent:
             from_json(data_class, data) if data_class else data
         )
         return cls(type=kind, timestamp=str(body.get("timestamp", "")), data=parsed, raw=body)
+
+
+@dataclass
+class FeedEvent:
+    """One event of the account's feed; ``id`` is its webhook's ``webhook-id``."""
+
+    id: str
+    type: str
+    timestamp: str
+    data: dict[str, Any]
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class EventFeed:
+    """A page of the event feed, oldest first; pass ``next`` as ``after`` to read on."""
+
+    events: list[FeedEvent]
+    next: str | None
+    has_more: bool
+    raw: dict[str, Any] = _raw()
