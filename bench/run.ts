@@ -19,6 +19,7 @@ import { requestCounts } from './request-counts';
 import { spendFigures } from './spend';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 import { uploadFigures } from './uploads';
+import { upstreamFigures } from './upstreams';
 import { workerMemory } from './worker-memory';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -37,6 +38,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   uploads: uploadFigures,
   spend: spendFigures,
   faults: faultFigures,
+  upstreams: upstreamFigures,
 };
 
 async function main(): Promise<void> {

@@ -6,7 +6,8 @@
  * create latencies) live on an item of their own per upstream, so counting never contends with the
  * versioned writes that take slots.
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_UPSTREAM } from '../core/upstreams';
 import { type CapacityContext, updateCapacity } from './dispatch-capacity';
 import { type RetryingStoreContext, withRetry } from './errors';
 
@@ -98,4 +99,34 @@ export async function readUpstreamStats(ctx: RetryingStoreContext, upstream: str
     failures: number(item.failures),
     ...(middle === undefined ? {} : { p50CreateMs: middle }),
   };
+}
+
+/**
+ * The upstreams that have a capacity item: `default` for the one upstream of a deployment without a
+ * list (`CREATE`), each listed upstream by its name (`CREATE#<name>`). One `Query` of the keys only.
+ */
+export async function upstreamsWithCapacity(ctx: RetryingStoreContext): Promise<string[]> {
+  const names: string[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await withRetry(
+      () =>
+        ctx.doc.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :create)',
+            ExpressionAttributeValues: { ':pk': 'DISPATCH#CAPACITY', ':create': 'CREATE' },
+            ProjectionExpression: 'SK',
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      ctx.retry,
+    );
+    for (const item of out.Items ?? []) {
+      const sk = String(item.SK);
+      names.push(sk === 'CREATE' ? DEFAULT_UPSTREAM : sk.slice('CREATE#'.length));
+    }
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return names;
 }

@@ -5,6 +5,8 @@
  * money, never a duration.
  */
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { parseInvocation } from '../../bin/admin/args';
+import { runCommand } from '../../bin/admin/commands';
 import { callbackUrl, upstreamCallbackSecret } from '../../functions/core/callback-signature';
 import { TaskStatus } from '../../functions/core/task';
 import {
@@ -201,5 +203,34 @@ describe('three upstreams', () => {
     expect(h.upstreams[0]?.stats.tasksCreated).toBeGreaterThan(0);
     await sentAll(user, later);
     expect((await readCapacity({ ...h.store, upstream: 'mock-1' })).unhealthySince).toBeUndefined();
+  });
+
+  it('upstreams show (the CLI front door onto the one report) lists each upstream: state, sends, refusals, failures, p50 create latency, in flight', async () => {
+    // Prepare: tasks at both upstreams of image-model-1.
+    const user = await h.createUser(INITIAL_CREDITS);
+    await sentAll(user, await Promise.all(Array.from({ length: 2 * RATE.requests }, () => submit(user))));
+    const { command } = parseInvocation(['upstreams', 'show'], new Date());
+    if (command.kind === 'help' || command.kind === 'version') throw new Error('not a command');
+
+    // Act
+    const result = await runCommand(h.store, command, new Date());
+
+    // Assert
+    const shown = result.output.upstreams as Record<string, unknown>[];
+    const byName = Object.fromEntries(shown.map((upstream) => [upstream.name, upstream]));
+    expect(Object.keys(byName)).toEqual(expect.arrayContaining(['mock-1', 'mock-2']));
+    expect(Object.keys(byName).every((name) => ['mock-1', 'mock-2', 'mock-3'].includes(name))).toBe(true);
+    for (const name of ['mock-1', 'mock-2']) {
+      expect(byName[name]).toMatchObject({
+        state: 'in',
+        outSince: null,
+        outUntil: null,
+        refusals: 0,
+        failures: expect.any(Number),
+        p50CreateMs: expect.any(Number),
+        inFlight: null,
+      });
+      expect(Number(byName[name]?.sends)).toBeGreaterThanOrEqual(RATE.requests);
+    }
   });
 });
