@@ -20,6 +20,7 @@ import { requestCounts } from './request-counts';
 import { spendFigures } from './spend';
 import { machineHeader, out, printed, ROOT, runCleanups } from './support';
 import { uploadFigures } from './uploads';
+import { upstreamFigures } from './upstreams';
 import { waitFigures } from './wait';
 import { webhookFigures } from './webhooks';
 import { workerMemory } from './worker-memory';
@@ -43,6 +44,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   wait: waitFigures,
   deleting: deletingFigures,
   webhooks: webhookFigures,
+  upstreams: upstreamFigures,
 };
 
 async function main(): Promise<void> {

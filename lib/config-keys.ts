@@ -291,4 +291,9 @@ export const OTHER_CONTEXT_KEYS = {
     default: '60 (the code default)',
     doc: 'The longest upstream `Retry-After` the dispatcher honours (PROVIDER_MAX_RETRY_AFTER_SECONDS of the dispatcher): a longer one (a maintenance page asking for an hour) is cut to it and logged. Checked at synth.',
   },
+  upstreams: {
+    values: 'a JSON list, or the path of a JSON file holding one',
+    default: 'unset: one upstream (providerBaseUrl, providerProfile, the provider secret and capacity)',
+    doc: 'More than one upstream (docs/guides/upstreams.md): each `{ name, profile, baseUrl, createRateLimit?, maxInFlight?, models?, priority?, secretArn? }`, tried in priority order for the models it serves. Each gets its own key secret (a new one unless `secretArn` names one) and an alarm when out for more than 3 minutes; the functions that call the provider get the list (PROVIDER_UPSTREAMS). Checked at synth: every problem names the upstream and the field.',
+  },
 } as const satisfies Record<string, OtherContextKey>;

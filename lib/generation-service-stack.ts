@@ -21,6 +21,7 @@ import { ServiceData } from './constructs/service-data';
 import { ServiceFunctions } from './constructs/service-functions';
 import { ServiceObservability } from './constructs/service-observability';
 import { ServiceWorkers } from './constructs/service-workers';
+import { ServiceUpstreams, upstreamsFromContext } from './constructs/upstreams';
 import type { GenerationFunction } from './generation-function';
 import { AUTHORIZER, DISPATCHER, MEDIA_WORKER, SWEEPER, WEBHOOK_WORKER } from './routes';
 
@@ -73,6 +74,11 @@ export class GenerationServiceStack extends Stack {
       functions,
       capacity: dispatchCapacityFromContext(this.node, resolveProviderProfile(config.providerProfile).profile),
     });
+    // More than one upstream (-c upstreams=...): each its own secret, capacity and alarm.
+    const upstreamList = upstreamsFromContext(this.node, resolveProviderProfile(config.providerProfile).profile.name);
+    const upstreams = upstreamList
+      ? new ServiceUpstreams(this, 'Upstreams', { upstreams: upstreamList, functions })
+      : undefined;
     const api = new ServiceApi(this, 'Api', { config, functions });
     // LocalStack's free edition has neither Cognito nor CloudFront; there only API keys work.
     const accounts = config.localstack
@@ -92,6 +98,7 @@ export class GenerationServiceStack extends Stack {
       mediaWorkerDlq: workers.deadLetterQueueOf(MEDIA_WORKER),
       webhookWorkerDlq: workers.deadLetterQueueOf(WEBHOOK_WORKER),
       dispatcherWakeDlq: dispatch.wakeDeadLetterQueueOf(DISPATCHER),
+      ...(upstreams ? { upstreamAlarms: upstreams.alarms } : {}),
     });
 
     this.table = data.table;

@@ -35,6 +35,14 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.mockProviderMaxInFlight,
     doc: "The mock provider's cap on tasks in flight; unset: none.",
   },
+  MOCK_UPSTREAMS: {
+    default: (s) => s.mockUpstreams,
+    doc: 'Mock upstreams on consecutive ports from MOCK_PROVIDER_PORT, named `mock-1` ... `mock-N` (1 to 16), each enforcing MOCK_PROVIDER_CREATE_RATE_LIMIT / MOCK_PROVIDER_MAX_IN_FLIGHT on its own and declared with PROVIDER_CREATE_RATE_LIMIT / PROVIDER_MAX_IN_FLIGHT (docs/guides/upstreams.md); the OpenID provider moves past them.',
+  },
+  PROVIDER_UPSTREAMS: {
+    default: (s) => s.providerUpstreams,
+    doc: 'The upstreams as a JSON list, keys inline (`[{ "name", "profile", "baseUrl", "apiKey", "createRateLimit"?, "maxInFlight"?, "models"?, "priority"? }]`), checked at start naming the upstream and the field; unset: one upstream, or the MOCK_UPSTREAMS mocks (docs/guides/upstreams.md).',
+  },
   PROVIDER_CREATE_RATE_LIMIT: {
     default: (s) => s.providerCreateRateLimit,
     doc: "The create rate the dispatcher keeps to (e.g. `20/10`, checked at start, with PROVIDER_MAX_IN_FLIGHT, against the capacity item's 300 KB bound); unset: the profile's declared capacity (`kie`: 20/10; `mock`: none).",

@@ -32,12 +32,13 @@ import { uploadSettingsFromEnv } from '../functions/runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
+import { type LocalUpstreamSettings, localUpstreamSettings } from './upstream-settings';
 
 /**
  * The settings of `npm start`, read from the environment. What each one means is its variable's entry in
  * local/settings-catalog.ts (`LOCAL_SETTING_DOCS`), the source of docs/guides/configuration.md.
  */
-export interface LocalSettings {
+export interface LocalSettings extends LocalUpstreamSettings {
   host: string;
   port: number;
   dynamodbPort: number;
@@ -174,8 +175,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.
     port: int(env, 'PORT', portBase(env) ?? 3000),
     dynamodbPort: int(env, 'DYNAMODB_PORT', offset(portBase(env), 3) ?? 8000),
-    mockProviderPort: int(env, 'MOCK_PROVIDER_PORT', offset(portBase(env), 1) ?? 3001),
-    oidcProviderPort: int(env, 'OIDC_PROVIDER_PORT', offset(portBase(env), 2) ?? 3002),
+    ...mockPorts(env),
     ...(env.MOCK_PROVIDER_CREATE_RATE_LIMIT
       ? {
           mockProviderCreateRateLimit: parseCreateRateLimit(
@@ -207,6 +207,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     maxQueuedTasksPerAccount: maxQueuedTasksFromEnv(env),
     maxOpenUploads: uploadSettingsFromEnv(env).maxOpen,
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
+    ...localUpstreamSettings(env, env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME),
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),
     ...optional('webhookInsecureOrigins', env[WEBHOOK_INSECURE_ORIGINS.name], (text) =>
       checkedOrigins(text, WEBHOOK_INSECURE_ORIGINS.name),
@@ -214,6 +215,25 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ...exitWithPid(env),
     ...(env.AWS_CALL_RECORD_FILE ? { awsCallRecordFile: env.AWS_CALL_RECORD_FILE } : {}),
   };
+}
+
+/**
+ * The mock provider's port and the OpenID provider's: with `MOCK_UPSTREAMS=N` the mocks take N
+ * consecutive ports from `MOCK_PROVIDER_PORT`, and the OpenID provider's default moves past them (one set
+ * by name among them is refused).
+ */
+function mockPorts(env: NodeJS.ProcessEnv): { mockProviderPort: number; oidcProviderPort: number } {
+  const mockProviderPort = int(env, 'MOCK_PROVIDER_PORT', offset(portBase(env), 1) ?? 3001);
+  const mocks = /^\d+$/.test(env.MOCK_UPSTREAMS ?? '') ? Number(env.MOCK_UPSTREAMS) : 1;
+  const defaultOidc = offset(portBase(env), 2) ?? 3002;
+  const among = (port: number) => port >= mockProviderPort && port < mockProviderPort + mocks;
+  const oidcProviderPort = int(env, 'OIDC_PROVIDER_PORT', among(defaultOidc) ? mockProviderPort + mocks : defaultOidc);
+  if (among(oidcProviderPort)) {
+    throw new Error(
+      `OIDC_PROVIDER_PORT ${oidcProviderPort} is among the ${mocks} mock upstreams' ports from MOCK_PROVIDER_PORT ${mockProviderPort}`,
+    );
+  }
+  return { mockProviderPort, oidcProviderPort };
 }
 
 /** `DISPATCH_DRIVER`: `loop` (default) or `deployed`. */

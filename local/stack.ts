@@ -15,6 +15,7 @@ import {
   LOG_LEVEL,
   MAX_ACTIVE_KEYS,
   MAX_OPEN_UPLOADS,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
   METRICS,
   OIDC_CLIENT_ID,
   OIDC_CLIENT_SECRET,
@@ -23,6 +24,7 @@ import {
   PROVIDER_CALLBACK_SECRET,
   PROVIDER_PROFILE,
   PROVIDER_PROFILE_JSON,
+  PROVIDER_UPSTREAMS,
   PUBLIC_ORIGIN,
   readEnv,
   SESSION_ABSOLUTE_SECONDS,
@@ -63,6 +65,7 @@ import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
 import { type StreamHandler, startStreamPoller } from './stream-poller';
 import { createUploadBucket } from './upload-bucket';
+import { localUpstreamsList } from './upstream-settings';
 import { createUsageLimiter, localUsageEnrollment, storePlanLookup } from './usage-plans';
 
 /** A startup problem the user can fix (Java missing, a port taken), reported without a stack trace. */
@@ -75,6 +78,8 @@ export interface LocalStack {
   apiUrl: string;
   dynamodbEndpoint: string;
   mockProvider: MockProvider;
+  /** With MOCK_UPSTREAMS=N: mock-2 ... mock-N (`mockProvider` is mock-1). */
+  mockUpstreams: readonly MockProvider[];
   /** A working demo key, shown only now: the demo user's own on a fresh database, else one for this run. */
   demoKey: DemoKey;
   /** The local OpenID provider and the demo account's sign-in (a new password every start). */
@@ -381,6 +386,31 @@ export async function startLocalStack(
       loadHandlers(settings.awsCallRecordFile !== undefined),
     ] as const);
     let dynamodb: Pick<DynamoDbLocalHandle, 'endpoint'> = started;
+    // MOCK_UPSTREAMS=N: mock-2 ... mock-N on the next ports, each enforcing its own limits.
+    const moreMocks = await settleAll(
+      cleanups,
+      Array.from({ length: settings.mockUpstreams - 1 }, (_, index) =>
+        startMockProvider({
+          port: settings.mockProviderPort + index + 1,
+          host: settings.host,
+          apiKey: PROVIDER_KEY,
+          ...(settings.mockProviderCreateRateLimit ? { createRateLimit: settings.mockProviderCreateRateLimit } : {}),
+          ...(settings.mockProviderMaxInFlight ? { maxInFlight: settings.mockProviderMaxInFlight } : {}),
+          ...(profile.profile.name === DEFAULT_PROFILE_NAME && profile.json === undefined
+            ? {}
+            : { profile: profile.profile }),
+        }),
+      ),
+    );
+    const mockUrls = [mockProvider.url, ...moreMocks.map((mock) => mock.url)];
+    const upstreamsList = localUpstreamsList({
+      settings,
+      mockUrls,
+      apiKey: PROVIDER_KEY,
+      profile: profile.profile.name,
+      createRateLimit: settings.providerCreateRateLimit ?? profile.profile.capacity?.createRateLimit,
+      maxInFlight: settings.providerMaxInFlight ?? profile.profile.capacity?.maxInFlight,
+    });
 
     // DYNAMODB_CONFLICTS=on: the handlers talk to DynamoDB through the conflict-faithful layer.
     const conflicts = conflictSettingsFromEnv();
@@ -429,6 +459,9 @@ export async function startLocalStack(
         setting(OIDC_CLIENT_SECRET, oidcClientSecret),
         setting(SESSION_IDLE_SECONDS, settings.sessionIdleSeconds || undefined),
         setting(SESSION_ABSOLUTE_SECONDS, settings.sessionAbsoluteSeconds || undefined),
+        setting(PROVIDER_UPSTREAMS, upstreamsList),
+        // Every mock serves its results over plain HTTP on 127.0.0.1: each allowed by name.
+        setting(MEDIA_SOURCE_INSECURE_ORIGINS, mockUrls.length > 1 ? mockUrls.join(',') : undefined),
       ),
     );
     resetStoreFromEnv();
@@ -578,6 +611,7 @@ export async function startLocalStack(
       apiUrl,
       dynamodbEndpoint: dynamodb.endpoint,
       mockProvider,
+      mockUpstreams: moreMocks,
       demoKey,
       oidcIssuer: oidc.issuer,
       demoSignIn,

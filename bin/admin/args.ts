@@ -56,7 +56,8 @@ export type Command =
   | { kind: 'webhooks events'; userId: string }
   | { kind: 'alerts set'; userId: string; lowBalanceThreshold: number }
   | { kind: 'alerts show'; userId: string }
-  | { kind: 'alerts clear'; userId: string };
+  | { kind: 'alerts clear'; userId: string }
+  | { kind: 'upstreams show' };
 
 export interface Invocation {
   command: Command;
@@ -124,6 +125,7 @@ const COMMANDS: Record<
   'alerts set': { allowed: ['user', 'low-balance'], required: ['user', 'low-balance'] },
   'alerts show': { allowed: ['user'], required: ['user'] },
   'alerts clear': { allowed: ['user'], required: ['user'] },
+  'upstreams show': { allowed: [], required: [] },
 };
 
 type CommandKind = Exclude<Command['kind'], 'help' | 'version'>;
@@ -260,6 +262,13 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
   'alerts show': {
     synopsis: 'alerts show --user U',
     about: ["U's { lowBalanceThreshold, lowBalanceSent }."],
+  },
+  'upstreams show': {
+    synopsis: 'upstreams show',
+    about: [
+      'Each upstream the dispatcher has sent to: its state (in, out cooling off, probing), sends, refusals, failures, p50 create latency and tasks in flight (docs/guides/upstreams.md).',
+      'Prints { upstreams: [...] }.',
+    ],
   },
   'alerts clear': {
     synopsis: 'alerts clear --user U',
@@ -541,6 +550,9 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
       command = { kind, userId: userId(str('user')), lowBalanceThreshold: threshold };
       break;
     }
+    case 'upstreams show':
+      command = { kind };
+      break;
     case 'webhooks deliveries': {
       const task = v.task ?? '';
       if (!TASK_ID.test(task)) throw new UsageError('--task must be a task id (printable characters, no spaces)');

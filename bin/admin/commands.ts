@@ -13,6 +13,7 @@ import { DomainError, UsageError, ValidationError } from '../../functions/core/e
 import type { RatePlan } from '../../functions/core/rate-plan';
 import { setAccountAlerts, showAccountAlerts } from '../../functions/lifecycle/account-alerts';
 import { rearmAfterCredit } from '../../functions/lifecycle/account-events';
+import { reportUpstreams } from '../../functions/lifecycle/upstreams-report';
 import { usageReportOf } from '../../functions/lifecycle/usage';
 import {
   clearAccountWebhookUrl,
@@ -299,6 +300,8 @@ export async function runCommand(
         },
         ok: true,
       };
+    case 'upstreams show':
+      return { output: { upstreams: await reportUpstreams(ctx, now) }, ok: true };
     case 'alerts show':
       return { output: { userId: command.userId, ...(await showAccountAlerts(ctx, command.userId)) }, ok: true };
     case 'alerts clear':

@@ -33,9 +33,29 @@ export function callbackSignatureMatches(secret: string, userId: string, taskId:
 
 /**
  * The callback URL handed to the provider with a task: `<base>/api/provider/callbacks/<taskId>?u=<userId>&sig=<signature>`.
- * The owner travels along because tasks are stored under their owner; the signature covers both.
+ * The owner travels along because tasks are stored under their owner; the signature covers both. With
+ * an upstreams list, `up=<upstream>` names the upstream whose key signed it ({@link upstreamCallbackSecret}).
  */
-export function callbackUrl(baseUrl: string, secret: string, userId: string, taskId: string): string {
-  const query = new URLSearchParams({ u: userId, sig: callbackSignature(secret, userId, taskId) });
+export function callbackUrl(
+  baseUrl: string,
+  secret: string,
+  userId: string,
+  taskId: string,
+  upstream?: string,
+): string {
+  const query = new URLSearchParams({
+    u: userId,
+    sig: callbackSignature(secret, userId, taskId),
+    ...(upstream === undefined ? {} : { up: upstream }),
+  });
   return `${baseUrl.replace(/\/+$/, '')}${CALLBACK_PATH_PREFIX}${encodeURIComponent(taskId)}?${query.toString()}`;
+}
+
+/**
+ * The key that signs the callback URLs handed to one upstream of an upstreams list: derived from the
+ * service's callback secret and the upstream's name, so each upstream has its own (a URL signed for one
+ * upstream never verifies as another's) and no secret more needs keeping or rotating.
+ */
+export function upstreamCallbackSecret(secret: string, upstream: string): string {
+  return createHmac('sha256', secret).update(`upstream-callback\n${upstream}`).digest('base64url');
 }

@@ -139,6 +139,12 @@ export interface TaskRecord {
    * in the capacity item's `running` map, which its finish removes (docs/design/dispatching.md).
    */
   inFlightSlot?: boolean;
+  /**
+   * The upstream that took the task (docs/guides/upstreams.md), with an upstreams list configured: its
+   * callbacks are verified with that upstream's signing key and its polls ask that upstream. Absent: the
+   * one upstream of a deployment without a list.
+   */
+  upstream?: string;
   /** Sends the provider failed (5xx, unreachable), counted towards `maxSendAttempts`; 429s never count. */
   sendFailures?: number;
   /**

@@ -20,14 +20,17 @@ import {
   WEBHOOK_MAX_OPEN_DELIVERIES,
 } from '../environment/environment';
 import { noticeSpending } from '../lifecycle/account-events';
-import { type DispatchRun, type DispatchSettings, dispatchQueued } from '../lifecycle/dispatch';
+import type { DispatchSettings } from '../lifecycle/dispatch';
+import { type DispatchRun, dispatchQueued } from '../lifecycle/dispatch-run';
+import type { DispatchUpstream } from '../lifecycle/dispatch-upstreams';
 import type { ProviderLifecycle } from '../lifecycle/lifecycle';
 import { uploadReaderFromEnv } from '../media/uploads';
 import { logger, withInvocation } from '../observability/logger';
 import { metrics } from '../observability/metrics';
+import { dispatchUpstreamsFromEnv } from '../runtime/dispatch-upstreams-from-env';
 import { providerLifecycleFromEnv, withMaxInFlightFromEnv } from '../runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
-import { claimWake } from '../store/dispatch';
+import { claimWake, readCapacity } from '../store/dispatch';
 
 /** Leaves this much of the Lambda's time unused so sends in flight can finish. */
 const SAFETY_MARGIN_MS = 10_000;
@@ -76,7 +79,11 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
   const lc = { ...base, config: withMaxInFlightFromEnv(base.config) };
   const maxOpenDeliveries = readEnv(WEBHOOK_MAX_OPEN_DELIVERIES);
   const events = { store: lc.store, now: lc.now, ...(maxOpenDeliveries ? { maxOpenDeliveries } : {}) };
-  const run = await dispatchQueued(lc, dispatchSettingsFromEnv(), log, {
+  const settings = dispatchSettingsFromEnv();
+  // With an upstreams list, each step goes over them (docs/guides/upstreams.md).
+  const upstreams = lc.profile ? dispatchUpstreamsFromEnv(lc.profile, settings) : undefined;
+  const run = await dispatchQueued(lc, settings, log, {
+    ...(upstreams ? { upstreams } : {}),
     hasTime: () => (context ? context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS : true),
     // Every accepted task is claimed here once, after its accept: the place that sees every spending
     // off the request path, so the account events are noticed here (lifecycle/account-events.ts).
@@ -97,8 +104,27 @@ async function dispatch(_event: unknown, context?: DispatcherContext): Promise<D
   }
   // The alarm on the queue's age reads this (lib/constructs/service-observability.ts).
   if (run.oldestQueuedAgeMs !== undefined) metrics.dispatchQueueAge(run.oldestQueuedAgeMs);
+  if (upstreams) await reportUpstreamsOut(lc, upstreams, log);
   log.info('Dispatch finished', { ...run });
   return { batchItemFailures: [], ...run };
+}
+
+/**
+ * How long each upstream has been out, after every run: the alarm on an upstream out for minutes reads
+ * it (lib/constructs/upstream-alarms.ts). One read of each upstream's capacity item.
+ */
+async function reportUpstreamsOut(
+  lc: ProviderLifecycle,
+  upstreams: readonly DispatchUpstream[],
+  log: ReturnType<typeof logger.child>,
+): Promise<void> {
+  const now = lc.now().getTime();
+  await Promise.all(
+    upstreams.map(async ({ name }) => {
+      const state = await readCapacity({ ...lc.store, upstream: name });
+      metrics.upstreamOut(name, state.unhealthySince === undefined ? 0 : (now - state.unhealthySince) / 1000);
+    }),
+  ).catch((error: unknown) => log.warn('Could not read the upstreams for their health', { error }));
 }
 
 /** The Lambda entry (stream records and SQS wake-ups alike: both only say "look at the queue"). */

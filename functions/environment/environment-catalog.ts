@@ -75,6 +75,8 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
     'The longest upstream `Retry-After` the dispatcher honours (default 60, core/retry-after.ts); a longer one is cut to it and logged.',
   PROVIDER_MAX_REFUSALS_PER_TASK:
     'Capacity refusals (503) of one task before it fails PROVIDER_UNAVAILABLE, refunded (default 5, lifecycle/dispatch.ts).',
+  PROVIDER_UPSTREAMS:
+    'The upstreams, a JSON list (core/upstreams.ts: name, profile, baseUrl, key, capacity, models, priority); unset: one upstream from PROVIDER_BASE_URL and the capacity settings (docs/guides/upstreams.md).',
   MAX_QUEUED_TASKS_PER_ACCOUNT:
     'Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full.',
   DISPATCH_WAKE_QUEUE_URL:

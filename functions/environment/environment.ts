@@ -286,6 +286,8 @@ export const PROVIDER_MAX_REFUSALS_PER_TASK = /* @__PURE__ */ variable(
   integer(1, 100),
 );
 
+export const PROVIDER_UPSTREAMS = /* @__PURE__ */ variable('PROVIDER_UPSTREAMS', 'stack-when-configured', text);
+
 export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
   'MAX_QUEUED_TASKS_PER_ACCOUNT',
   'stack',

@@ -30,10 +30,12 @@ import {
   takeSlot,
 } from '../store/dispatch';
 import { getTask } from '../store/tasks';
+import { markHealthy, markUnhealthy, type SendOutcome } from '../store/upstream-health';
 import { failTask } from './finish-task';
 import type { ProviderLifecycle } from './lifecycle';
 import { outcomeUnknown, recordCreated } from './outcome-unknown';
 import { createAtProvider } from './send-to-provider';
+import { countUpstreamSend } from './upstream-counters';
 
 export interface DispatchSettings {
   /** The upstream's create rate; undefined: no limit (sends as fast as the queue empties). */
@@ -61,7 +63,21 @@ export interface DispatchSettings {
    * {@link DEFAULT_MAX_REFUSALS_PER_TASK}.
    */
   maxRefusalsPerTask?: number;
+  /** With an upstreams list: the upstream these settings are (recorded on the tasks it takes). */
+  upstream?: string;
+  /** Models this upstream does not serve: their tasks are passed over as a refused model's are. */
+  excludeModels?: readonly string[];
+  /** Takes only tasks without `providerInput` (an upstream of another profile than submit checked it by). */
+  withoutProviderInput?: boolean;
+  /**
+   * Whether another upstream serves `model`: a send that failed here (5xx, unreachable) then cools this
+   * upstream off and goes back to the queue for that one, not counted against the task.
+   */
+  failoverFor?: (model: string) => boolean;
 }
+
+/** The first cool-off of an upstream whose send failed, doubled while failures repeat (at most 60 s). */
+export const COOL_OFF_MS = 5_000;
 
 /** The default of {@link DispatchSettings.maxRefusalsPerTask}. */
 export const DEFAULT_MAX_REFUSALS_PER_TASK = 5;
@@ -180,7 +196,13 @@ export async function dispatchNext(
   if (freeAt !== undefined) return { kind: 'wait', waitMs: freeAt - now };
   // The models the upstream refuses for now: their tasks are passed over, the others go on.
   const backedOff = Object.entries(state.modelBackoff).filter(([, backoff]) => backoff.until > now);
-  const excludeModels = backedOff.map(([model]) => model);
+  const notServed = settings.excludeModels ?? [];
+  const excludeModels = [...notServed, ...backedOff.map(([model]) => model)];
+  // An upstream back from a cool-off is probed with a single send: none while its last one is unanswered.
+  const lastSlotAt = state.sends.at(-1);
+  if (state.unhealthySince !== undefined && lastSlotAt !== undefined && state.answered[state.n] === undefined) {
+    if (now - lastSlotAt < ANSWER_TIMEOUT_MS) return { kind: 'wait', waitMs: ANSWER_POLL_MS };
+  }
   const candidates = await nextQueued(lc.store, {
     ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
     limit: settings.candidates ?? 8,
@@ -189,7 +211,10 @@ export async function dispatchNext(
   const first = candidates[0];
   if (!first && backedOff.length > 0) {
     // Only refused models' tasks as far as a step looks: wait for the first of their backoffs to end.
-    const anything = await nextQueued(lc.store, { limit: 1 });
+    const anything = await nextQueued(lc.store, {
+      limit: 1,
+      ...(notServed.length === 0 ? {} : { excludeModels: notServed }),
+    });
     if (anything.length > 0) {
       return { kind: 'wait', waitMs: Math.min(...backedOff.map(([, b]) => b.until)) - now, refusedModels: true };
     }
@@ -225,7 +250,8 @@ export async function dispatchNext(
   // When the upstream answered (whatever it answered), for the ring; a failed write only makes that slot
   // free up ANSWER_TIMEOUT_MS after it was taken.
   const answered = async (at: number): Promise<void> => {
-    if (!settings.createRateLimit) return;
+    // Also for an upstream being probed, whose next send waits for this one's answer.
+    if (!settings.createRateLimit && state.unhealthySince === undefined) return;
     await recordAnswered(lc.store, { slot: slotNumber, at, ring: keep }).catch((error: unknown) =>
       log.warn('The answer time of a send was not recorded', { error }),
     );
@@ -238,6 +264,8 @@ export async function dispatchNext(
       now,
       inFlightSlot: inFlight,
       ...(excludeModels.length === 0 ? {} : { excludeModels }),
+      ...(settings.upstream === undefined ? {} : { upstream: settings.upstream }),
+      ...(settings.withoutProviderInput ? { withoutProviderInput: true } : {}),
     });
     if (claimed) {
       observe?.claimed?.(claimed);
@@ -306,11 +334,18 @@ async function send(
   answered: () => Promise<void>,
 ): Promise<DispatchStep> {
   let providerTaskId: string;
+  const startedAt = performance.now();
+  const count = (outcome: SendOutcome) => countUpstreamSend(lc, settings.upstream, outcome, startedAt, log);
   try {
     ({ providerTaskId } = await createAtProvider(lc, task, log).finally(answered));
   } catch (error) {
+    const refused = error instanceof ProviderUnavailableError && error.throttled !== undefined;
+    await count(error instanceof ProviderRejectedError ? 'sent' : refused ? 'refused' : 'failed');
     return notCreated(lc, { task, ref, state, settings, error }, log);
   }
+  await count('sent');
+  // The upstream answered: back in, if it was out.
+  if (state.unhealthySince !== undefined) await markHealthy(lc.store);
   await recordCreated(lc, { task, ref, providerTaskId }, log);
   return { kind: 'sent', taskId: task.taskId };
 }
@@ -324,8 +359,11 @@ async function notCreated(
   const { task, ref, state, settings, error } = input;
   if (error instanceof ProviderUnavailableError && error.outcomeUnknown) {
     log.warn('The answer to a create was lost: the task waits for the callback, never sent again', { error });
-    // A pause of 1 s for every dispatcher, as after any failed send.
-    await backOff(lc.store, { until: lc.now().getTime() + MIN_BACKOFF_MS, backoffMs: MIN_BACKOFF_MS });
+    // A pause of 1 s for every dispatcher, as after any failed send (with an upstreams list, a cool-off
+    // of this upstream: the others go on). The task stays this upstream's, never sent to another.
+    if (settings.upstream === undefined) {
+      await backOff(lc.store, { until: lc.now().getTime() + MIN_BACKOFF_MS, backoffMs: MIN_BACKOFF_MS });
+    } else await coolOff(lc, state, log, error);
     await outcomeUnknown(lc, task, ref, log);
     return { kind: 'unknown', taskId: task.taskId };
   }
@@ -351,6 +389,13 @@ async function notCreated(
     throw error;
   }
   const throttled = error.throttled !== undefined;
+  if (!throttled && settings.failoverFor?.(task.model)) {
+    // Another upstream serves the model: this one cools off, the task goes back for that one, uncounted.
+    const coolOffMs = await coolOff(lc, state, log, error);
+    await leaveIfHeld(lc, task);
+    await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
+    return { kind: 'wait', waitMs: coolOffMs };
+  }
   if (!throttled && (task.sendFailures ?? 0) + 1 >= lc.config.maxSendAttempts) {
     await failTask(lc, task, { errorCode: 'PROVIDER_UNAVAILABLE', detail: error }, log);
     return { kind: 'failed', taskId: task.taskId };
@@ -398,6 +443,24 @@ async function notCreated(
   await leaveIfHeld(lc, task);
   await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: !throttled });
   return { kind: 'wait', waitMs: backoffMs };
+}
+
+/**
+ * Takes this upstream out (its send failed: 5xx, unreachable, a timeout) for a cool-off, doubled while
+ * failures repeat (at most 60 s); when it ends, the upstream is probed with a single send.
+ * @returns the cool-off (ms)
+ */
+async function coolOff(lc: ProviderLifecycle, state: CapacityState, log: Logger, error: unknown): Promise<number> {
+  const now = lc.now().getTime();
+  const repeated =
+    state.unhealthySince !== undefined && state.backoffMs !== undefined && state.backoffUntil !== undefined;
+  const ms = Math.min(repeated ? (state.backoffMs ?? COOL_OFF_MS) * 2 : COOL_OFF_MS, MAX_BACKOFF_MS);
+  log.warn('A send to the upstream failed; it is out for a cool-off, the other upstreams go on', {
+    coolOffMs: ms,
+    error,
+  });
+  await markUnhealthy(lc.store, { now, until: now + ms, ms });
+  return ms;
 }
 
 /**
@@ -465,134 +528,4 @@ export interface DispatchObserver {
   queued(ref: QueuedRef): void;
   /** The task the step claimed for sending (once per accepted task that reaches a send). */
   claimed?(task: TaskRecord): void;
-}
-
-export interface DispatchRun {
-  sent: number;
-  failed: number;
-  /** Sends the upstream refused for their model (a 503): the task waits, the other models go on. */
-  refused?: number;
-  /**
-   * Age (ms) of the oldest queued task the run saw: the candidates of its steps, and when it had to wait
-   * without looking at the queue, the next ones in turn. 0 when the queue was empty.
-   */
-  oldestQueuedAgeMs?: number;
-  /** When the queue was not emptied: how long until a slot frees up. */
-  waitMs?: number;
-  /**
-   * The wait is only for models the upstream refuses for now (every worker that waited found nothing
-   * else queued): new work of another model need not wait it out. The local loop lets a write cut it.
-   */
-  waitsForRefusedModels?: boolean;
-  /** Nothing left queued. */
-  idle: boolean;
-}
-
-export interface DispatchRunOptions {
-  /** Steps run at once (a slow createTask does not hold the others up). Default 4. */
-  workers?: number;
-  /** Stop starting steps once this returns false (a Lambda's time nearly spent). */
-  hasTime?: () => boolean;
-  /**
-   * Runs beside the send of every task a step claims (not before it: the send never waits for it); the
-   * run ends once all have settled. Its failures are logged, never the send's. The dispatcher's entry
-   * notices account events here (lifecycle/account-events.ts); this module knows nothing of them.
-   */
-  onClaimed?: (task: TaskRecord) => Promise<unknown>;
-}
-
-/** Contended steps in a row after which a worker stops (others are sending; the next run goes on). */
-const MAX_CONTENDED = 50;
-
-/**
- * How soon the next run looks again after a run stopped with work left (its time budget spent, or too
- * many contended steps): deployed nothing else may wake the dispatcher (the stream wakes it only for
- * new inserts), so such a run asks for a wake-up like one that must wait.
- */
-export const STOPPED_EARLY_WAIT_MS = 1_000;
-
-/**
- * Runs dispatch steps until the queue is empty or the capacity is spent, with a few workers at once.
- * Errors of one step are logged and end that worker; the tasks stay queued.
- */
-export async function dispatchQueued(
-  lc: ProviderLifecycle,
-  settings: DispatchSettings,
-  log: Logger,
-  options: DispatchRunOptions = {},
-): Promise<DispatchRun> {
-  const run: DispatchRun = { sent: 0, failed: 0, idle: false };
-  const hasTime = options.hasTime ?? (() => true);
-  let oldestAt: number | undefined;
-  const besideSends: Promise<unknown>[] = [];
-  const onClaimed = options.onClaimed;
-  const observe: DispatchObserver = {
-    queued(ref) {
-      const at = Date.parse(ref.createdAt);
-      if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
-    },
-    ...(onClaimed
-      ? {
-          claimed(task: TaskRecord) {
-            besideSends.push(
-              onClaimed(task).catch((error: unknown) =>
-                log.warn('What runs beside a send failed; the send goes on', { taskId: task.taskId, error }),
-              ),
-            );
-          },
-        }
-      : {}),
-  };
-  let idleWorkers = 0;
-  let stoppedEarly = false;
-  const worker = async () => {
-    let contended = 0;
-    for (;;) {
-      if (!hasTime() || contended >= MAX_CONTENDED) {
-        stoppedEarly = true;
-        return;
-      }
-      let step: DispatchStep;
-      try {
-        step = await dispatchNext(lc, settings, log, observe);
-      } catch (error) {
-        log.error('A dispatch step failed; the task stays queued', { error });
-        run.waitMs = Math.min(run.waitMs ?? MIN_BACKOFF_MS, MIN_BACKOFF_MS);
-        run.waitsForRefusedModels = false;
-        return;
-      }
-      if (step.kind === 'sent') run.sent++;
-      else if (step.kind === 'failed') run.failed++;
-      else if (step.kind === 'refused') run.refused = (run.refused ?? 0) + 1;
-      else if (step.kind === 'idle') {
-        idleWorkers++;
-        return;
-      } else if (step.kind === 'wait') {
-        run.waitMs = Math.min(run.waitMs ?? step.waitMs, step.waitMs);
-        run.waitsForRefusedModels = step.refusedModels === true && run.waitsForRefusedModels !== false;
-        return;
-      }
-      contended = step.kind === 'contended' ? contended + 1 : 0;
-    }
-  };
-  const workers = Math.max(1, options.workers ?? 4);
-  await Promise.all(Array.from({ length: workers }, worker));
-  await Promise.all(besideSends);
-  run.idle = idleWorkers === workers;
-  if (stoppedEarly && !run.idle) run.waitMs = Math.min(run.waitMs ?? STOPPED_EARLY_WAIT_MS, STOPPED_EARLY_WAIT_MS);
-  if (oldestAt === undefined && !run.idle) {
-    // It waited (the upstream's window full, a backoff) without looking at the queue: look now.
-    try {
-      const state = await readCapacity(lc.store);
-      const next = await nextQueued(lc.store, {
-        ...(state.lastServed === undefined ? {} : { afterAccount: state.lastServed }),
-        limit: settings.candidates ?? 8,
-      });
-      for (const ref of next) observe.queued(ref);
-    } catch (error) {
-      log.warn('Could not look at the queue for its age', { error });
-    }
-  }
-  run.oldestQueuedAgeMs = oldestAt === undefined ? 0 : Math.max(0, lc.now().getTime() - oldestAt);
-  return run;
 }

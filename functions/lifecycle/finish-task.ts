@@ -28,11 +28,14 @@ export type FinishingContext = Pick<ProviderLifecycle, 'store' | 'now'> & Partia
  * is healed by the dispatcher when it finds the cap reached (docs/design/dispatching.md).
  */
 async function leaveUpstream(lc: FinishingContext, tasks: TaskRecord[], log: Logger): Promise<void> {
-  if (lc.config?.maxInFlight === undefined || !tasks.some((task) => task.inFlightSlot)) return;
+  const upstream = tasks[0]?.upstream;
+  // With an upstreams list each upstream keeps its own cap, on its own capacity item.
+  if ((lc.config?.maxInFlight === undefined && upstream === undefined) || !tasks.some((task) => task.inFlightSlot))
+    return;
   const taskId = tasks[0]?.taskId;
   if (taskId === undefined) return;
   try {
-    await leaveInFlight(lc.store, { key: taskId });
+    await leaveInFlight({ ...lc.store, upstream }, { key: taskId });
   } catch (error) {
     log.warn('Could not remove the task from the tasks in flight; the dispatcher heals it', { taskId, error });
   }

@@ -11,6 +11,7 @@ import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import type { ProviderCallbacks } from '../provider/callback-secret';
 import type { GenerationProvider } from '../provider/port';
+import type { Upstream } from '../provider/upstream-set';
 import type { StoreContext } from '../store/client';
 
 /** What submitting and failing a task need: no media (so the submit functions do not bundle it). */
@@ -29,6 +30,11 @@ export interface ProviderLifecycle {
    * the request stored at acceptance (send-to-provider.ts), so the submit functions carry no builder.
    */
   profile?: ProviderProfile;
+  /**
+   * The upstreams list (docs/guides/upstreams.md); absent: one upstream, `provider`. A task's polls go to
+   * the upstream that took it (`task.upstream`).
+   */
+  upstreams?: readonly Upstream[];
 }
 
 /** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */

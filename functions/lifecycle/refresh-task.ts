@@ -2,6 +2,7 @@
  * Refresh: move a pending task forward, at most once per interval per task, whoever asks (a poller or
  * the sweeper). Terminal tasks are returned as they are.
  */
+
 import {
   DEFAULT_CALLBACK_READ_INTERVAL_MS,
   DEFAULT_SEND_LEASE_MS,
@@ -11,6 +12,7 @@ import {
 import { awaitsCopy, MAX_RESULT_URL_LENGTH, paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { type ProviderTaskStatus, ProviderUnavailableError } from '../provider/port';
+import { providerNamed } from '../provider/upstream-set';
 import { deleteQueueEntry, markOutcomeUnknown } from '../store/dispatch';
 import {
   claimCallbackRead,
@@ -154,7 +156,11 @@ async function queryProvider(
 ): Promise<TaskRecord> {
   let status: ProviderTaskStatus;
   try {
-    status = await timedProviderCall('getTask', () => lc.provider.getTask(providerTaskId), log);
+    status = await timedProviderCall(
+      'getTask',
+      () => providerNamed(lc.upstreams, task.upstream, lc.provider).getTask(providerTaskId),
+      log,
+    );
   } catch (error) {
     if (!(error instanceof ProviderUnavailableError)) throw error;
     // Unreachable or unintelligible: the task stays pending and the next interval asks again.

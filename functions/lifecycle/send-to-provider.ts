@@ -60,7 +60,7 @@ export async function createAtProvider(
   log: Logger,
 ): Promise<{ providerTaskId: string }> {
   const request = providerRequestOf(lc, task);
-  const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId);
+  const callBackUrl = await lc.callbacks?.urlFor(task.userId, task.taskId, task.upstream);
   // Upload references become signed GET URLs at each send, living as long as the task may; the task
   // keeps the references.
   const ttlSeconds = lc.uploads

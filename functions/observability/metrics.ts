@@ -19,10 +19,14 @@ export const MetricName = {
   ProviderErrors: 'ProviderErrors',
   /** The dispatcher: age of the oldest queued task it saw in a run (0 when nothing was queued). */
   DispatchQueueAge: 'DispatchQueueAge',
+  /** With an upstreams list: each upstream's sends by outcome (`sent`, `refused`, `failed`). */
+  UpstreamSends: 'UpstreamSends',
+  /** With an upstreams list: how long each upstream has been out (s; 0 when in), after every dispatcher run. */
+  UpstreamOutSeconds: 'UpstreamOutSeconds',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
-type Unit = 'Count' | 'Milliseconds';
+type Unit = 'Count' | 'Milliseconds' | 'Seconds';
 
 export type MetricSink = (line: string) => void;
 
@@ -71,4 +75,8 @@ export const metrics = {
     if (!ok) emit(MetricName.ProviderErrors, 1, 'Count', { Operation: operation });
   },
   dispatchQueueAge: (ms: number) => emit(MetricName.DispatchQueueAge, Math.max(0, ms), 'Milliseconds'),
+  upstreamSend: (upstream: string, outcome: string) =>
+    emit(MetricName.UpstreamSends, 1, 'Count', { Upstream: upstream, Outcome: outcome }),
+  upstreamOut: (upstream: string, seconds: number) =>
+    emit(MetricName.UpstreamOutSeconds, Math.max(0, seconds), 'Seconds', { Upstream: upstream }),
 };

@@ -26,12 +26,15 @@ export const handler = publicHandler(async (event) => {
   const taskId = parameter(event.pathParameters?.taskId);
   const userId = parameter(event.queryStringParameters?.u);
   const signature = parameter(event.queryStringParameters?.sig);
+  // With an upstreams list, the upstream whose key signed the URL (docs/guides/upstreams.md).
+  const upstream = parameter(event.queryStringParameters?.up);
   const lc = lifecycleFromEnv();
   if (!taskId || !userId || !signature || !lc.callbacks) throw new TaskNotFoundError();
-  if (!(await lc.callbacks.verify(userId, taskId, signature))) throw new TaskNotFoundError();
+  if (!(await lc.callbacks.verify(userId, taskId, signature, upstream))) throw new TaskNotFoundError();
   const log = logger.child({ requestId: event.requestContext?.requestId, function: 'provider-callback' });
   const stored = await getTask(lc.store, userId, taskId);
-  if (!stored) throw new TaskNotFoundError();
+  // A callback signed for another upstream than the one that took the task is not that task's.
+  if (!stored || stored.upstream !== upstream) throw new TaskNotFoundError();
   const named = callbackProviderTaskId(event.body, event.isBase64Encoded);
   const outcome = await refreshFromCallback(lc, stored, log, named);
   log.info('Provider callback', { taskId, providerRead: outcome.providerRead, status: outcome.task.status });

@@ -16,6 +16,11 @@ export interface ApiKeySourceOptions {
   fetch?: typeof fetch;
   /** Clock for the cache, injected for tests. */
   now?: () => number;
+  /**
+   * The key or its secret given directly (one upstream of an upstreams list), in place of
+   * `PROVIDER_API_KEY` / `PROVIDER_SECRET_ARN`; the environment still gives the region and credentials.
+   */
+  source?: { apiKey?: string; secretId?: string };
 }
 
 /**
@@ -32,10 +37,10 @@ export interface ApiKeySourceOptions {
  * @throws Error at creation when neither variable is set: a deployment error that should be loud.
  */
 export function providerApiKeyFromEnv(env?: Env, options: ApiKeySourceOptions = {}): () => Promise<string> {
-  const plain = readEnv(PROVIDER_API_KEY, env);
+  const plain = options.source ? options.source.apiKey : readEnv(PROVIDER_API_KEY, env);
   if (plain) return async () => plain;
 
-  const secretId = readEnv(PROVIDER_SECRET_ARN, env);
+  const secretId = options.source ? options.source.secretId : readEnv(PROVIDER_SECRET_ARN, env);
   if (!secretId) throw new Error('Provider key not configured: set PROVIDER_API_KEY or PROVIDER_SECRET_ARN');
 
   const now = options.now ?? Date.now;

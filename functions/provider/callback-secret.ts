@@ -5,7 +5,7 @@
  */
 
 import { getSecretString } from '../aws/secrets-manager';
-import { callbackSignatureMatches, callbackUrl } from '../core/callback-signature';
+import { callbackSignatureMatches, callbackUrl, upstreamCallbackSecret } from '../core/callback-signature';
 import {
   type Env,
   PROVIDER_CALLBACK_BASE_URL,
@@ -20,10 +20,13 @@ const MIN_SECRET_LENGTH = 32;
 
 /** Makes and checks the callback URLs of tasks. */
 export interface ProviderCallbacks {
-  /** The URL the provider calls when the task ends. */
-  urlFor(userId: string, taskId: string): Promise<string>;
-  /** Whether `signature` was made by `urlFor` for this task (constant time). */
-  verify(userId: string, taskId: string, signature: string): Promise<boolean>;
+  /**
+   * The URL the provider calls when the task ends; with `upstream` (an upstreams list), signed with that
+   * upstream's own key and naming it (`up=`).
+   */
+  urlFor(userId: string, taskId: string, upstream?: string): Promise<string>;
+  /** Whether `signature` was made by `urlFor` for this task and upstream (constant time). */
+  verify(userId: string, taskId: string, signature: string, upstream?: string): Promise<boolean>;
 }
 
 function checkedSecret(secret: string): string {
@@ -69,8 +72,11 @@ export function providerCallbacksFromEnv(
       });
     return inFlight;
   };
+  const keyOf = async (upstream: string | undefined) =>
+    upstream === undefined ? secret() : upstreamCallbackSecret(await secret(), upstream);
   return {
-    urlFor: async (userId, taskId) => callbackUrl(baseUrl, await secret(), userId, taskId),
-    verify: async (userId, taskId, signature) => callbackSignatureMatches(await secret(), userId, taskId, signature),
+    urlFor: async (userId, taskId, upstream) => callbackUrl(baseUrl, await keyOf(upstream), userId, taskId, upstream),
+    verify: async (userId, taskId, signature, upstream) =>
+      callbackSignatureMatches(await keyOf(upstream), userId, taskId, signature),
   };
 }

@@ -29,6 +29,7 @@ import {
   resetProviderLifecycleFromEnv,
   withMaxInFlightFromEnv,
 } from './provider-lifecycle-from-env';
+import { upstreamsFromEnv } from './upstreams-from-env';
 
 export { lifecycleConfigFromEnv } from './provider-lifecycle-from-env';
 
@@ -102,7 +103,8 @@ export function lifecycleFromEnv(env?: Env): Lifecycle {
   if (cached) return cached;
   const base = providerLifecycleFromEnv(env);
   const config = withUnknownOutcomeLimitFromEnv(withMaxInFlightFromEnv(base.config, env), env);
-  cached = { ...base, config, media: mediaFromEnv(env) };
+  const upstreams = upstreamsFromEnv(env);
+  cached = { ...base, config, media: mediaFromEnv(env), ...(upstreams ? { upstreams } : {}) };
   return cached;
 }
 

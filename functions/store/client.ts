@@ -8,6 +8,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 export interface StoreContext {
   doc: DynamoDBDocumentClient;
   tableName: string;
+  /** With an upstreams list: whose capacity item the dispatcher's writes go to (store/dispatch-capacity.ts). */
+  upstream?: string | undefined;
 }
 
 /** Builds a document client; `endpoint` points it at DynamoDB Local. */

@@ -9,7 +9,17 @@ import { and, attr, type Expr, update, updateParams } from './conditions';
 import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import type { ItemKey } from './keys';
 
-const CAPACITY_KEY: ItemKey = { PK: 'DISPATCH#CAPACITY', SK: 'CREATE' };
+/**
+ * The store as the capacity item's functions take it: with `upstream`, the item of that upstream
+ * (`DISPATCH#CAPACITY` / `CREATE#<name>`, docs/guides/upstreams.md); without, the one upstream's
+ * (`CREATE`), as a deployment without an upstreams list has always had it.
+ */
+export type CapacityContext = RetryingStoreContext & { readonly upstream?: string | undefined };
+
+/** The capacity item's key for `ctx`'s upstream. */
+export function capacityKey(ctx: CapacityContext): ItemKey {
+  return { PK: 'DISPATCH#CAPACITY', SK: ctx.upstream === undefined ? 'CREATE' : `CREATE#${ctx.upstream}` };
+}
 
 /** The capacity item as read. */
 export interface CapacityState {
@@ -45,6 +55,11 @@ export interface CapacityState {
   running?: Record<string, RunningEntry>;
   /** Epoch ms of the last look at `running` for entries a lost removal left (see `claimHeal`). */
   healAt?: number;
+  /**
+   * Since when the upstream is out (epoch ms): its sends failed (5xx, unreachable, timeouts) and it is
+   * cooling off until `backoffUntil`, then probed with a single send (store/upstream-health.ts).
+   */
+  unhealthySince?: number;
 }
 
 /** One entry of the capacity item's `modelBackoff` map. */
@@ -101,9 +116,9 @@ function runningOf(raw: unknown): Record<string, RunningEntry> | undefined {
 /** The attribute that holds the answer time of `slot` in a ring of `ring` positions. */
 const answeredAttribute = (slot: number, ring: number) => `answered${slot % Math.max(1, ring)}`;
 
-export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityState> {
+export async function readCapacity(ctx: CapacityContext): Promise<CapacityState> {
   const out = await withRetry(
-    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ConsistentRead: true })),
+    () => ctx.doc.send(new GetCommand({ TableName: ctx.tableName, Key: capacityKey(ctx), ConsistentRead: true })),
     ctx.retry,
   );
   const item = out.Item ?? {};
@@ -124,6 +139,7 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
     if (typeof slot === 'number' && typeof at === 'number') state.answered[slot] = at;
   }
   if (typeof item.healAt === 'number') state.healAt = item.healAt;
+  if (typeof item.unhealthySince === 'number') state.unhealthySince = item.unhealthySince;
   const running = runningOf(item.running);
   if (running) state.running = running;
   return state;
@@ -138,7 +154,7 @@ export async function readCapacity(ctx: RetryingStoreContext): Promise<CapacityS
  * cap is reached (read again and retry).
  */
 export async function takeSlot(
-  ctx: RetryingStoreContext,
+  ctx: CapacityContext,
   input: {
     state: CapacityState;
     now: number;
@@ -207,7 +223,7 @@ function reserve(
  * count stays). Nothing happens when the map is gone.
  */
 export async function holdInFlight(
-  ctx: RetryingStoreContext,
+  ctx: CapacityContext,
   input: { slot: number; userId: string; taskId: string; sentAt: number },
 ): Promise<void> {
   await updateRunning(ctx, {
@@ -227,7 +243,7 @@ export async function holdInFlight(
  * unconditional but for the map existing, so removing twice removes once. With `sentAt`, only the
  * entry as it was read (a dispatcher's heal must not remove an entry written again since).
  */
-export async function leaveInFlight(ctx: RetryingStoreContext, input: { key: string; sentAt?: number }): Promise<void> {
+export async function leaveInFlight(ctx: CapacityContext, input: { key: string; sentAt?: number }): Promise<void> {
   const names = { ...RUNNING, [attr('runningKey')]: input.key };
   await updateRunning(
     ctx,
@@ -253,10 +269,10 @@ type CapacityUpdate = ReturnType<typeof updateParams>;
  * The one conditional write of the capacity item every change here goes through: true when written,
  * false when its condition did not hold (the caller decides what losing means).
  */
-async function updateCapacity(ctx: RetryingStoreContext, params: CapacityUpdate): Promise<boolean> {
+export async function updateCapacity(ctx: CapacityContext, params: CapacityUpdate): Promise<boolean> {
   try {
     await withRetry(
-      () => ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: CAPACITY_KEY, ...params })),
+      () => ctx.doc.send(new UpdateCommand({ TableName: ctx.tableName, Key: capacityKey(ctx), ...params })),
       ctx.retry,
     );
     return true;
@@ -266,7 +282,7 @@ async function updateCapacity(ctx: RetryingStoreContext, params: CapacityUpdate)
   }
 }
 
-async function updateRunning(ctx: RetryingStoreContext, params: CapacityUpdate): Promise<void> {
+async function updateRunning(ctx: CapacityContext, params: CapacityUpdate): Promise<void> {
   await updateCapacity(ctx, params);
 }
 
@@ -274,7 +290,7 @@ async function updateRunning(ctx: RetryingStoreContext, params: CapacityUpdate):
  * Claims the look at `running` for entries whose removal was lost: true when nobody looked since
  * `before` (epoch ms), so at the cap one dispatcher at a time reads the listed tasks, not every step.
  */
-export async function claimHeal(ctx: RetryingStoreContext, input: { now: number; before: number }): Promise<boolean> {
+export async function claimHeal(ctx: CapacityContext, input: { now: number; before: number }): Promise<boolean> {
   return updateCapacity(ctx, {
     ...updateParams(update({ set: { healAt: input.now } }), {
       expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
@@ -290,7 +306,7 @@ export async function claimHeal(ctx: RetryingStoreContext, input: { now: number;
  * earlier. Not versioned (it does not take a slot); a late write never replaces a newer slot's time.
  */
 export async function recordAnswered(
-  ctx: RetryingStoreContext,
+  ctx: CapacityContext,
   input: { slot: number; at: number; ring: number },
 ): Promise<void> {
   const name = answeredAttribute(input.slot, input.ring);
@@ -306,7 +322,7 @@ export async function recordAnswered(
  * Starts (or lengthens) the backoff every dispatcher honours: no send before `until`. A backoff that
  * already reaches further is kept.
  */
-export async function backOff(ctx: RetryingStoreContext, input: { until: number; backoffMs: number }): Promise<void> {
+export async function backOff(ctx: CapacityContext, input: { until: number; backoffMs: number }): Promise<void> {
   await updateCapacity(ctx, {
     ...updateParams(update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }), {
       expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} < :until`,
@@ -323,7 +339,7 @@ export async function backOff(ctx: RetryingStoreContext, input: { until: number;
  * item stays small.
  */
 export async function backOffModel(
-  ctx: RetryingStoreContext,
+  ctx: CapacityContext,
   input: { model: string; until: number; backoffMs: number; stale?: readonly string[] },
 ): Promise<void> {
   const entry = { until: input.until, ms: input.backoffMs };
@@ -359,7 +375,7 @@ export async function backOffModel(
  * Claims the one wake-up for `at` (epoch ms): true when no wake-up is pending before `at`, so exactly
  * one of the dispatchers that must wait schedules it (no herd of wake-ups).
  */
-export async function claimWake(ctx: RetryingStoreContext, input: { at: number; now: number }): Promise<boolean> {
+export async function claimWake(ctx: CapacityContext, input: { at: number; now: number }): Promise<boolean> {
   return updateCapacity(ctx, {
     ...updateParams(update({ set: { wakeAt: input.at } }), {
       expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,

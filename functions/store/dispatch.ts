@@ -37,7 +37,17 @@ function updateTask(
  */
 export function claimSend(
   ctx: RetryingStoreContext,
-  input: { userId: string; taskId: string; now: number; inFlightSlot?: boolean; excludeModels?: readonly string[] },
+  input: {
+    userId: string;
+    taskId: string;
+    now: number;
+    inFlightSlot?: boolean;
+    excludeModels?: readonly string[];
+    /** The upstream taking it (recorded on the task: its callbacks and polls go there). */
+    upstream?: string;
+    /** Only a task without `providerInput` (an upstream of another profile than the one it was checked by). */
+    withoutProviderInput?: boolean;
+  },
 ): Promise<TaskRecord | undefined> {
   const excluded = input.excludeModels ?? [];
   // The models in backoff: a queue entry written before entries kept the model is checked here.
@@ -49,13 +59,25 @@ export function claimSend(
           names: { [attr('model')]: 'model' },
           values: Object.fromEntries(excluded.map((model, index) => [`:claimModel${index}`, model])),
         };
-  const queued = and(conditions.taskIsPending(), stageIs('queued', ':queuedStage'));
+  const pending = and(conditions.taskIsPending(), stageIs('queued', ':queuedStage'));
+  const queued = input.withoutProviderInput
+    ? and(pending, {
+        expression: `attribute_not_exists(${attr('request')}.${attr('body')}.${attr('providerInput')})`,
+        names: { [attr('request')]: 'request', [attr('body')]: 'body', [attr('providerInput')]: 'providerInput' },
+        values: {},
+      })
+    : pending;
   return updateTask(
     ctx,
     input,
     updateParams(
       update({
-        set: { stage: 'sending', sendClaimedAt: input.now, ...(input.inFlightSlot ? { inFlightSlot: true } : {}) },
+        set: {
+          stage: 'sending',
+          sendClaimedAt: input.now,
+          ...(input.inFlightSlot ? { inFlightSlot: true } : {}),
+          ...(input.upstream === undefined ? {} : { upstream: input.upstream }),
+        },
       }),
       notExcluded ? and(queued, notExcluded) : queued,
     ),

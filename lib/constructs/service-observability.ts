@@ -45,6 +45,8 @@ export interface ServiceObservabilityProps {
   webhookWorkerDlq: IQueue;
   /** The dead-letter queue of the dispatcher's wake-ups (lib/constructs/dispatch.ts). */
   dispatcherWakeDlq: IQueue;
+  /** With an upstreams list: one alarm per upstream out for minutes (lib/constructs/upstreams.ts). */
+  upstreamAlarms?: readonly Alarm[];
 }
 
 /** The age of the oldest queued task past which the dispatch queue alarms: ten minutes. */
@@ -174,6 +176,7 @@ export class ServiceObservability extends Construct {
         custom(MetricName.ProviderErrors, fiveMinutes),
         config.providerErrorAlarmThreshold,
       ),
+      ...(props.upstreamAlarms ?? []),
     ];
     for (const alarm of this.alarms) alarm.addAlarmAction(...actions);
 

@@ -12,7 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { newAccountEventId } from '../../functions/core/account-events';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
 import { noticeSpending, rearmAfterCredit } from '../../functions/lifecycle/account-events';
-import { dispatchQueued } from '../../functions/lifecycle/dispatch';
+import { dispatchQueued } from '../../functions/lifecycle/dispatch-run';
 import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifecycle/webhook-settings';
 import { attemptDelivery, type WebhookLifecycle } from '../../functions/lifecycle/webhooks';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';

@@ -17,7 +17,7 @@ import { csrfTokenFor } from '../../functions/core/session';
 import type { TaskRecord } from '../../functions/core/task';
 import { environmentOf, PUBLIC_ORIGIN, setting } from '../../functions/environment/environment';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
-import { dispatchQueued } from '../../functions/lifecycle/dispatch';
+import { dispatchQueued } from '../../functions/lifecycle/dispatch-run';
 import { handler as listTasksHandler } from '../../functions/list-tasks/handler';
 import { logger } from '../../functions/observability/logger';
 import { putApiKey } from '../../functions/store/api-keys';

@@ -21,6 +21,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { resetSqsClient } from '../../functions/aws/sqs';
 import { formatCreateRateLimit } from '../../functions/core/provider-capacity';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../../functions/core/queue-bound';
+import { formatUpstreams } from '../../functions/core/upstreams';
 import { handler as dispatcher } from '../../functions/dispatcher/handler';
 import {
   AWS_ENDPOINT_URL,
@@ -30,6 +31,7 @@ import {
   LOG_LEVEL,
   MEDIA_BUCKET,
   MEDIA_COPY_TIMEOUT_MS,
+  MEDIA_SOURCE_INSECURE_ORIGINS,
   METRICS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
@@ -38,6 +40,7 @@ import {
   PROVIDER_MAX_SEND_ATTEMPTS,
   PROVIDER_SECRET_ARN,
   PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
+  PROVIDER_UPSTREAMS,
   setting,
 } from '../../functions/environment/environment';
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
@@ -105,6 +108,20 @@ export interface ServiceHarnessOptions {
    */
   dispatchDriver?: 'loop' | 'deployed';
   deployed?: Pick<DeployedDriverOptions, 'secondMs' | 'timeoutMs'>;
+  /**
+   * An upstreams list (docs/guides/upstreams.md): one mock provider per entry over HTTP, named
+   * `mock-1` ... `mock-N`, each with its own key and limits (the service is told the same ones), listed
+   * in `PROVIDER_UPSTREAMS`. The first is `provider`; all are `upstreams`.
+   */
+  upstreams?: readonly HarnessUpstream[];
+}
+
+/** One mock upstream of the harness. */
+export interface HarnessUpstream {
+  limits?: Pick<MockProviderOptions, 'createRateLimit' | 'maxInFlight'>;
+  /** The models it serves (default all). */
+  models?: readonly string[];
+  priority?: number;
 }
 
 /** A caller as the authorizer describes it. */
@@ -118,6 +135,8 @@ export interface TestUser {
 export interface ServiceHarness {
   readonly store: TestStore;
   readonly provider: MockProvider;
+  /** With `upstreams`: every mock upstream, `mock-1` first (the same as `provider`). */
+  readonly upstreams: readonly MockProvider[];
   /** Where the fs media store writes results. */
   readonly mediaDir: string;
   /** MEDIA_BASE_URL: the media server's address; result URLs start with it. */
@@ -221,11 +240,37 @@ function mediaServer(dir: string): Server {
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
   const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
-  const provider = await startMockProvider({
-    apiKey: providerKey,
-    ...options.providerLimits,
-    ...(options.providerClock ? { now: options.providerClock } : {}),
-  });
+  const upstreamKeys = (options.upstreams ?? []).map((_, index) => `${providerKey}-${index + 1}`);
+  const upstreams = await Promise.all(
+    (options.upstreams ?? []).map((upstream, index) =>
+      startMockProvider({
+        apiKey: upstreamKeys[index] ?? providerKey,
+        ...upstream.limits,
+        ...(options.providerClock ? { now: options.providerClock } : {}),
+      }),
+    ),
+  );
+  const provider =
+    upstreams[0] ??
+    (await startMockProvider({
+      apiKey: providerKey,
+      ...options.providerLimits,
+      ...(options.providerClock ? { now: options.providerClock } : {}),
+    }));
+  const upstreamsList = options.upstreams
+    ? formatUpstreams(
+        options.upstreams.map((upstream, index) => ({
+          name: `mock-${index + 1}`,
+          profile: 'mock',
+          baseUrl: upstreams[index]?.url ?? '',
+          apiKey: upstreamKeys[index] ?? providerKey,
+          priority: upstream.priority ?? index,
+          ...(upstream.limits?.createRateLimit ? { createRateLimit: upstream.limits.createRateLimit } : {}),
+          ...(upstream.limits?.maxInFlight === undefined ? {} : { maxInFlight: upstream.limits.maxInFlight }),
+          ...(upstream.models ? { models: upstream.models } : {}),
+        })),
+      )
+    : undefined;
   const mediaDir = await mkdtemp(join(tmpdir(), 'service-harness-media-'));
   const media = mediaServer(mediaDir);
   const mediaBaseUrl = await listen(media);
@@ -237,7 +282,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       dynamodbEndpoint: store.endpoint,
       provider: {
         url: provider.url,
-        apiKey: providerKey,
+        apiKey: upstreamKeys[0] ?? providerKey,
         // The mock's own limits, which the service is told as a deployment's profile tells it Kie's.
         createRateLimit: options.providerLimits?.createRateLimit
           ? formatCreateRateLimit(options.providerLimits.createRateLimit)
@@ -250,6 +295,12 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       maxQueuedTasksPerAccount: options.maxQueuedTasksPerAccount ?? DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT,
     },
     setting(PROVIDER_MAX_SEND_ATTEMPTS, options.maxSendAttempts ?? 2),
+    setting(PROVIDER_UPSTREAMS, upstreamsList),
+    // Every mock upstream serves results over plain HTTP on 127.0.0.1: each allowed by name.
+    setting(
+      MEDIA_SOURCE_INSECURE_ORIGINS,
+      upstreams.length > 0 ? upstreams.map((upstream) => upstream.url).join(',') : undefined,
+    ),
     setting(PROVIDER_MAX_RETRY_AFTER_SECONDS, options.maxRetryAfterSeconds),
     setting(PROVIDER_MAX_REFUSALS_PER_TASK, options.maxRefusalsPerTask),
     setting(PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, options.unknownOutcomeLimitSeconds),
@@ -297,6 +348,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   return {
     store,
     provider,
+    upstreams,
     mediaDir,
     mediaBaseUrl,
     env,
@@ -369,7 +421,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           media.close((error) => (error ? reject(error) : resolve()));
           media.closeAllConnections();
         }),
-        provider.stop(),
+        ...(upstreams.length > 0 ? upstreams : [provider]).map((mock) => mock.stop()),
         store.dispose(),
       ]);
       await rm(mediaDir, { recursive: true, force: true });
@@ -628,6 +680,7 @@ export const TASK_INTERNALS = [
   'sendFailures',
   'sendRefusals',
   'inFlightSlot',
+  'upstream',
   'PK',
   'SK',
   'GSI1PK',

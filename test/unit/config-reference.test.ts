@@ -68,7 +68,7 @@ describe('the configuration reference', () => {
 
     // Assert
     expect(contextKeysReadInLib()).toEqual(
-      new Set(['env', 'providerCreateRateLimit', 'providerMaxInFlight', 'providerMaxRetryAfterSeconds']),
+      new Set(['env', 'providerCreateRateLimit', 'providerMaxInFlight', 'providerMaxRetryAfterSeconds', 'upstreams']),
     );
     expect(CONFIG_KEYS.length).toBeGreaterThan(30);
     expect(missing).toEqual([]);
