@@ -11,9 +11,11 @@ import {
   parseMaxInFlight,
 } from '../functions/core/provider-capacity';
 import { DEFAULT_RATE_PLAN, type RatePlan, ratePlanProblems } from '../functions/core/rate-plan';
+import { DEFAULT_MAX_OPEN_UPLOADS } from '../functions/core/uploads';
 import { parseRetryDelays } from '../functions/core/webhooks';
 import {
   DYNAMODB_ENDPOINT,
+  MAX_OPEN_UPLOADS,
   MAX_PENDING_SECONDS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
@@ -28,7 +30,6 @@ import {
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
 import { insecureOriginsFrom } from '../functions/media/source-policy';
-import { uploadSettingsFromEnv } from '../functions/runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../functions/store/dispatch';
 import { maxActiveKeysFromEnv } from '../functions/store/key-count';
 import { DEFAULT_TABLE_NAME } from '../functions/store/table';
@@ -205,7 +206,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     ratePlanCacheSeconds: int(env, 'RATE_PLAN_CACHE_SECONDS', 5),
     maxActiveKeys: maxActiveKeysFromEnv(env),
     maxQueuedTasksPerAccount: maxQueuedTasksFromEnv(env),
-    maxOpenUploads: uploadSettingsFromEnv(env).maxOpen,
+    maxOpenUploads: readEnv(MAX_OPEN_UPLOADS, env) ?? DEFAULT_MAX_OPEN_UPLOADS,
     providerProfile: env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME,
     ...localUpstreamSettings(env, env[PROVIDER_PROFILE.name] || DEFAULT_PROFILE_NAME),
     ...optional('webhookRetryDelays', env[WEBHOOK_RETRY_DELAYS_SECONDS.name], checkedRetryDelays),

@@ -17,7 +17,7 @@ import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { TABLE } from '../../functions/store/table';
 import type { ServiceConfig } from '../config';
-import { MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../generation-function';
+import { MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../grant-actions';
 import { acknowledge, keepFormerLogicalId, privateBucketProps } from './support';
 
 /** Props of {@link ServiceData}. */

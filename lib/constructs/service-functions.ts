@@ -24,7 +24,8 @@ import {
 } from '../../functions/environment/environment';
 import { providerProfileDefine, providerReadsDefine } from '../bundle-options';
 import { resolveProviderProfile, type ServiceConfig } from '../config';
-import { GenerationFunction, MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../generation-function';
+import { GenerationFunction } from '../generation-function';
+import { MEDIA_RESULTS_PREFIX, MEDIA_UPLOADS_PREFIX } from '../grant-actions';
 import { LAMBDAS, type LambdaDefinition, withInlineKeyReads } from '../routes';
 import { acknowledge, pascal } from './support';
 
