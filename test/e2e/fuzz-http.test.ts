@@ -667,9 +667,13 @@ describe('HTTP fuzzing: never a 5xx, every error body documented', () => {
 
     // Act + Assert
     await run(
-      fc.asyncProperty(scenario, async ({ method, path, authorized, withBody }) => {
+      fc.asyncProperty(scenario, async ({ method: drawn, path, authorized, withBody }) => {
         const headers: [string, string][] = authorized ? jsonHeaders() : [['Content-Type', 'application/json']];
         const body = withBody ? json(VALID_IMAGE[0]) : undefined;
+        // A DELETE of one of this file's own tasks would take it out of the money check below (deleting is
+        // tested in test/integration/delete-data.test.ts): such a draw is sent as a GET.
+        const ownTask = [...accepted.keys()].some((id) => path === `${TASK_ROUTE}${encodeURIComponent(id)}`);
+        const method = drawn === 'DELETE' && ownTask ? 'GET' : drawn;
         const answer = await sendAndCheck({ method, path, headers, body });
         if (!authorized) expect([401, 404]).toContain(answer.status);
       }),
