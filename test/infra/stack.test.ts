@@ -265,7 +265,18 @@ describe('least privilege', () => {
         ...(uses.includes('delete') && !uses.includes('enroll') ? ['apigateway:GET'] : []),
       ];
       expect(actionsOf(statements)).toEqual(
-        ['logs:CreateLogStream', 'logs:PutLogEvents', ...table, ...deletes, ...secret, ...usagePlans].sort(),
+        [
+          'logs:CreateLogStream',
+          'logs:PutLogEvents',
+          ...table,
+          ...deletes,
+          ...secret,
+          ...usagePlans,
+          // Deleting an upload removes its files (FunctionNeeds.removesMedia).
+          ...(route.needs.removesMedia ? ['s3:DeleteObject'] : []),
+          // ... and reads its version first (a ranged GET): FunctionNeeds.uploads.
+          ...(route.needs.uploads === 'read' ? ['s3:GetObject'] : []),
+        ].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
       // Only those: sign-in and the sweeper enroll keys but issue none.
@@ -350,12 +361,16 @@ describe('least privilege', () => {
           ...(needs.media === 'none' ? [] : ['s3:GetObject']),
           ...sweeperOnly,
           ...queue,
+          // Deleting a task, or its results at the end of their retention, removes its files.
+          ...(needs.removesMedia ? ['s3:DeleteObject'] : []),
         ].sort(),
       );
       const s3 = statements.find((statement) => actionsOf([statement]).includes('s3:GetObject'));
       if (needs.media !== 'none') expect(JSON.stringify(s3?.Resource)).toMatch(/"\/results\/\*"\]\]\}$/);
       // Polls, callbacks and the sweeper never send (the dispatcher does): no uploads.
-      expect(JSON.stringify(statements)).not.toContain('"/uploads/*"');
+      // (Removing an ended task's files is the one grant on uploads/ they may hold: DeleteObject alone.)
+      const removal = (statement: Statement) => actionsOf([statement]).join() === 's3:DeleteObject';
+      expect(JSON.stringify(statements.filter((statement) => !removal(statement)))).not.toContain('"/uploads/*"');
       const secret = statements.find((statement) => actionsOf([statement]).includes('secretsmanager:GetSecretValue'));
       // The provider key and the callback-signing secret, nothing else.
       expect(secret?.Resource).toHaveLength(2);
@@ -373,7 +388,8 @@ describe('least privilege', () => {
     const account = ['USER#*', 'SESSION#*', 'APIKEY#*', 'KEYID#*', 'INVITE#*'];
     const expected: Record<string, string[]> = {
       [AUTHORIZER.name]: ['APIKEY#*', 'SESSION#*', 'USER#*'],
-      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'GATEWAYKEYDUE'],
+      // WEBHOOKQUEUED: deliveries waiting past the bound; RETENTION#<n>: results due for removal.
+      [SWEEPER.name]: ['USER#*', 'PENDING#*', 'WEBHOOKDUE#*', 'WEBHOOKQUEUED', 'GATEWAYKEYDUE', 'RETENTION#*'],
       [MEDIA_WORKER.name]: ['USER#*'],
       [WEBHOOK_WORKER.name]: ['USER#*'],
       [DISPATCHER.name]: ['USER#*', 'DISPATCH#QUEUE', 'DISPATCH#CAPACITY'],
@@ -403,6 +419,11 @@ describe('least privilege', () => {
       'cancel-task': ['USER#*'],
       'get-credits': ['USER#*'],
       'get-usage': ['USER#*'],
+      // Deleting a task or an upload: the caller's own items (and their removal, a statement of its own).
+      'delete-task': ['USER#*'],
+      'delete-upload': ['USER#*'],
+      // The event feed: the caller's own partition.
+      'list-events': ['USER#*'],
     };
 
     // Sign-in, the OpenAPI document and the model catalog touch no table.
@@ -429,7 +450,13 @@ describe('least privilege', () => {
       // So is reading single items of other partitions by key (TableNeeds.reads: the sweeper's keys).
       const isRead = (statement: (typeof dynamodb)[number]) =>
         actionsOf([statement]).every((action) => action === 'dynamodb:GetItem');
-      const table = dynamodb.filter((statement) => !isDelete(statement) && !isQueue(statement) && !isRead(statement));
+      // And so is submission's retention entry (FunctionNeeds.schedulesRetention: PutItem on RETENTION#*).
+      const isRetention = (statement: (typeof dynamodb)[number]) =>
+        actionsOf([statement]).join() === 'dynamodb:PutItem' &&
+        JSON.stringify(statement.Condition).includes('RETENTION#');
+      const table = dynamodb.filter(
+        (statement) => !isDelete(statement) && !isQueue(statement) && !isRead(statement) && !isRetention(statement),
+      );
       const deletes = dynamodb.filter(isDelete);
       const reads = dynamodb.filter(isRead);
       const definition = LAMBDAS.find((lambda) => lambda.name === name);
@@ -504,9 +531,15 @@ describe('least privilege', () => {
   test('only submission (its byte check, its inline images) and the dispatcher (signing at send) read uploads; only the uploads function and submission store them', () => {
     for (const { name } of LAMBDAS) {
       // Act
-      const uploads = statementsOf(name).filter((statement) =>
-        JSON.stringify(statement.Resource).includes('"/uploads/*"'),
+      // Removing an owner's files (FunctionNeeds.removesMedia) is a DeleteObject of its own, on results/
+      // and uploads/ alike, pinned in least-privilege.test.ts.
+      const removal = (statement: Statement) =>
+        actionsOf([statement]).join() === 's3:DeleteObject' &&
+        JSON.stringify(statement.Resource).includes('/results/*');
+      const uploads = statementsOf(name).filter(
+        (statement) => JSON.stringify(statement.Resource).includes('"/uploads/*"') && !removal(statement),
       );
+      const removes = LAMBDAS.find((lambda) => lambda.name === name)?.needs.removesMedia === true;
       const env = environmentOf(name);
 
       // Assert
@@ -516,7 +549,7 @@ describe('least privilege', () => {
           ? ['s3:PutObject']
           : submit
             ? ['s3:DeleteObject', 's3:GetObject', 's3:PutObject']
-            : name === DISPATCHER.name
+            : name === DISPATCHER.name || name === 'delete-upload'
               ? ['s3:GetObject']
               : [];
       expect(actionsOf(uploads)).toEqual(expected);
@@ -524,7 +557,7 @@ describe('least privilege', () => {
       if (expected.length > 0) expect(JSON.stringify(uploads[0]?.Resource)).toMatch(/"\/uploads\/\*"\]\]\}$/);
       // The bucket's name goes with the grant, and nowhere else.
       if (expected.length > 0) expect(env.UPLOADS_BUCKET).toEqual({ Ref: expect.stringMatching(/^MediaBucket/) });
-      else expect(env).not.toHaveProperty('UPLOADS_BUCKET');
+      else if (!removes) expect(env).not.toHaveProperty('UPLOADS_BUCKET');
       // The functions that make uploads (presigned POSTs, inline images) know their limit and lifetime.
       if (name === 'uploads' || submit) {
         expect(env).toMatchObject({
