@@ -77,6 +77,10 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   // GET and PUT /api/account/spend-limit (the account-wide monthly spend limit).
   ['AWS::Logs::LogGroup', 'AccountLimitGetLogsA29B41AA'],
   ['AWS::Logs::LogGroup', 'AccountLimitUpdateLogs4DF3691E'],
+  // DELETE /api/ai/tasks/{id}, DELETE /api/ai/uploads/{id} and GET /api/events.
+  ['AWS::Logs::LogGroup', 'DeleteTaskLogs8960CBE6'],
+  ['AWS::Logs::LogGroup', 'DeleteUploadLogsDBD9F017'],
+  ['AWS::Logs::LogGroup', 'ListEventsLogsD8DA7F41'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

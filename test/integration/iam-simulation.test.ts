@@ -297,7 +297,14 @@ async function journey(base: string, apiKey: string): Promise<void> {
   });
   expectStatus('POST video', video, 202);
   expectStatus('cancel', await api(`/api/ai/tasks/${String(video.body.taskId)}/cancel`, { json: {} }), 200, 409);
-  for (const path of ['/api/ai/tasks', '/api/ai/credits', '/api/ai/usage', '/api/ai/models', '/api/openapi.json']) {
+  for (const path of [
+    '/api/ai/tasks',
+    '/api/ai/credits',
+    '/api/ai/usage',
+    '/api/events',
+    '/api/ai/models',
+    '/api/openapi.json',
+  ]) {
     expectStatus(`GET ${path}`, await api(path), 200);
   }
   // The image task to its end: the dispatcher sends it, the provider calls back, the media worker copies
