@@ -150,6 +150,23 @@ export class ServiceBusyError extends DomainError {
 }
 
 /**
+ * 503: the request ran out of its time (the function's timeout, API Gateway's 29 s) before it had an
+ * answer, on a table or machine too slow for it. What it did may or may not have been written, so the
+ * answer says so: a retry is safe for reads, and for a submit with the same `Idempotency-Key` (done once).
+ * Raised by the middy stack's early-timeout response (http/timeout.ts), never a 500: nothing is wrong with
+ * the request.
+ */
+export class RequestOutOfTimeError extends ServiceBusyError {
+  override readonly name: string = 'RequestOutOfTimeError';
+  constructor() {
+    super(
+      undefined,
+      'Service busy: the request ran out of time and may or may not have taken effect; retry it (a submit with the same Idempotency-Key is done once)',
+    );
+  }
+}
+
+/**
  * 503: API Gateway's control plane (creating, enrolling or deleting the API Gateway key that carries a
  * key's rate limit) refused or failed the call: its per-AWS-account rate, shared by every customer, was
  * exceeded, or it was unavailable. The key was not issued; the same request may be retried.

@@ -15,6 +15,7 @@ import { type Caller, resolveCaller } from './caller';
 import { checkCsrf } from './csrf';
 import { httpErrorHandler } from './error-handler';
 import { jsonResponse } from './response';
+import { timeoutPlugin } from './timeout';
 
 /** The viewer address the authorizer put in its context (only behind the distribution). */
 function callerIpOf(event: APIGatewayProxyEvent): string | undefined {
@@ -166,7 +167,7 @@ function jsonBody(): MiddlewareObj<ApiEvent, APIGatewayProxyResult> {
  * @param options.credentials which credentials the route takes (default: a key or a session)
  */
 export function apiHandler(options: { jsonBody: boolean; credentials?: Credentials }, handle: ApiHandlerFn) {
-  const chain = middy<ApiEvent, APIGatewayProxyResult, Error, Context>()
+  const chain = middy<ApiEvent, APIGatewayProxyResult, Error, Context>(timeoutPlugin)
     .use(httpErrorHandler())
     .use(authenticate())
     .use(credentialRule(options.credentials ?? 'key-or-session'));

@@ -6,9 +6,10 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { withInvocation } from '../observability/logger';
 import { httpErrorHandler } from './error-handler';
+import { timeoutPlugin } from './timeout';
 
 export function publicHandler(handle: (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>) {
-  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>(timeoutPlugin)
     .use(httpErrorHandler())
     .handler(async (event) => handle(event));
   return withInvocation(
