@@ -315,11 +315,7 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
     path: '/api/account/close',
     entry: 'functions/account-close/handler.ts',
     needs: {
-      table: {
-        access: 'RW',
-        keys: [...ACCOUNT_KEYS, 'DISPATCH#QUEUE'],
-        deletes: ['USER#*', 'DISPATCH#QUEUE'],
-      },
+      table: { access: 'RW', keys: ACCOUNT_KEYS, deletes: ['USER#*', 'DISPATCH#QUEUE'] },
       provider: false,
       media: 'none',
       uploads: 'read',

@@ -6,10 +6,11 @@
  */
 import { endAccountCredentials } from '../auth/end-account-credentials';
 import { usageEnrollmentFromEnv } from '../auth/rate-limits';
+import { CLOSE_CONFIRMATION } from '../core/account-closure';
 import { ValidationError } from '../core/errors';
 import { apiHandler } from '../http/api-handler';
 import { clearSessionCookie } from '../http/cookies';
-import { CLOSE_CONFIRMATION, closeAccount } from '../lifecycle/close-account';
+import { closeAccount } from '../lifecycle/close-account';
 import { removalFromEnv } from '../runtime/removal-from-env';
 
 /** Deployed: the stack's usage plans, from which the account's API Gateway keys are deleted. */

@@ -25,9 +25,6 @@ import type { AuditActor } from '../store/audit';
 import { cancelTask } from './cancel-task';
 import { deleteTask, deleteUpload, type RemovalContext } from './delete-data';
 
-/** The exact text the owner types to confirm (the dashboard asks for it, the API requires it). */
-export const CLOSE_CONFIRMATION = 'close my account';
-
 /** What closing needs: deleting's context, reading an upload's version, and ending the credentials. */
 export interface ClosingContext extends RemovalContext {
   versionOf: (key: string) => Promise<string | undefined>;

@@ -237,7 +237,7 @@ describe('POST /api/account/close', () => {
 });
 
 /** Submits racing the close: each racer alternates a key's accept and a session's until refused. */
-const RACERS = atScale(8, 40);
+const RACERS = atScale(4, 40);
 
 describe('a close racing submits in flight (conflict layer)', () => {
   let conflictStore: TestStore;
@@ -285,7 +285,7 @@ describe('a close racing submits in flight (conflict layer)', () => {
 
     // Act: the close starts once the racers are under way, and they run until it refuses them.
     const racing = Array.from({ length: RACERS }, (_, index) => racer(index));
-    while (started < RACERS * 2) await new Promise((resolve) => setImmediate(resolve));
+    while (started < RACERS + 2) await new Promise((resolve) => setImmediate(resolve));
     const report = await closeAccount(ctx, { userId, actor }, logger);
     await Promise.all(racing);
     const again = await closeAccount(ctx, { userId, actor }, logger);
