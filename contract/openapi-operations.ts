@@ -4,6 +4,7 @@
  */
 import { UPLOAD_CONTENT_TYPES } from '../functions/core/uploads';
 import { MAX_WAIT_SECONDS } from '../functions/core/wait';
+import { accountDataOperations } from './openapi-account-data';
 import { commonErrors, RETRY_AFTER } from './openapi-common';
 import { eventFeedOperations } from './openapi-event-feed';
 import { type Json, json, ref } from './openapi-json';
@@ -304,5 +305,6 @@ export function operations(): Record<string, Json> {
       },
     },
     ...eventFeedOperations(),
+    ...accountDataOperations(),
   };
 }

@@ -3,6 +3,7 @@
  * (lib/routes.ts `ROUTES`, the registry's route entries).
  */
 import {
+  ACCOUNT_KEYS,
   getTaskNeeds,
   keyManagementTable,
   lifecycleNeeds,
@@ -293,5 +294,33 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
     entry: 'functions/list-events/handler.ts',
     // The account's event feed (USER#<id>/EVENT#...): one Query of its own partition.
     needs: ownReadNeeds,
+  },
+  {
+    // The account's data as JSON, a page at a time (lifecycle/account-export.ts): its own items only.
+    name: 'account-export',
+    trigger: 'route',
+    method: 'GET',
+    path: '/api/account/export',
+    entry: 'functions/account-export/handler.ts',
+    needs: ownReadNeeds,
+  },
+  {
+    // Closes the account (lifecycle/close-account.ts): ends its keys as a revocation does (key items,
+    // guards, API Gateway keys given back) and its sessions, cancels its queued tasks (their queue entries
+    // go), deletes its tasks and uploads with their files (s3:DeleteObject; a ranged GET for an upload's
+    // version).
+    name: 'account-close',
+    trigger: 'route',
+    method: 'POST',
+    path: '/api/account/close',
+    entry: 'functions/account-close/handler.ts',
+    needs: {
+      table: { access: 'RW', keys: ACCOUNT_KEYS, deletes: ['USER#*', 'DISPATCH#QUEUE'] },
+      provider: false,
+      media: 'none',
+      uploads: 'read',
+      removesMedia: true,
+      usagePlans: ['delete'],
+    },
   },
 ];

@@ -466,6 +466,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/account/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's data as JSON, a page at a time (session only)
+         * @description Tasks (the Task resource, without result URLs), ledger, keys (never a key, its hash or prefix), webhook settings (never the secret) and uploads. Each answer holds at most 4 MiB of JSON; `next` is the cursor of the next page, `null` on the last; the pages concatenate section by section.
+         */
+        get: operations["accountExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/account/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close the account (session only)
+         * @description Revokes every key at once (their API Gateway keys deleted) and ends every session; a submit in flight debits nothing. Cancels and refunds the tasks still queued, deletes the ended tasks and the uploads; a task at the provider ends as usual (`tasksStillRunning`; closing again removes it). Sign-in is refused afterwards. The balance, the ledger and the audit log are kept. Idempotent. The CSRF rules of every session write apply.
+         */
+        post: operations["accountClose"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEnded: {
@@ -2686,6 +2726,191 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired credentials. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    accountExport: {
+        parameters: {
+            query?: {
+                /** @description The `next` of the previous page; absent: the first page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the export. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        userId: string;
+                        /** Format: date-time */
+                        exportedAt: string;
+                        /** @description On the first page only. */
+                        balance?: number;
+                        /** @description Task resources, without result URLs. */
+                        tasks: Record<string, never>[];
+                        /** @description Ledger entries: kind, delta, at, taskId or grantId, model of a deleted task. */
+                        ledger: Record<string, never>[];
+                        /** @description Keys: keyId, name, allowedCidrs, times, spendLimit. */
+                        keys: Record<string, never>[];
+                        /** @description The webhook settings (url, hasSecret, times): none or one. */
+                        webhooks: Record<string, never>[];
+                        /** @description Live uploads. */
+                        uploads: Record<string, never>[];
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description A cursor this service did not make. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected; report the requestId. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    accountClose: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Typed by the owner.
+                     * @constant
+                     */
+                    confirm: "close my account";
+                };
+            };
+        };
+        responses: {
+            /** @description What the closure did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        userId?: string;
+                        closedAt?: string;
+                        firstClosure?: boolean;
+                        keysRevoked?: number;
+                        sessionsEnded?: number;
+                        tasksCancelled?: number;
+                        creditsRefunded?: number;
+                        tasksDeleted?: number;
+                        tasksStillRunning?: number;
+                        uploadsDeleted?: number;
+                        balance?: number;
+                    };
+                };
+            };
+            /** @description `confirm` is not the exact text. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials not allowed here: an address outside the key's allowlist, a key on a session-only route, or a failed CSRF check. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over this key's rate limit (`Too many requests`, Retry-After 1) or its daily quota (`Daily quota exceeded`, Retry-After 3600). Each key has its own limit; other keys are unaffected. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

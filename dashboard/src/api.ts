@@ -232,3 +232,34 @@ export const createUpload = (body: { contentType: string; size: number }) =>
 /** Credits and tasks per UTC day, key or model; `from`/`to` (inclusive UTC days) default to the last 30 days. */
 export const getUsage = (filter: { from?: string; to?: string; groupBy: UsageGroupBy }) =>
   request<Usage>('GET', `/api/ai/usage${query(filter)}`);
+
+/** Deletes an ended task (204); a pending one answers 409 (cancel it first). */
+export const deleteTask = (taskId: string) => request<unknown>('DELETE', `/api/ai/tasks/${encodeURIComponent(taskId)}`);
+
+/** One page of the account's export (`GET /api/account/export`): sections to concatenate, and `next`. */
+export interface AccountExportPage {
+  userId: string;
+  exportedAt: string;
+  balance?: number;
+  tasks: unknown[];
+  ledger: unknown[];
+  keys: unknown[];
+  webhooks: unknown[];
+  uploads: unknown[];
+  next: string | null;
+}
+export const exportAccountPage = (cursor?: string) =>
+  request<AccountExportPage>('GET', `/api/account/export${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+
+/** What closing the account did (`POST /api/account/close`). */
+export interface AccountClosure {
+  closedAt: string;
+  keysRevoked: number;
+  tasksCancelled: number;
+  creditsRefunded: number;
+  tasksDeleted: number;
+  tasksStillRunning: number;
+  uploadsDeleted: number;
+  balance: number;
+}
+export const closeAccount = (confirm: string) => request<AccountClosure>('POST', '/api/account/close', { confirm });

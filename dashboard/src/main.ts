@@ -1,11 +1,12 @@
 /**
- * The dashboard: a hash router (`#/tasks`, `#/tasks/<id>`, `#/new`, `#/credits`, `#/usage`, `#/keys`), so
+ * The dashboard: a hash router (`#/tasks`, `#/tasks/<id>`, `#/new`, `#/credits`, `#/usage`, `#/keys`, `#/account`), so
  * every page is `index.html` and no server needs rewrite rules, and the header with the balance, which
  * every page refreshes after anything that can change it.
  */
 import { ApiError, type Session, session, signOut, whenSignedOut } from './api';
 import { h, replace } from './dom';
 import { credits } from './format';
+import { renderAccount as renderAccountPage } from './pages/account';
 import { renderCredits } from './pages/credits';
 import { renderKeys } from './pages/keys';
 import { renderNewTask } from './pages/new-task';
@@ -122,6 +123,9 @@ async function route(moveFocus: boolean): Promise<void> {
   } else if (path === '/usage') {
     markNav('usage');
     page = renderUsage(main, context);
+  } else if (path === '/account') {
+    markNav('account');
+    page = renderAccountPage(main, context);
   } else if (path === '/keys') {
     markNav('keys');
     page = renderKeys(main, context);

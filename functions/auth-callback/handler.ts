@@ -15,6 +15,7 @@ import { clearSignInCookie, sessionCookie } from '../http/cookies';
 import { htmlPage } from '../http/html';
 import { publicHandler } from '../http/public-handler';
 import { logger } from '../observability/logger';
+import { getClosedAt } from '../store/account-closure';
 import { storeFromEnv } from '../store/from-env';
 import { bindInvite, getInvite } from '../store/invites';
 import { createSession } from '../store/sessions';
@@ -56,6 +57,18 @@ function notInvited() {
   );
 }
 
+function accountClosed() {
+  return htmlPage(
+    403,
+    'Account closed',
+    [
+      'This account was closed, so it can no longer sign in. Its tasks, keys and uploads were removed; its ledger is kept for accounting.',
+    ],
+    undefined,
+    { 'Set-Cookie': [clearSignInCookie()] },
+  );
+}
+
 export const handler = publicHandler(async (event) => {
   const requestId = event.requestContext?.requestId;
   const attempts = cookieValues(event.headers, event.multiValueHeaders, SIGN_IN_COOKIE);
@@ -87,6 +100,12 @@ export const handler = publicHandler(async (event) => {
   if (!invite || !bound) {
     logger.info('sign-in refused: not invited', { requestId, subject: identity.subject });
     return notInvited();
+  }
+
+  // A closed account stays closed (lifecycle/close-account.ts): no session, nothing created.
+  if (await getClosedAt(store, invite.userId)) {
+    logger.info('sign-in refused: account closed', { requestId, userId: invite.userId });
+    return accountClosed();
   }
 
   // Once for the account's life (recorded on the invitation): later sign-ins make no API Gateway call.

@@ -15,6 +15,7 @@ import { TABLE } from './table';
 /** What happened. */
 export type AuditAction =
   | 'account.invite'
+  | 'account.close'
   | 'session.sign-in'
   | 'session.sign-out'
   | 'session.revoke-all'

@@ -188,6 +188,18 @@ export function keyEndCheck(ctx: RetryingStoreContext, userId: string, guard: Ke
 }
 
 /**
+ * The key id of the account's sessions in the key-end guards: an accept with a session checks it as an
+ * accept with a key checks the key's, and closing the account ends it (lifecycle/close-account.ts), so no
+ * session's submit still in flight debits once the closure has begun. No API key id has this shape.
+ */
+export const SESSIONS_GUARD_ID = 'SESSIONS';
+
+/** The guard an accept checks: its API key's, or (no key: a session) the account's sessions'. */
+export function credentialGuard(keyId: string | undefined, nowSeconds: number, limitVersion: number): KeyGuard {
+  return { keyId: keyId ?? SESSIONS_GUARD_ID, nowSeconds, limitVersion };
+}
+
+/**
  * How long a key-end guard is kept after the key ended (DynamoDB's TTL removes it). It is needed only
  * while a request that the authorizer allowed before the end can still reach an accept (the authorizer
  * cache is off, so: one request's time through API Gateway and the submit function); a day is ample.

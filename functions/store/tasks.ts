@@ -11,8 +11,8 @@ import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type T
 import { usageDay } from '../core/usage';
 import { type AcceptBudget, budgetPlan, countedOn, readRooms, roomsIfThin } from './accept-budgets';
 import {
+  credentialGuard,
   type DebitPlan,
-  type KeyGuard,
   keyEndCheck,
   pauseAfterConflict,
   randomShard,
@@ -208,10 +208,9 @@ export async function acceptTask(
       },
     },
   });
-  // An accept with an API key checks the key's end on its guard for the first debited shard (see
-  // keyEndCheck). Callers without a key skip the check.
-  const keyGuard: KeyGuard | undefined =
-    task.keyId === undefined ? undefined : { keyId: task.keyId, nowSeconds, limitVersion: task.spendLimitVersion ?? 0 };
+  // Every accept checks its credential's end on its guard for the first debited shard (keyEndCheck): an
+  // API key's, or the account's sessions' (credentialGuard), which closing the account ends.
+  const keyGuard = credentialGuard(task.keyId, nowSeconds, task.spendLimitVersion ?? 0);
 
   // The account's monthly limit, as this process knows it (store/spend.ts): its version goes into
   // every debit's condition, its counter into the transaction when there is a limit.

@@ -145,6 +145,19 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'keys-revoke': [DELETE_KEYS, FIND_KEYS, readWrite(ACCOUNT_KEYS), DELETE_GATEWAY_KEY_ITEMS, ownLogs('KeysRevoke')],
   'audit-log': [readOnly('USER#*'), ownLogs('AuditLog')],
   'list-events': [readOnly('USER#*'), ownLogs('ListEvents')],
+  // Issue 40: the account's own partition, read only.
+  'account-export': [readOnly('USER#*'), ownLogs('AccountExport')],
+  // Issue 40: ends keys as keys-revoke does (their API Gateway keys deleted), and the sessions; cancels
+  // queued tasks (their queue entries deleted); deletes tasks and uploads as their DELETEs do.
+  'account-close': [
+    DELETE_KEYS,
+    FIND_KEYS,
+    readWrite(ACCOUNT_KEYS),
+    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*,DISPATCH#QUEUE',
+    ownLogs('AccountClose'),
+    READ_UPLOADS,
+    REMOVE_MEDIA,
+  ],
   // The low-balance threshold: the account's own items, no deletes (credits.low is re-armed by an update).
   'account-alerts-get': [readOnly('USER#*'), ownLogs('AccountAlertsGet')],
   'account-alerts-update': [readWrite('USER#*'), ownLogs('AccountAlertsUpdate')],

@@ -81,6 +81,9 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   ['AWS::Logs::LogGroup', 'DeleteTaskLogs8960CBE6'],
   ['AWS::Logs::LogGroup', 'DeleteUploadLogsDBD9F017'],
   ['AWS::Logs::LogGroup', 'ListEventsLogsD8DA7F41'],
+  // GET /api/account/export and POST /api/account/close (issue 40).
+  ['AWS::Logs::LogGroup', 'AccountExportLogs374D4783'],
+  ['AWS::Logs::LogGroup', 'AccountCloseLogs20A75622'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],

@@ -424,6 +424,10 @@ describe('least privilege', () => {
       'delete-upload': ['USER#*'],
       // The event feed: the caller's own partition.
       'list-events': ['USER#*'],
+      // Issue 40: the export reads the caller's own partition; the close ends keys and sessions (the
+      // account's partitions; deleting cancelled tasks' queue entries is a statement of its own).
+      'account-export': ['USER#*'],
+      'account-close': account,
     };
 
     // Sign-in, the OpenAPI document and the model catalog touch no table.
@@ -549,7 +553,7 @@ describe('least privilege', () => {
           ? ['s3:PutObject']
           : submit
             ? ['s3:DeleteObject', 's3:GetObject', 's3:PutObject']
-            : name === DISPATCHER.name || name === 'delete-upload'
+            : name === DISPATCHER.name || name === 'delete-upload' || name === 'account-close'
               ? ['s3:GetObject']
               : [];
       expect(actionsOf(uploads)).toEqual(expected);

@@ -331,6 +331,17 @@ async function journey(base: string, apiKey: string): Promise<void> {
     headers: { Origin: base, 'X-CSRF-Token': (session.body as { csrfToken: string }).csrfToken },
   });
   expectStatus('sign-out everywhere', everywhere, 200, 204);
+
+  // Issue 40: the account's export, then its closure (last: it ends the journey's key and sessions).
+  const third = new Browser();
+  expectStatus('third sign-in', await signIn(third, base, SIGN_IN), 200);
+  const thirdCsrf = ((await third.request(`${base}/api/session`)).body as { csrfToken: string }).csrfToken;
+  expectStatus('GET /api/account/export', await third.request(`${base}/api/account/export`), 200);
+  const closed = await third.request(`${base}/api/account/close`, {
+    json: { confirm: 'close my account' },
+    headers: { Origin: base, 'X-CSRF-Token': thirdCsrf },
+  });
+  expectStatus('POST /api/account/close', closed, 200);
 }
 
 function writeReport(report: SimulationReport, recording: Recording): void {

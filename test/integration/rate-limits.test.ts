@@ -126,6 +126,37 @@ describe('per-key rate limits through the local gateway', () => {
     expect(await third.json()).toEqual({ error: 'Daily quota exceeded' });
   });
 
+  test('a GET that waits (?wait=N) is one request for the daily quota, however long it waits', async () => {
+    // Prepare: a quota of three requests; the task runs at the provider for an hour, so the GET waits it all.
+    const apiKey = await keyFor('limits-wait', 'waiting');
+    await grantCredits(store, { userId: 'limits-wait', amount: 100 });
+    await setAccountLimits(store, undefined, {
+      userId: 'limits-wait',
+      plan: { ratePerSecond: 100, burst: 100, dailyQuota: 3 },
+      actor: { type: 'operator' },
+    });
+    const bearer = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+    const submitted = await fetch(`${stack.baseUrl}/api/ai/image/generate`, {
+      method: 'POST',
+      headers: bearer,
+      body: JSON.stringify({ model: 'image-model-1', prompt: 'waits', providerInput: { mockDelayMs: 3_600_000 } }),
+    });
+    const { taskId } = (await submitted.json()) as { taskId: string };
+
+    // Act: request 2 waits 3 s (six reads of the task behind it), then request 3, then request 4.
+    const waited = await fetch(`${stack.baseUrl}/api/ai/tasks/${taskId}?wait=3`, { headers: bearer });
+    const waitedBody = (await waited.json()) as { status: number };
+    const third = await credits(apiKey);
+    const fourth = await credits(apiKey);
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect([waited.status, waitedBody.status]).toEqual([200, 0]);
+    expect(third.status).toBe(200);
+    expect(fourth.status).toBe(429);
+    expect(await fourth.json()).toEqual({ error: 'Daily quota exceeded' });
+  });
+
   test('requests the authorizer refuses never reach the limiter: a bad key is 401, not 429', async () => {
     // Prepare
     const bogus = `gsk_live_${'x'.repeat(43)}`;

@@ -3,8 +3,10 @@
  * (`estimatedStartAt`), through the real handlers, DynamoDB Local, the dispatcher loop, the media worker
  * and the mock provider over HTTP. No durations are asserted: each test waits for the state it checks.
  */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { handler as getTask } from '../../functions/get-task/handler';
+import { storeFromEnv } from '../../functions/store/from-env';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import {
   getTaskEvent,
@@ -90,6 +92,36 @@ describe('GET /api/ai/tasks/{id}?wait=N', () => {
     expect(answer.body).toMatchObject({ taskId, status: 0, stage: 'running' });
     expect(answer.body).not.toHaveProperty('estimatedStartAt');
     expect(answer.body).not.toHaveProperty('imageUrls');
+  });
+
+  test('a wait of N seconds reads the task at most 2N + 1 times (the documented 2 reads a second)', async () => {
+    // Prepare: the running task; every GetItem of it through the handlers' client is counted.
+    const taskId = running;
+    const waitSeconds = 5;
+    const stack = storeFromEnv().doc.middlewareStack as unknown as DynamoDBClient['middlewareStack'];
+    let reads = 0;
+    stack.add(
+      (next, context) => async (args) => {
+        // The document client's GetCommand reaches the client's stack as GetItemCommand, its key marshalled.
+        const key = JSON.stringify((args.input as { Key?: unknown }).Key ?? null);
+        if (/^Get(Item)?Command$/.test(context.commandName ?? '') && key.includes(`TASK#${taskId}`)) reads++;
+        return next(args);
+      },
+      { step: 'initialize', name: 'countTaskReads' },
+    );
+
+    // Act
+    let answer: Awaited<ReturnType<typeof invoke>>;
+    try {
+      answer = await invoke(getTask, waitEvent(user, taskId, String(waitSeconds)));
+    } finally {
+      stack.remove('countTaskReads');
+    }
+
+    // Assert: it watched the record (more than one read), within the bound.
+    expect(answer.body).toMatchObject({ taskId, status: 0 });
+    expect(reads).toBeGreaterThan(1);
+    expect(reads).toBeLessThanOrEqual(2 * waitSeconds + 1);
   });
 
   test.each(['0', '21', '-1', '1.5', 'abc', '', '1e1', '020000'])(

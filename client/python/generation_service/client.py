@@ -86,6 +86,8 @@ NOT_FOR_API_KEYS: dict[str, str] = {
     "accountAlertsUpdate": _SESSION_ONLY,
     "accountLimitGet": _SESSION_ONLY,
     "accountLimitUpdate": _SESSION_ONLY,
+    "accountExport": _SESSION_ONLY,
+    "accountClose": _SESSION_ONLY,
 }
 """The document's other operations, each with why a key-holding consumer has no method for it."""
 

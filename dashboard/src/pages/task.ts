@@ -4,7 +4,7 @@
  * pending task is read again every few seconds until it ends; then the balance is refreshed (a failure
  * refunds).
  */
-import { ApiError, cancelTask, getTask, type Task } from '../api';
+import { ApiError, cancelTask, deleteTask, getTask, type Task } from '../api';
 import { h, replace, statusLine } from '../dom';
 import { credits, dateTime, stateName } from '../format';
 import type { PageContext } from './page';
@@ -102,6 +102,24 @@ export async function renderTask(main: HTMLElement, taskId: string, context: Pag
           ? 'The task was cancelled; its credits were refunded.'
           : 'The task failed; its credits were refunded.';
     await context.refreshBalance();
+    body.append(deleteButton());
+  };
+  /** Delete, offered once the task has ended (a pending one must be cancelled first: the API says 409). */
+  const deleteButton = () => {
+    const button = h('button', { type: 'button', class: 'danger' }, 'Delete task');
+    button.addEventListener('click', async () => {
+      if (!window.confirm('Delete this task and its results? Its ledger entries are kept.')) return;
+      button.disabled = true;
+      try {
+        await deleteTask(taskId);
+        replace(body, h('p', { class: 'notice' }, 'The task and its results were deleted.'));
+        progress.textContent = 'Deleted.';
+      } catch (error) {
+        button.disabled = false;
+        progress.textContent = `Not deleted: ${error instanceof ApiError ? error.message : 'no answer'}`;
+      }
+    });
+    return h('p', {}, button);
   };
   /** Set once a cancel answered: the page shows that answer and stops reading the task. */
   let cancelled: Task | undefined;
@@ -129,6 +147,7 @@ export async function renderTask(main: HTMLElement, taskId: string, context: Pag
     if (!context.alive() || cancelled) return;
     const queued = task.status === 0 && task.stage === 'queued';
     replace(body, details(task, queued ? cancelButton() : undefined));
+    if (queued) body.append(h('p', { class: 'hint' }, 'To delete this task, cancel it first.'));
     if (task.status !== 0) {
       await ended(task);
       return;

@@ -7,6 +7,8 @@ export interface BrowserTestContext {
   chromium: string;
   /** The invited account of the run, signing in through the local OpenID provider. */
   account: { email: string; password: string; userId: string; credits: number };
+  /** A second invited account, closed by test/browser/account.test.ts. */
+  closingAccount: { email: string; password: string; userId: string; credits: number };
   /** Where screenshots go (gitignored). */
   screenshotDir: string;
   /** The stack's DynamoDB Local and table: a test holds the dispatcher back through its capacity item. */

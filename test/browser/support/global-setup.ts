@@ -28,6 +28,13 @@ const ACCOUNT = {
   userId: 'browser-user',
   credits: 1000,
 };
+/** A second account, for the test that closes it (test/browser/account.test.ts): the first stays open. */
+const CLOSING_ACCOUNT = {
+  email: 'closing-user@browser.test',
+  password: randomBytes(12).toString('base64url'),
+  userId: 'closing-user',
+  credits: 100,
+};
 
 export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
   const chromium = chromiumPath();
@@ -47,7 +54,7 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
           // Every 2 s: each sweep of an idle stack costs about 65 ms of CPU, and this stack is up for the whole run.
           SWEEPER_INTERVAL_SECONDS: '2',
           DASHBOARD_DIR: '',
-          LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password}`,
+          LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password},${CLOSING_ACCOUNT.email}:${CLOSING_ACCOUNT.password}`,
           // 1 MB, so the dashboard test's oversize reference file stays small.
           UPLOAD_MAX_BYTES: String(1024 * 1024),
         },
@@ -64,6 +71,8 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
     const store = { doc, tableName: TABLE_NAME };
     await inviteAccount(store, { email: ACCOUNT.email, userId: ACCOUNT.userId });
     await grantCredits(store, { userId: ACCOUNT.userId, amount: ACCOUNT.credits, grantId: 'browser-welcome' });
+    await inviteAccount(store, { email: CLOSING_ACCOUNT.email, userId: CLOSING_ACCOUNT.userId });
+    await grantCredits(store, { userId: CLOSING_ACCOUNT.userId, amount: CLOSING_ACCOUNT.credits, grantId: 'closing' });
   } finally {
     doc.destroy();
   }
@@ -74,6 +83,7 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
     baseUrl: stack.baseUrl,
     chromium,
     account: ACCOUNT,
+    closingAccount: CLOSING_ACCOUNT,
     screenshotDir,
     dynamodbEndpoint: stack.dynamodbEndpoint,
     tableName: TABLE_NAME,
