@@ -1,5 +1,7 @@
 /**
- * The stack as `cdk deploy` builds it for AWS (cdk.json defaults), bundles included.
+ * The stack as `cdk deploy` builds it for AWS (cdk.json defaults), bundles included: the template and the
+ * constructs from a synth of this file's own, the bundles from the bundled synth the infra files share
+ * (bundled-assembly.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -18,6 +20,7 @@ import {
   WEBHOOK_WORKER,
   WEBHOOK_WORKER_FILTERS,
 } from '../../lib/routes';
+import { bundledAssembly } from './bundled-assembly';
 import {
   actionsOf,
   cleanUp,
@@ -33,7 +36,7 @@ import {
 let service: SynthesizedService;
 
 beforeAll(() => {
-  service = synthesize({}, { bundle: true });
+  service = synthesize({}, { bundle: false });
 }, 180_000);
 
 afterAll(() => {
@@ -149,10 +152,10 @@ describe('functions', () => {
     }
   });
 
-  test('each bundle is one CommonJS file with the AWS SDK inside and no source map', () => {
+  test('each bundle is one CommonJS file with the AWS SDK inside and no source map', async () => {
     // Prepare
-    const assembly = service.app.synth();
-    const resources = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+    const assembly = await bundledAssembly();
+    const resources = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown } } }
     >;
@@ -187,10 +190,10 @@ describe('functions', () => {
     expect(withTable).toBe(assetDirs.length - 2);
   });
 
-  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', () => {
+  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', async () => {
     // Prepare
-    const assembly = service.app.synth();
-    const template = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+    const assembly = await bundledAssembly();
+    const template = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown }; Description?: string } }
     >;
@@ -711,12 +714,15 @@ describe('dashboard', () => {
     );
   });
 
-  test('cdk deploy uploads the dashboard built by esbuild to its bucket and invalidates the distribution', () => {
+  test('cdk deploy uploads the dashboard built by esbuild to its bucket and invalidates the distribution', async () => {
+    // Prepare
+    const assembly = await bundledAssembly();
+
     // Act
     const deployments = Object.values(service.template.findResources('Custom::CDKBucketDeployment'));
     const assetDirs = fs
-      .readdirSync(service.app.outdir)
-      .map((name) => path.join(service.app.outdir, name))
+      .readdirSync(assembly.directory)
+      .map((name) => path.join(assembly.directory, name))
       .filter((dir) => fs.existsSync(path.join(dir, 'index.html')));
     const built = assetDirs[0] ?? '';
     const html = fs.readFileSync(path.join(built, 'index.html'), 'utf8');
