@@ -41,8 +41,13 @@ const SOURCE_FILES = [
   'test/infra/support.ts',
   'test/infra/bundled-assembly.ts',
 ];
-/** How long a file waits for another worker's synth (a loaded machine; one took 150 s). */
-const WAIT_MS = 600_000;
+/**
+ * How long a file waits for another worker's synth, and the jest timeout of a test or hook that asks
+ * for the assembly (it may be the one to build it): one synth took 150 s in a whole run, and over ten
+ * minutes beside other test runs at a load of 35.
+ */
+export const BUNDLED_ASSEMBLY_TIMEOUT_MS = 1_200_000;
+const WAIT_MS = BUNDLED_ASSEMBLY_TIMEOUT_MS - 60_000;
 const MANIFEST = 'bundled-assembly.json';
 
 function filesUnder(dir: string): string[] {
@@ -113,9 +118,11 @@ function build(target: string): void {
     fs.rmSync(building, { recursive: true, force: true });
     if (!fs.existsSync(path.join(target, MANIFEST))) throw error;
   }
-  // Assemblies of earlier sources are no longer wanted.
+  // Assemblies of earlier sources are no longer wanted, nor what killed builders left.
   for (const name of fs.readdirSync(CACHE_ROOT)) {
-    if (/^[0-9a-f]{24}$/.test(name) && path.join(CACHE_ROOT, name) !== target) {
+    const builder = /^[0-9a-f]{24}\.building-(\d+)$/.exec(name)?.[1];
+    const stale = builder ? !isAlive(Number(builder)) : /^[0-9a-f]{24}$/.test(name);
+    if (stale && path.join(CACHE_ROOT, name) !== target) {
       fs.rmSync(path.join(CACHE_ROOT, name), { recursive: true, force: true });
     }
   }

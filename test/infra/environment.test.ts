@@ -15,7 +15,7 @@
 import * as fs from 'node:fs';
 import { ENVIRONMENT } from '../../functions/environment/environment-catalog';
 import { GenerationFunction } from '../../lib/generation-function';
-import { bundledAssembly } from './bundled-assembly';
+import { BUNDLED_ASSEMBLY_TIMEOUT_MS, bundledAssembly } from './bundled-assembly';
 import { cleanUp, logicalIdOf, type SynthesizedService, synthesize } from './support';
 
 interface DeployedFunction {
@@ -94,7 +94,7 @@ beforeAll(async () => {
       sets: new Set(Object.keys(variables ?? {})),
     };
   });
-}, 600_000);
+}, BUNDLED_ASSEMBLY_TIMEOUT_MS);
 
 afterAll(() => cleanUp(service));
 

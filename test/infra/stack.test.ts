@@ -20,7 +20,7 @@ import {
   WEBHOOK_WORKER,
   WEBHOOK_WORKER_FILTERS,
 } from '../../lib/routes';
-import { bundledAssembly } from './bundled-assembly';
+import { BUNDLED_ASSEMBLY_TIMEOUT_MS, type BundledAssembly, bundledAssembly } from './bundled-assembly';
 import {
   actionsOf,
   cleanUp,
@@ -34,10 +34,12 @@ import {
 } from './support';
 
 let service: SynthesizedService;
+let assembly: BundledAssembly;
 
-beforeAll(() => {
+beforeAll(async () => {
   service = synthesize({}, { bundle: false });
-}, 180_000);
+  assembly = await bundledAssembly();
+}, BUNDLED_ASSEMBLY_TIMEOUT_MS);
 
 afterAll(() => {
   cleanUp(service);
@@ -152,9 +154,8 @@ describe('functions', () => {
     }
   });
 
-  test('each bundle is one CommonJS file with the AWS SDK inside and no source map', async () => {
+  test('each bundle is one CommonJS file with the AWS SDK inside and no source map', () => {
     // Prepare
-    const assembly = await bundledAssembly();
     const resources = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown } } }
@@ -190,9 +191,8 @@ describe('functions', () => {
     expect(withTable).toBe(assetDirs.length - 2);
   });
 
-  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', async () => {
+  test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', () => {
     // Prepare
-    const assembly = await bundledAssembly();
     const template = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown }; Description?: string } }
@@ -714,10 +714,7 @@ describe('dashboard', () => {
     );
   });
 
-  test('cdk deploy uploads the dashboard built by esbuild to its bucket and invalidates the distribution', async () => {
-    // Prepare
-    const assembly = await bundledAssembly();
-
+  test('cdk deploy uploads the dashboard built by esbuild to its bucket and invalidates the distribution', () => {
     // Act
     const deployments = Object.values(service.template.findResources('Custom::CDKBucketDeployment'));
     const assetDirs = fs
