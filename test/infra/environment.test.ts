@@ -13,9 +13,9 @@
  * demand more, never less; the sanity test below checks that the derivation discriminates at all.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ENVIRONMENT } from '../../functions/environment/environment-catalog';
 import { GenerationFunction } from '../../lib/generation-function';
+import { BUNDLED_ASSEMBLY_TIMEOUT_MS, bundledAssembly } from './bundled-assembly';
 import { cleanUp, logicalIdOf, type SynthesizedService, synthesize } from './support';
 
 interface DeployedFunction {
@@ -70,22 +70,23 @@ function contractNamesIn(bundle: string): Set<string> {
   );
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   // With a cap on tasks in flight, so the variables set only when configured are checked too: the stack
-  // gives PROVIDER_MAX_IN_FLIGHT to the finishing functions, whose bundles must read it.
-  service = synthesize({ providerMaxInFlight: '4' }, { bundle: true });
+  // gives PROVIDER_MAX_IN_FLIGHT to the finishing functions, whose bundles must read it. The bundles
+  // are the default stack's, shared by the infra files (bundled-assembly.ts): the cap is an environment
+  // variable, and no bundle depends on it.
+  service = synthesize({ providerMaxInFlight: '4' }, { bundle: false });
+  const assembly = await bundledAssembly();
+  const bundles = new Map(assembly.bundles.map((bundle) => [bundle.path, bundle.file]));
   const resources = service.template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>;
   const functions = service.stack.node.findAll().filter((node): node is GenerationFunction => {
     return node instanceof GenerationFunction;
   });
-  const outdir = service.app.outdir;
   deployed = functions.map((fn) => {
     const properties = resources[logicalIdOf(service as SynthesizedService, fn)]?.Properties;
     if (!properties) throw new Error(`no resource for ${fn.node.path}`);
-    const key = (properties.Code as { S3Key: string }).S3Key;
-    const assetDir = path.join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
-    const bundleFile = ['index.js', 'index.mjs'].map((file) => path.join(assetDir, file)).find(fs.existsSync);
-    if (!bundleFile) throw new Error(`no bundle for ${fn.node.path} in ${assetDir}`);
+    const bundleFile = bundles.get(fn.node.path);
+    if (!bundleFile) throw new Error(`no bundle for ${fn.node.path} in ${assembly.directory}`);
     const variables = (properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
     return {
       name: fn.node.path,
@@ -93,7 +94,7 @@ beforeAll(() => {
       sets: new Set(Object.keys(variables ?? {})),
     };
   });
-}, 300_000);
+}, BUNDLED_ASSEMBLY_TIMEOUT_MS);
 
 afterAll(() => cleanUp(service));
 

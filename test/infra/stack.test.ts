@@ -1,5 +1,7 @@
 /**
- * The stack as `cdk deploy` builds it for AWS (cdk.json defaults), bundles included.
+ * The stack as `cdk deploy` builds it for AWS (cdk.json defaults), bundles included: the template and the
+ * constructs from a synth of this file's own, the bundles from the bundled synth the infra files share
+ * (bundled-assembly.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -18,6 +20,7 @@ import {
   WEBHOOK_WORKER,
   WEBHOOK_WORKER_FILTERS,
 } from '../../lib/routes';
+import { BUNDLED_ASSEMBLY_TIMEOUT_MS, type BundledAssembly, bundledAssembly } from './bundled-assembly';
 import {
   actionsOf,
   cleanUp,
@@ -31,10 +34,12 @@ import {
 } from './support';
 
 let service: SynthesizedService;
+let assembly: BundledAssembly;
 
-beforeAll(() => {
-  service = synthesize({}, { bundle: true });
-}, 180_000);
+beforeAll(async () => {
+  service = synthesize({}, { bundle: false });
+  assembly = await bundledAssembly();
+}, BUNDLED_ASSEMBLY_TIMEOUT_MS);
 
 afterAll(() => {
   cleanUp(service);
@@ -151,8 +156,7 @@ describe('functions', () => {
 
   test('each bundle is one CommonJS file with the AWS SDK inside and no source map', () => {
     // Prepare
-    const assembly = service.app.synth();
-    const resources = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+    const resources = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown } } }
     >;
@@ -189,8 +193,7 @@ describe('functions', () => {
 
   test('the submit bundles hold no provider client at all (the dispatcher sends); the functions that read keep it', () => {
     // Prepare
-    const assembly = service.app.synth();
-    const template = assembly.getStackByName(service.stack.stackName).template.Resources as Record<
+    const template = assembly.resources as Record<
       string,
       { Type: string; Properties: { Code?: { S3Key?: unknown }; Description?: string } }
     >;
@@ -719,8 +722,8 @@ describe('dashboard', () => {
     // Act
     const deployments = Object.values(service.template.findResources('Custom::CDKBucketDeployment'));
     const assetDirs = fs
-      .readdirSync(service.app.outdir)
-      .map((name) => path.join(service.app.outdir, name))
+      .readdirSync(assembly.directory)
+      .map((name) => path.join(assembly.directory, name))
       .filter((dir) => fs.existsSync(path.join(dir, 'index.html')));
     const built = assetDirs[0] ?? '';
     const html = fs.readFileSync(path.join(built, 'index.html'), 'utf8');

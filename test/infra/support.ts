@@ -33,8 +33,11 @@ export interface SynthesizedService {
 /** The provider URL the infra tests deploy with. */
 export const TEST_PROVIDER_URL = 'https://provider.example.com';
 
-export function synthesize(overrides: Record<string, unknown> = {}, options: { bundle: boolean }): SynthesizedService {
-  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'generation-infra-'));
+export function synthesize(
+  overrides: Record<string, unknown> = {},
+  options: { bundle: boolean; outdir?: string },
+): SynthesizedService {
+  const outdir = options.outdir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'generation-infra-'));
   const app = new App({
     outdir,
     context: {
