@@ -48,6 +48,7 @@ import {
 } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
+import { readLayout, thinLately } from './thin-balance';
 import { usageCounterChange, usageRefundChanges } from './usage';
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
@@ -221,8 +222,14 @@ export async function acceptTask(
   const random = ctx.retry?.random ?? Math.random;
   const avoid = new Set<number>();
   let target = randomShard(avoid, random);
-  // Unknown until the picked shard turns out short; from then on every try plans from a fresh read.
-  let balances: ShardBalances | undefined;
+  // Unknown until the picked shard turns out short (or, on a balance this process found thin lately,
+  // read before the first try: store/thin-balance.ts); from then on every try plans from a read.
+  let balances: ShardBalances | undefined = thinLately(task.userId)
+    ? await readLayout(ctx, task.userId, cost)
+    : undefined;
+  // Set when a read says the account cannot pay before any try was made: the first try is still made
+  // (on one shard), since a replay, an ended key and a changed account limit outrank the 402.
+  let unpaid: InsufficientCreditsError | undefined;
   // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
   // shard number the balance is debited on; read when a shard is short or the shares are too thin.
   const budgets = new Map<SpendScope, AcceptBudget>();
@@ -235,9 +242,13 @@ export async function acceptTask(
         ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
       });
     } else if (!accountLimit) budgets.delete('account');
-    const plan: DebitPlan | undefined = balances
+    let plan: DebitPlan | undefined = balances
       ? planTake(balances, cost, { prefer: target, avoid, random })
       : [{ shard: target, delta: -cost }];
+    if (!plan && attempt === 1) {
+      unpaid = new InsufficientCreditsError(cost, totalOf(balances ?? []));
+      plan = [{ shard: target, delta: -cost }];
+    }
     const first = plan?.[0]?.shard ?? target;
     // A spent budget answers 402 before the balance does.
     const spendPlans = new Map<SpendScope, ShardPlan>();
@@ -308,6 +319,7 @@ export async function acceptTask(
       // A budget read as spent, and its shard short on this try: 402, naming the budget.
       const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
       if (spent) throw exhausted.get(spent);
+      if (unpaid && outcome.kind === 'short') throw unpaid;
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
         const [budgetSpent] = exhausted.values();
         if (budgetSpent) throw budgetSpent;
@@ -328,12 +340,14 @@ export async function acceptTask(
       }
       if (outcome.kind === 'conflict') {
         for (const shard of outcome.conflictedShards) avoid.add(shard);
-        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0);
+        // A gathering that met another transaction waits before it reads again: most likely that one is
+        // a gathering too, whose lumps the next read shows (store/shard-plan.ts).
+        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0 && plan.length === 1);
         target = randomShard(avoid, random);
       }
       // What was read is stale once a try failed: read again what was read, and what turned out short.
       const short = outcome.kind === 'short' ? outcome : undefined;
-      if (balances || (short && short.shards.length > 0)) balances = await readShards(ctx, task.userId);
+      if (balances || (short && short.shards.length > 0)) balances = await readLayout(ctx, task.userId, cost);
       for (const [scope, budget] of budgets) {
         if (budget.rooms || short?.spend?.includes(scope)) {
           budget.rooms = await readRooms(ctx, task.userId, budget.limit, task.now);
