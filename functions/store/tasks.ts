@@ -11,7 +11,6 @@ import { type ErrorCode, type KeySpendLimit, type TaskRecord, TaskStatus, type T
 import { usageDay } from '../core/usage';
 import { type AcceptBudget, budgetPlan, countedOn, readRooms, roomsIfThin } from './accept-budgets';
 import {
-  type DebitPlan,
   type KeyGuard,
   keyEndCheck,
   pauseAfterConflict,
@@ -37,7 +36,7 @@ import {
 } from './errors';
 import { pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
-import { planTake, type ShardPlan } from './shard-plan';
+import type { ShardPlan } from './shard-plan';
 import {
   accountBudget,
   knownAccountLimit,
@@ -48,7 +47,7 @@ import {
 } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
-import { readLayout, thinLately } from './thin-balance';
+import { layoutBeforeFirstTry, planTry, readLayout } from './thin-balance';
 import { usageCounterChange, usageRefundChanges } from './usage';
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
@@ -222,14 +221,8 @@ export async function acceptTask(
   const random = ctx.retry?.random ?? Math.random;
   const avoid = new Set<number>();
   let target = randomShard(avoid, random);
-  // Unknown until the picked shard turns out short (or, on a balance this process found thin lately,
-  // read before the first try: store/thin-balance.ts); from then on every try plans from a read.
-  let balances: ShardBalances | undefined = thinLately(task.userId)
-    ? await readLayout(ctx, task.userId, cost)
-    : undefined;
-  // Set when a read says the account cannot pay before any try was made: the first try is still made
-  // (on one shard), since a replay, an ended key and a changed account limit outrank the 402.
-  let unpaid: InsufficientCreditsError | undefined;
+  // Unknown until the picked shard turns out short, or read first on a thin balance (store/thin-balance.ts).
+  let balances: ShardBalances | undefined = await layoutBeforeFirstTry(ctx, task.userId, cost);
   // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
   // shard number the balance is debited on; read when a shard is short or the shares are too thin.
   const budgets = new Map<SpendScope, AcceptBudget>();
@@ -242,13 +235,7 @@ export async function acceptTask(
         ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
       });
     } else if (!accountLimit) budgets.delete('account');
-    let plan: DebitPlan | undefined = balances
-      ? planTake(balances, cost, { prefer: target, avoid, random })
-      : [{ shard: target, delta: -cost }];
-    if (!plan && attempt === 1) {
-      unpaid = new InsufficientCreditsError(cost, totalOf(balances ?? []));
-      plan = [{ shard: target, delta: -cost }];
-    }
+    const { plan, unpaid } = planTry(balances, cost, { target, avoid, random, firstTry: attempt === 1 });
     const first = plan?.[0]?.shard ?? target;
     // A spent budget answers 402 before the balance does.
     const spendPlans = new Map<SpendScope, ShardPlan>();
@@ -340,8 +327,7 @@ export async function acceptTask(
       }
       if (outcome.kind === 'conflict') {
         for (const shard of outcome.conflictedShards) avoid.add(shard);
-        // A gathering that met another transaction waits before it reads again: most likely that one is
-        // a gathering too, whose lumps the next read shows (store/shard-plan.ts).
+        // A gathering that met a conflict backs off before it reads again (store/thin-balance.ts).
         await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0 && plan.length === 1);
         target = randomShard(avoid, random);
       }

@@ -11,9 +11,15 @@
  * read first (one Query, which holds nothing) for `THIN_MEMORY_MS`, and a read that finds it thick
  * again forgets it at once. Only a hint: a plan made from a read is still checked item by item in the
  * transaction, and forgetting costs one short try.
+ *
+ * Also here, so the accept's loop (store/tasks.ts) stays as it was: a gathering that met a conflict backs
+ * off before it reads again (balance.ts `pauseAfterConflict`), where a single-shard debit retries at once
+ * on another shard: the other transaction is most likely a gathering too, whose lumps the next read shows.
  */
-import { readShards, type ShardBalances } from './balance';
+import { InsufficientCreditsError } from '../core/errors';
+import { readShards, type ShardBalances, totalOf } from './balance';
 import type { RetryingStoreContext } from './errors';
+import { planTake, type ShardPlan } from './shard-plan';
 
 /** How long a thin layout is remembered: far longer than a burst, short beside a customer's top-up cadence. */
 export const THIN_MEMORY_MS = 10_000;
@@ -55,4 +61,32 @@ export async function readLayout(
     thinUntil.set(userId, now() + THIN_MEMORY_MS);
   }
   return balances;
+}
+
+/** The balances an accept plans its first try from: read first on an account found thin lately, else none. */
+export async function layoutBeforeFirstTry(
+  ctx: RetryingStoreContext,
+  userId: string,
+  cost: number,
+): Promise<ShardBalances | undefined> {
+  return thinLately(userId) ? await readLayout(ctx, userId, cost) : undefined;
+}
+
+/**
+ * What one try of an accept debits: planned from the balances read (store/shard-plan.ts; undefined when
+ * they cannot pay), or without a read the cost from shard `target`. A read before the first try that
+ * says the account cannot pay still plans that one try, on `target`, with `unpaid` the 402 to answer
+ * when it falls short: a replay, an ended key and a changed account limit, which that try tells, outrank
+ * the 402.
+ */
+export function planTry(
+  balances: ShardBalances | undefined,
+  cost: number,
+  input: { target: number; avoid: ReadonlySet<number>; random: () => number; firstTry: boolean },
+): { plan?: ShardPlan; unpaid?: InsufficientCreditsError } {
+  const blind = [{ shard: input.target, delta: -cost }];
+  if (!balances) return { plan: blind };
+  const plan = planTake(balances, cost, { prefer: input.target, avoid: input.avoid, random: input.random });
+  if (plan || !input.firstTry) return plan ? { plan } : {};
+  return { plan: blind, unpaid: new InsufficientCreditsError(cost, totalOf(balances)) };
 }

@@ -3,7 +3,7 @@ import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { readShards } from '../../functions/store/balance';
 import { auditUser } from '../../functions/store/ledger';
 import { acceptTask } from '../../functions/store/tasks';
-import { thinLately } from '../../functions/store/thin-balance';
+import { readLayout, thinLately } from '../../functions/store/thin-balance';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask, newUserId } from '../support/store-fixtures';
 
@@ -32,6 +32,9 @@ describe('accepts on a thin balance (conflict layer on)', () => {
     await grantCredits(store, { userId, amount: 40 });
     const lastShard = { ...store, retry: { random: () => 0.999 } };
     await acceptTask(lastShard, { task: newTask(userId, 3) });
+    // The process's memory lasts 10 s of wall clock: read again just before acting, so a slow first
+    // accept on a loaded machine cannot let it lapse in between.
+    await readLayout(store, userId, 3);
     const before = store.conflicts?.stats().forwardedTransactions ?? 0;
 
     // Act
