@@ -34,8 +34,9 @@ export function totalAmount(amounts: ShardAmounts): number {
  *
  * - Enough shards cover the cost alone: one of them (`prefer` when it covers, else one at random not
  *   in `avoid`), a single item.
- * - Otherwise: every shard with something on it (richest first, at most `maxShards`) gives all it has,
- *   and what is left after the cost goes back to the richest of them in equal lumps of at least `cost`.
+ * - Otherwise: every shard with something on it (richest first, at most `maxShards`; none in `avoid`
+ *   while the others cover the cost) gives all it has, and what is left after the cost goes back to the
+ *   richest of them in equal lumps of at least `cost`.
  */
 export function planTake(
   amounts: ShardAmounts,
@@ -57,9 +58,13 @@ export function planTake(
     const pool = free.length > 0 ? free : covering;
     return single(pool[Math.floor(random() * pool.length)] ?? 0, cost);
   }
+  // Around the shards a racing transaction holds (`avoid`) while the others cover the cost: a gathering
+  // names every donor, and one held donor would cancel it again.
+  const positive = shards.filter((shard) => (amounts[shard] ?? 0) > 0);
+  const unheld = positive.filter((shard) => !avoid.has(shard));
+  const pool = totalAmount(unheld.map((shard) => amounts[shard] ?? 0)) >= cost ? unheld : positive;
   // Richest first; ties broken at random so racing gatherings do not all list the same shards first.
-  const donors = shards
-    .filter((shard) => (amounts[shard] ?? 0) > 0)
+  const donors = pool
     .map((shard) => [shard, (amounts[shard] ?? 0) + random() / 2] as const)
     .sort((a, b) => b[1] - a[1])
     .map(([shard]) => shard);

@@ -12,7 +12,6 @@ import { usageDay } from '../core/usage';
 import { type AcceptBudget, budgetPlan, countedOn, readRooms, roomsIfThin } from './accept-budgets';
 import {
   credentialGuard,
-  type DebitPlan,
   keyEndCheck,
   pauseAfterConflict,
   randomShard,
@@ -37,7 +36,7 @@ import {
 } from './errors';
 import { pendingShardKey, userIdFromPk } from './keys';
 import { ledgerEntryItem } from './ledger-entry';
-import { planTake, type ShardPlan } from './shard-plan';
+import type { ShardPlan } from './shard-plan';
 import {
   accountBudget,
   knownAccountLimit,
@@ -48,6 +47,7 @@ import {
 } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
+import { layoutBeforeFirstTry, planTry, readLayout } from './thin-balance';
 import { usageCounterChange, usageRefundChanges } from './usage';
 
 /** How long an Idempotency-Key is remembered (DynamoDB's TTL removes the record afterwards). */
@@ -220,8 +220,8 @@ export async function acceptTask(
   const random = ctx.retry?.random ?? Math.random;
   const avoid = new Set<number>();
   let target = randomShard(avoid, random);
-  // Unknown until the picked shard turns out short; from then on every try plans from a fresh read.
-  let balances: ShardBalances | undefined;
+  // Unknown until the picked shard turns out short, or read first on a thin balance (store/thin-balance.ts).
+  let balances: ShardBalances | undefined = await layoutBeforeFirstTry(ctx, task.userId, cost);
   // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
   // shard number the balance is debited on; read when a shard is short or the shares are too thin.
   const budgets = new Map<SpendScope, AcceptBudget>();
@@ -234,9 +234,7 @@ export async function acceptTask(
         ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
       });
     } else if (!accountLimit) budgets.delete('account');
-    const plan: DebitPlan | undefined = balances
-      ? planTake(balances, cost, { prefer: target, avoid, random })
-      : [{ shard: target, delta: -cost }];
+    const { plan, unpaid } = planTry(balances, cost, { target, avoid, random, firstTry: attempt === 1 });
     const first = plan?.[0]?.shard ?? target;
     // A spent budget answers 402 before the balance does.
     const spendPlans = new Map<SpendScope, ShardPlan>();
@@ -307,6 +305,7 @@ export async function acceptTask(
       // A budget read as spent, and its shard short on this try: 402, naming the budget.
       const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
       if (spent) throw exhausted.get(spent);
+      if (unpaid && outcome.kind === 'short') throw unpaid;
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
         const [budgetSpent] = exhausted.values();
         if (budgetSpent) throw budgetSpent;
@@ -327,12 +326,13 @@ export async function acceptTask(
       }
       if (outcome.kind === 'conflict') {
         for (const shard of outcome.conflictedShards) avoid.add(shard);
-        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0);
+        // A gathering that met a conflict backs off before it reads again (store/thin-balance.ts).
+        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0 && plan.length === 1);
         target = randomShard(avoid, random);
       }
       // What was read is stale once a try failed: read again what was read, and what turned out short.
       const short = outcome.kind === 'short' ? outcome : undefined;
-      if (balances || (short && short.shards.length > 0)) balances = await readShards(ctx, task.userId);
+      if (balances || (short && short.shards.length > 0)) balances = await readLayout(ctx, task.userId, cost);
       for (const [scope, budget] of budgets) {
         if (budget.rooms || short?.spend?.includes(scope)) {
           budget.rooms = await readRooms(ctx, task.userId, budget.limit, task.now);

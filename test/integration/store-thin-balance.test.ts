@@ -1,0 +1,70 @@
+import { InsufficientCreditsError } from '../../functions/core/errors';
+import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { readShards } from '../../functions/store/balance';
+import { auditUser } from '../../functions/store/ledger';
+import { acceptTask } from '../../functions/store/tasks';
+import { readLayout, thinLately } from '../../functions/store/thin-balance';
+import { createTestStore, type TestStore } from '../support/dynamodb';
+import { newTask, newUserId } from '../support/store-fixtures';
+
+// A guard against hangs on a loaded machine, not a speed check.
+jest.setTimeout(60_000);
+
+/**
+ * An accept on a balance this process found thin reads the shards before its first try instead of
+ * after a short one (store/thin-balance.ts, docs/decisions/0018-thin-balance-bursts.md).
+ */
+describe('accepts on a thin balance (conflict layer on)', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await createTestStore({ conflicts: { holdMs: 5 } });
+  });
+
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('after a read found the balance thin, the next accept takes from a shard that covers it in one transaction', async () => {
+    // Prepare: 40 credits spread evenly (1 or 2 a shard: a cost of 3 fits on none). Every blind pick is
+    // the last shard, which the first accept's gathering leaves empty.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 40 });
+    const lastShard = { ...store, retry: { random: () => 0.999 } };
+    await acceptTask(lastShard, { task: newTask(userId, 3) });
+    // The process's memory lasts 10 s of wall clock: read again just before acting, so a slow first
+    // accept on a loaded machine cannot let it lapse in between.
+    await readLayout(store, userId, 3);
+    const before = store.conflicts?.stats().forwardedTransactions ?? 0;
+
+    // Act
+    await acceptTask(lastShard, { task: newTask(userId, 3) });
+
+    // Assert: one transaction (no short try on the empty last shard first), money exact.
+    expect(thinLately(userId)).toBe(true);
+    expect((store.conflicts?.stats().forwardedTransactions ?? 0) - before).toBe(1);
+    expect((await readShards(store, userId))[31]).toBe(0);
+    expect(await getBalance(store, userId)).toBe(34);
+    expect(await auditUser(store, userId)).toEqual({ userId, balance: 34, ledgerSum: 34, entries: 3, ok: true });
+  });
+
+  it('a refusal on a balance found thin is still a 402 with nothing written, and a grant is seen at once', async () => {
+    // Prepare: 2 credits cannot pay 3; the first refusal teaches the process the account is thin.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 2 });
+    const first = await acceptTask(store, { task: newTask(userId, 3) }).catch((error: unknown) => error);
+
+    // Act
+    const refusal = await acceptTask(store, { task: newTask(userId, 3) }).catch((error: unknown) => error);
+    await grantCredits(store, { userId, amount: 1 });
+    const accepted = await acceptTask(store, { task: newTask(userId, 3) });
+
+    // Assert
+    expect(first).toBeInstanceOf(InsufficientCreditsError);
+    expect(refusal).toBeInstanceOf(InsufficientCreditsError);
+    expect(refusal).toMatchObject({ required: 3, balance: 2 });
+    expect(accepted.replayed).toBe(false);
+    expect(await getBalance(store, userId)).toBe(0);
+    expect(await auditUser(store, userId)).toEqual({ userId, balance: 0, ledgerSum: 0, entries: 3, ok: true });
+  });
+});
