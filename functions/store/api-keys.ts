@@ -11,18 +11,18 @@ import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
 import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
-import { isSpendPeriod, type SpendLimitInput, spendPeriodOf } from '../core/spend-limit';
+import { isSpendPeriod, type SpendLimitInput } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
 import { type AuditInput, auditPut } from './audit';
 import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { and, keyCountConditions, update } from './conditions';
-import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors';
+import { busy, cancellationReasons, keyCountFailure } from './errors';
 import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { readSpent, spendCounterOf } from './spend';
+import { transact } from './transaction';
 
 /** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
 export interface ApiKeyRecord {
@@ -329,14 +329,6 @@ export function cancellationCodes(error: unknown): string[] | undefined {
 }
 
 /**
- * TransactWriteItems, retried on transient failures (transaction conflicts, throttling: the real
- * service has them, DynamoDB Local does not). A failed condition is the caller's to interpret.
- */
-export async function transact(ctx: StoreContext, items: TransactItem[]): Promise<void> {
-  await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
-}
-
-/**
  * Issues a key: generates it, stores its hash, listing and id items in one transaction and returns the
  * plaintext once. Validates before writing: non-empty user and name, well-formed CIDRs (stored in
  * canonical form), an expiry in the future.
@@ -404,27 +396,6 @@ export async function listApiKeys(ctx: StoreContext, userId: string): Promise<Ap
   const items = await queryAllWithPrefix(ctx, accountKeys.keyListing(userId, ''), projection);
   const listings = items.map(toListing);
   return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
-}
-
-/**
- * Every key of a user as `describeKey` shows it, with what each limited key has spent this period (one
- * GetItem per distinct counter: keys of one rotation chain share theirs).
- */
-export async function describeKeys(ctx: StoreContext, userId: string, now: Date) {
-  const listings = await listApiKeys(ctx, userId);
-  const spentByCounter = new Map<string, Promise<number>>();
-  const spentOf = (limit: KeySpendLimit) => {
-    const counter = spendCounterOf(userId, limit, now).key.SK;
-    let spent = spentByCounter.get(counter);
-    if (!spent) {
-      spent = readSpent(ctx, userId, limit, now);
-      spentByCounter.set(counter, spent);
-    }
-    return spent;
-  };
-  return Promise.all(
-    listings.map(async (key) => describeKey(key, now, key.spendLimit ? await spentOf(key.spendLimit) : 0)),
-  );
 }
 
 export interface KeyRef {
@@ -690,60 +661,4 @@ export async function recordKeyUse(
     if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) return false;
     throw error;
   }
-}
-
-/** Status of a key at `nowSeconds`. */
-export function keyStatus(key: Pick<ApiKeyListing, 'revokedAt' | 'expiresAt'>, nowSeconds: number) {
-  if (key.revokedAt !== undefined) return 'revoked' as const;
-  if (key.expiresAt !== undefined && nowSeconds >= key.expiresAt) return 'expired' as const;
-  return 'active' as const;
-}
-
-function iso(epoch: number | undefined): string | null {
-  return epoch === undefined ? null : new Date(epoch * 1000).toISOString();
-}
-
-/**
- * A key as the owner and operators see it (times ISO 8601, `null` = never / not): the one view the
- * CLI's `keys list` and `GET /api/keys` both print.
- */
-export function describeKey(key: ApiKeyListing, now: Date, spent = 0) {
-  return {
-    keyId: key.keyId,
-    name: key.name,
-    prefix: key.prefix,
-    status: keyStatus(key, epochSeconds(now)),
-    allowedCidrs: key.allowedCidrs,
-    createdAt: key.createdAt,
-    expiresAt: iso(key.expiresAt),
-    revokedAt: iso(key.revokedAt),
-    lastUsedAt: iso(key.lastUsedAt),
-    replacedBy: key.replacedBy ?? null,
-    rotatedFrom: key.rotatedFrom ?? null,
-    spendLimit: describeSpendLimit(key.spendLimit, now, spent),
-  };
-}
-
-/**
- * A key's budget as the owner sees it: the limit, what was spent in the current period (`spent`, read
- * by the caller from the counter, store/spend.ts `readSpent`) and when the period resets (null: never).
- */
-export function describeSpendLimit(limit: KeySpendLimit | undefined, now: Date, spent = 0) {
-  if (!limit) return null;
-  const resetsAt = spendPeriodOf(limit.period, now).resetsAt;
-  return { credits: limit.credits, period: limit.period, spent, resetsAt: resetsAt ? resetsAt.toISOString() : null };
-}
-
-/** What the owner sees of a newly issued key: the only time the plaintext key is shown. */
-export function describeIssuedKey(issued: IssuedApiKey) {
-  return {
-    keyId: issued.keyId,
-    apiKey: issued.apiKey,
-    userId: issued.userId,
-    name: issued.name,
-    prefix: issued.prefix,
-    allowedCidrs: issued.allowedCidrs,
-    expiresAt: iso(issued.expiresAt),
-    spendLimit: issued.spendLimit ? { credits: issued.spendLimit.credits, period: issued.spendLimit.period } : null,
-  };
 }

@@ -83,6 +83,13 @@ export const chargedAs = (creditsUsed: number, createdAt: string): Expr => ({
   values: { ':chargedCredits': creditsUsed, ':chargedAt': createdAt },
 });
 
+/** A cancel's condition: the task is still queued here and nobody has sent it (no provider id). */
+export const stillQueued = (): Expr => ({
+  expression: `${attr('stage')} = :cancelQueuedStage AND attribute_not_exists(${attr('providerTaskId')})`,
+  names: namesOf('stage', 'providerTaskId'),
+  values: { ':cancelQueuedStage': 'queued' },
+});
+
 /** The provider task id has not been recorded yet. */
 export const providerTaskNotRecorded = (): Expr => ({
   expression: `attribute_not_exists(${attr('providerTaskId')})`,

@@ -6,16 +6,17 @@
  * provider cannot take it over.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import { normalizeEmail } from '../core/session';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { update, updateParams } from './conditions';
-import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
+import { cancellationReasons, isConditionalCheckFailed } from './errors';
 import { accountKeys } from './keys';
 import * as keys from './task-keys';
+import { transact } from './transaction';
 
 export interface Invite {
   email: string;
@@ -76,7 +77,7 @@ export async function inviteAccount(
     ...(input.audit ? [auditPut(ctx, input.userId, input.audit, now)] : []),
   ];
   try {
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+    await transact(ctx, items);
   } catch (error) {
     if (cancellationReasons(error)?.[0]?.Code === 'ConditionalCheckFailed') {
       // Invited concurrently: answer as a repeat would.

@@ -17,13 +17,13 @@ import {
   getKeyRef,
   type KeyAction,
   names,
-  transact,
   withKey,
 } from './api-keys';
 import { auditPut } from './audit';
 import type { StoreContext } from './client';
 import { accountKeys } from './keys';
 import { rebalanceSpendCounters, stampLimitVersion } from './spend';
+import { transact } from './transaction';
 
 /** How far back a chain is followed: far more rotations than any grace can overlap. */
 const MAX_CHAIN = 50;

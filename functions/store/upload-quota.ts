@@ -10,10 +10,11 @@
  *   between fails it, and the count is taken again).
  * Inline `data:` images of a submit are not counted: they exist only for an accepted task, paid for.
  */
-import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UploadQuotaError } from '../core/uploads';
 import { cancellationReasons, isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
+import { transact } from './transaction';
 import { type UploadRecord, uploadItem } from './uploads';
 
 function countKey(userId: string) {
@@ -34,32 +35,28 @@ export async function putCountedUpload(
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await withRetry(
-        () =>
-          ctx.doc.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                {
-                  Put: {
-                    TableName: ctx.tableName,
-                    Item: { ...uploadItem(record), counted: true },
-                    ConditionExpression: 'attribute_not_exists(#pk)',
-                    ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
-                  },
-                },
-                {
-                  Update: {
-                    TableName: ctx.tableName,
-                    Key: countKey(record.userId),
-                    UpdateExpression: 'ADD #open :one',
-                    ConditionExpression: 'attribute_not_exists(#open) OR #open < :max',
-                    ExpressionAttributeNames: { '#open': 'open' },
-                    ExpressionAttributeValues: { ':one': 1, ':max': input.maxOpen },
-                  },
-                },
-              ],
-            }),
-          ),
+      await transact(
+        ctx,
+        [
+          {
+            Put: {
+              TableName: ctx.tableName,
+              Item: { ...uploadItem(record), counted: true },
+              ConditionExpression: 'attribute_not_exists(#pk)',
+              ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+            },
+          },
+          {
+            Update: {
+              TableName: ctx.tableName,
+              Key: countKey(record.userId),
+              UpdateExpression: 'ADD #open :one',
+              ConditionExpression: 'attribute_not_exists(#open) OR #open < :max',
+              ExpressionAttributeNames: { '#open': 'open' },
+              ExpressionAttributeValues: { ':one': 1, ':max': input.maxOpen },
+            },
+          },
+        ],
         ctx.retry,
       );
       return;
