@@ -7,6 +7,7 @@
 import { isKeyExpired } from '../core/api-key';
 import type { SpendLimitInput } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
+import { names } from './api-key-records';
 import {
   ApiKeyNotFoundError,
   type ApiKeyRecord,
@@ -16,7 +17,6 @@ import {
   getApiKeyById,
   getKeyRef,
   type KeyAction,
-  names,
   withKey,
 } from './api-keys';
 import { auditPut } from './audit';
