@@ -106,3 +106,62 @@ export const idempotencyKeyFree = (nowEpochSeconds: number): Expr => ({
   names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
   values: { ':nowEpochSeconds': nowEpochSeconds },
 });
+
+/**
+ * A key-end guard records no end yet, or a later one than `endSeconds`: an earlier end already recorded
+ * wins (store/balance.ts `markKeyEnd`).
+ */
+export const keyEndLaterThan = (endSeconds: number): Expr => ({
+  expression: `attribute_not_exists(${attr('endsAt')}) OR ${attr('endsAt')} > :end`,
+  names: namesOf('endsAt'),
+  values: { ':end': endSeconds },
+});
+
+/** A key-end guard records no end (a stamp on an ended key's guard would outlive its TTL's purpose). */
+export const keyEndNotRecorded = (): Expr => ({
+  expression: `attribute_not_exists(${attr('endsAt')})`,
+  names: namesOf('endsAt'),
+  values: {},
+});
+
+/** A key-end guard carries no limit stamp, or an older one than `version` (store/spend.ts `stampLimitVersion`). */
+export const limitStampOlderThan = (version: number): Expr => ({
+  expression: `attribute_not_exists(${attr('limitVersion')}) OR ${attr('limitVersion')} < :version`,
+  names: namesOf('limitVersion'),
+  values: { ':version': version },
+});
+
+/**
+ * A spend counter shard has spent at most `room` (what its cap leaves after the cost): a missing counter
+ * has spent nothing, so it passes too while the room is not negative (store/spend.ts `spendCounterChange`).
+ */
+export const spentAtMost = (room: number): Expr => ({
+  expression:
+    room >= 0
+      ? `attribute_not_exists(${attr('spent')}) OR ${attr('spent')} <= :spendRoom`
+      : `${attr('spent')} <= :spendRoom`,
+  names: namesOf('spent'),
+  values: { ':spendRoom': room },
+});
+
+/** A spend counter shard still holds `was`, as read (a missing counter holds 0): a rebalance's check. */
+export const spentIs = (was: number): Expr => ({
+  expression:
+    was === 0 ? `attribute_not_exists(${attr('spent')}) OR ${attr('spent')} = :was` : `${attr('spent')} = :was`,
+  names: namesOf('spent'),
+  values: { ':was': was },
+});
+
+/** An account's open uploads are fewer than `max` (a missing count is none). */
+export const openUploadsBelow = (max: number): Expr => ({
+  expression: `attribute_not_exists(${attr('open')}) OR ${attr('open')} < :max`,
+  names: namesOf('open'),
+  values: { ':max': max },
+});
+
+/** An account's open-upload count still holds `read`, as read: a recount's check. */
+export const openUploadsAre = (read: number): Expr => ({
+  expression: `${attr('open')} = :read`,
+  names: namesOf('open'),
+  values: { ':read': read },
+});

@@ -12,6 +12,8 @@
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UploadQuotaError } from '../core/uploads';
+import * as conditions from './condition-fragments';
+import { conditionParams, update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
 import { transact } from './transaction';
@@ -42,18 +44,14 @@ export async function putCountedUpload(
             Put: {
               TableName: ctx.tableName,
               Item: { ...uploadItem(record), counted: true },
-              ConditionExpression: 'attribute_not_exists(#pk)',
-              ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+              ...conditionParams(conditions.itemIsNew()),
             },
           },
           {
             Update: {
               TableName: ctx.tableName,
               Key: countKey(record.userId),
-              UpdateExpression: 'ADD #open :one',
-              ConditionExpression: 'attribute_not_exists(#open) OR #open < :max',
-              ExpressionAttributeNames: { '#open': 'open' },
-              ExpressionAttributeValues: { ':one': 1, ':max': input.maxOpen },
+              ...updateParams(update({ add: { open: 1 } }), conditions.openUploadsBelow(input.maxOpen)),
             },
           },
         ],
@@ -123,10 +121,7 @@ async function recount(ctx: RetryingStoreContext, userId: string, now: Date): Pr
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: countKey(userId),
-        UpdateExpression: 'SET #open = :live',
-        ConditionExpression: '#open = :read',
-        ExpressionAttributeNames: { '#open': 'open' },
-        ExpressionAttributeValues: { ':live': live, ':read': open },
+        ...updateParams(update({ set: { open: live } }), conditions.openUploadsAre(open)),
       }),
     );
   } catch (error) {
