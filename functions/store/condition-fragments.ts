@@ -66,6 +66,13 @@ export const taskIsPending = (): Expr => ({
   values: { ':pendingStatus': TaskStatus.PENDING },
 });
 
+/** The task has ended (completed or failed): it is no longer PENDING. A missing task fails with `itemExists`. */
+export const taskHasEnded = (): Expr => ({
+  expression: `${attr('status')} <> :pendingStatus`,
+  names: namesOf('status'),
+  values: { ':pendingStatus': TaskStatus.PENDING },
+});
+
 /** The task's credits have not been given back yet. */
 export const notYetRefunded = (): Expr => ({
   expression: `${attr('creditsRefunded')} = :notRefunded`,
@@ -164,4 +171,11 @@ export const openUploadsAre = (read: number): Expr => ({
   expression: `${attr('open')} = :read`,
   names: namesOf('open'),
   values: { ':read': read },
+});
+
+/** An invitation has no sign-in identity bound yet, or exactly `identity` (the first sign-in binds it). */
+export const identityUnboundOr = (identity: string): Expr => ({
+  expression: `attribute_not_exists(${attr('identity')}) OR ${attr('identity')} = :identity`,
+  names: namesOf('identity'),
+  values: { ':identity': identity },
 });
