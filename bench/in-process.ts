@@ -151,7 +151,8 @@ export async function createUser(
 
 /** A completed image task of `userId`, written directly with the store functions. */
 export async function completedTask(store: StoreContext, userId: string, keyId: string): Promise<string> {
-  const { acceptTask, completeTask } = await import('../functions/store/tasks');
+  const { acceptTask } = await import('../functions/money/accept');
+  const { completeTask } = await import('../functions/store/tasks');
   const taskId = randomUUID();
   const now = new Date();
   await acceptTask(store, {

@@ -10,9 +10,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { claimDueDeliveries } from '../functions/lifecycle/webhooks';
+import { acceptTask } from '../functions/money/accept';
 import { logger } from '../functions/observability/logger';
 import { grantCredits } from '../functions/store/accounts';
-import { acceptTask, completeTask } from '../functions/store/tasks';
+import { completeTask } from '../functions/store/tasks';
 import { countDeliveries } from '../functions/store/webhook-queue';
 import { WEBHOOK_WORKER_FILTERS } from '../lib/routes';
 import { startStreamPoller } from '../local/stream-poller';

@@ -11,6 +11,7 @@ import {
 } from '../../functions/auth/rate-limits';
 import { DomainError, UsageError, ValidationError } from '../../functions/core/errors';
 import type { RatePlan } from '../../functions/core/rate-plan';
+import { describeIssuedKey, describeKeys } from '../../functions/http/key-views';
 import { setAccountAlerts, showAccountAlerts } from '../../functions/lifecycle/account-alerts';
 import { rearmAfterCredit } from '../../functions/lifecycle/account-events';
 import { reportUpstreams } from '../../functions/lifecycle/upstreams-report';
@@ -26,7 +27,6 @@ import {
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
 import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
-import { describeIssuedKey, describeKeys } from '../../functions/store/api-keys';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';

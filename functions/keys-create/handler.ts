@@ -7,7 +7,7 @@ import { issueKey } from '../auth/key-issuing';
 import { usageEnrollmentFromEnv } from '../auth/rate-limits';
 import { parseCreateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeIssuedKey } from '../store/api-keys';
+import { describeIssuedKey } from '../http/key-views';
 import { storeFromEnv } from '../store/from-env';
 
 /** Deployed: the stack's usage plans, where each new key gets its rate limit. */

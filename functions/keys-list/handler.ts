@@ -3,7 +3,7 @@
  * spent this period. Session only.
  */
 import { apiHandler } from '../http/api-handler';
-import { describeKeys } from '../store/api-keys';
+import { describeKeys } from '../http/key-views';
 import { storeFromEnv } from '../store/from-env';
 
 export const handler = apiHandler({ jsonBody: false, credentials: 'session' }, async (req) => {

@@ -9,7 +9,7 @@ import { isKeyIdFormat } from '../core/api-key';
 import { KeyNotFoundError } from '../core/errors';
 import { parseRotateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeIssuedKey } from '../store/api-keys';
+import { describeIssuedKey } from '../http/key-views';
 import { storeFromEnv } from '../store/from-env';
 
 const iso = (epoch: number | undefined) => (epoch === undefined ? null : new Date(epoch * 1000).toISOString());

@@ -8,7 +8,7 @@ import { isKeyIdFormat } from '../core/api-key';
 import { KeyNotFoundError } from '../core/errors';
 import { parseUpdateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { describeKeys } from '../store/api-keys';
+import { describeKeys } from '../http/key-views';
 import { storeFromEnv } from '../store/from-env';
 import { setSpendLimit } from '../store/key-spend-limit';
 

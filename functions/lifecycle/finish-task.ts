@@ -9,10 +9,11 @@ import {
   MAX_PROVIDER_CODE_LENGTH,
   type TaskRecord,
 } from '../core/task';
+import { failAndRefund } from '../money/refund';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import { deleteQueueEntry, leaveInFlight } from '../store/dispatch';
-import { completeTask, failAndRefund, getTask } from '../store/tasks';
+import { completeTask, getTask } from '../store/tasks';
 import type { ProviderLifecycle } from './lifecycle';
 
 /**

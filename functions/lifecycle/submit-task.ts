@@ -6,12 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { QueueFullError } from '../core/errors';
 import { retentionSeconds } from '../core/retention';
 import type { Caller, SubmissionResponse, TaskRecord, TaskType } from '../core/task';
+import { acceptTask } from '../money/accept';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
 import type { StoreContext } from '../store/client';
 import { countQueued } from '../store/dispatch';
 import { scheduleRetention } from '../store/retention';
-import { acceptTask, findIdempotentReplay } from '../store/tasks';
+import { findIdempotentReplay } from '../store/tasks';
 import { storedRequestBody } from './send-to-provider';
 
 export interface SubmitInput {

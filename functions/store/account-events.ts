@@ -18,7 +18,7 @@
  * reads and its write) writes nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeySpendLimit } from '../core/task';
 import { attr } from './conditions';
 import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
@@ -26,6 +26,7 @@ import { accountKeys, webhookKeys } from './keys';
 import { sumSpentShards } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
+import { type TransactItem, transact } from './transaction';
 
 /** The account's alert settings and whether `credits.low` was sent for the current crossing. */
 export interface AccountAlerts {
@@ -83,44 +84,41 @@ export async function setLowBalanceThreshold(
   input: { userId: string; threshold: number | null; now: Date },
 ): Promise<AccountAlerts> {
   const { userId, threshold } = input;
-  await withRetry(
-    () =>
-      ctx.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: ctx.tableName,
-                Key: webhookKeys.alerts(userId),
-                UpdateExpression:
-                  threshold === null
-                    ? 'SET #userId = :userId, #updatedAt = :now REMOVE #threshold'
-                    : 'SET #userId = :userId, #updatedAt = :now, #threshold = :threshold',
-                ExpressionAttributeNames: {
-                  '#userId': 'userId',
-                  '#updatedAt': 'updatedAt',
-                  '#threshold': 'lowBalanceThreshold',
-                },
-                ExpressionAttributeValues: {
-                  ':userId': userId,
-                  ':now': input.now.toISOString(),
-                  ...(threshold === null ? {} : { ':threshold': threshold }),
-                },
-              },
-            },
-            {
-              // Re-armed, with a new version: an opening that read the marker before this write fails.
-              Update: {
-                TableName: ctx.tableName,
-                Key: webhookKeys.lowBalanceMarker(userId),
-                UpdateExpression: 'SET #userId = :userId, #markerId = :markerId REMOVE #sentAt',
-                ExpressionAttributeNames: { '#userId': 'userId', '#sentAt': 'sentAt', '#markerId': 'markerId' },
-                ExpressionAttributeValues: { ':userId': userId, ':markerId': `rearm_${randomUUID()}` },
-              },
-            },
-          ],
-        }),
-      ),
+  await transact(
+    ctx,
+    // Built per try: each try marks with a fresh id.
+    (): TransactItem[] => [
+      {
+        Update: {
+          TableName: ctx.tableName,
+          Key: webhookKeys.alerts(userId),
+          UpdateExpression:
+            threshold === null
+              ? 'SET #userId = :userId, #updatedAt = :now REMOVE #threshold'
+              : 'SET #userId = :userId, #updatedAt = :now, #threshold = :threshold',
+          ExpressionAttributeNames: {
+            '#userId': 'userId',
+            '#updatedAt': 'updatedAt',
+            '#threshold': 'lowBalanceThreshold',
+          },
+          ExpressionAttributeValues: {
+            ':userId': userId,
+            ':now': input.now.toISOString(),
+            ...(threshold === null ? {} : { ':threshold': threshold }),
+          },
+        },
+      },
+      {
+        // Re-armed, with a new version: an opening that read the marker before this write fails.
+        Update: {
+          TableName: ctx.tableName,
+          Key: webhookKeys.lowBalanceMarker(userId),
+          UpdateExpression: 'SET #userId = :userId, #markerId = :markerId REMOVE #sentAt',
+          ExpressionAttributeNames: { '#userId': 'userId', '#sentAt': 'sentAt', '#markerId': 'markerId' },
+          ExpressionAttributeValues: { ':userId': userId, ':markerId': `rearm_${randomUUID()}` },
+        },
+      },
+    ],
     ctx.retry,
   );
   return { ...(threshold === null ? {} : { lowBalanceThreshold: threshold }), lowBalanceSent: false };

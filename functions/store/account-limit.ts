@@ -17,7 +17,7 @@
  * shard enforces terms nobody sees; the caller gets the error (500) and may save again. Once it
  * returns, every accept uses the new limit.
  */
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
 import { type AuditInput, auditPut } from './audit';
 import {
@@ -32,6 +32,7 @@ import { accountKeys } from './keys';
 import { ACCOUNT_BUDGET, accountBudget, readSpent, rebalanceSpendCounters } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
+import { transact } from './transaction';
 
 /** The account's limit as the API and the CLI show it; null when there is none. */
 export interface AccountSpendLimit {
@@ -215,16 +216,9 @@ async function show(
     },
   };
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Update: update },
-              ...(input.audit ? [auditPut(ctx, input.userId, input.audit, input.now)] : []),
-            ],
-          }),
-        ),
+    await transact(
+      ctx,
+      [{ Update: update }, ...(input.audit ? [auditPut(ctx, input.userId, input.audit, input.now)] : [])],
       ctx.retry,
     );
   } catch (error) {

@@ -9,51 +9,33 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
-import { normalizeCidr } from '../core/cidr';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
-import { isSpendPeriod, type SpendLimitInput, spendPeriodOf } from '../core/spend-limit';
-import type { KeySpendLimit } from '../core/task';
+import type { SpendLimitInput } from '../core/spend-limit';
+import {
+  type ApiKeyListing,
+  type ApiKeyRecord,
+  canonicalCidrs,
+  LISTING_ATTRIBUTES,
+  NAMES,
+  names,
+  RECORD_ATTRIBUTES,
+  str,
+  toListing,
+  toRecord,
+  withOptional,
+} from './api-key-records';
 import { type AuditInput, auditPut } from './audit';
 import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { and, keyCountConditions, update } from './conditions';
-import { busy, cancellationReasons, keyCountFailure, withRetry } from './errors';
+import { busy, cancellationReasons, keyCountFailure } from './errors';
 import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { readSpent, spendCounterOf } from './spend';
+import { transact } from './transaction';
 
-/** The authorizer's view of a key (the `APIKEY#<hash>` item). Times in epoch seconds except `createdAt`. */
-export interface ApiKeyRecord {
-  keyId: string;
-  userId: string;
-  name: string;
-  /** Canonical CIDRs (`10.0.0.0/8`, `2001:db8::/32`, single addresses as /32 or /128); empty = any. */
-  allowedCidrs: string[];
-  /** ISO 8601 creation time. */
-  createdAt: string;
-  /** Epoch seconds; the key is refused from this second on. Absent: never expires. */
-  expiresAt?: number;
-  /** Epoch seconds; present means revoked. */
-  revokedAt?: number;
-  /** Key id of the key that replaced this one by rotation. */
-  replacedBy?: string;
-  /** Key id of the key this one replaced by rotation. */
-  rotatedFrom?: string;
-  /** Epoch seconds of the last request made with the key (recorded at most once a minute). */
-  lastUsedAt?: number;
-  /** The key's budget (docs/api/spend-limits-and-usage.md#spend-limits); absent: no limit. */
-  spendLimit?: KeySpendLimit;
-  /** Grows with every change of `spendLimit` (store/spend.ts); absent: never changed. */
-  spendLimitVersion?: number;
-}
-
-/** One row of a user's key listing: everything but the key and its hash. */
-export interface ApiKeyListing extends Omit<ApiKeyRecord, 'userId'> {
-  /** The displayable start of the key, e.g. `gsk_live_AbC123`. */
-  prefix: string;
-}
+export type { ApiKeyListing, ApiKeyRecord } from './api-key-records';
 
 /** A key just issued: `apiKey` is the plaintext, returned this once and stored nowhere. */
 export interface IssuedApiKey extends ApiKeyRecord {
@@ -129,166 +111,6 @@ export class ApiKeyStateError extends KeyStateError {
 
 export { epochSeconds };
 
-/** Attribute names used in expressions (`name` is a DynamoDB reserved word; the rest for uniformity). */
-const NAMES = {
-  '#pk': 'PK',
-  '#sk': 'SK',
-  '#keyId': 'keyId',
-  '#userId': 'userId',
-  '#name': 'name',
-  '#allowedCidrs': 'allowedCidrs',
-  '#createdAt': 'createdAt',
-  '#expiresAt': 'expiresAt',
-  '#revokedAt': 'revokedAt',
-  '#replacedBy': 'replacedBy',
-  '#rotatedFrom': 'rotatedFrom',
-  '#prefix': 'prefix',
-  '#keyHash': 'keyHash',
-  '#lastUsedAt': 'lastUsedAt',
-  '#spendLimit': 'spendLimit',
-  '#spendLimitVersion': 'spendLimitVersion',
-} as const;
-
-type Names = Partial<Record<keyof typeof NAMES, string>>;
-
-/** Only the names an expression uses: DynamoDB rejects unused ExpressionAttributeNames. */
-export function names(...used: (keyof typeof NAMES)[]): Names {
-  const out: Names = {};
-  for (const key of used) out[key] = NAMES[key];
-  return out;
-}
-
-const RECORD_ATTRIBUTES = [
-  '#keyId',
-  '#userId',
-  '#name',
-  '#allowedCidrs',
-  '#createdAt',
-  '#expiresAt',
-  '#revokedAt',
-  '#replacedBy',
-  '#rotatedFrom',
-  '#lastUsedAt',
-  '#spendLimit',
-  '#spendLimitVersion',
-] as const;
-
-const LISTING_ATTRIBUTES = [
-  '#keyId',
-  '#name',
-  '#prefix',
-  '#allowedCidrs',
-  '#createdAt',
-  '#expiresAt',
-  '#revokedAt',
-  '#replacedBy',
-  '#rotatedFrom',
-  '#lastUsedAt',
-  '#spendLimit',
-  '#spendLimitVersion',
-] as const;
-
-type Item = Record<string, unknown>;
-
-function str(item: Item, field: string): string {
-  const value = item[field];
-  if (typeof value !== 'string') throw new Error(`API key item: ${field} is not a string`);
-  return value;
-}
-
-function optStr(item: Item, field: string): string | undefined {
-  const value = item[field];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new Error(`API key item: ${field} is not a string`);
-  return value;
-}
-
-function optNum(item: Item, field: string): number | undefined {
-  const value = item[field];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number') throw new Error(`API key item: ${field} is not a number`);
-  return value;
-}
-
-function strList(item: Item, field: string): string[] {
-  const value = item[field];
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) {
-    throw new Error(`API key item: ${field} is not a list of strings`);
-  }
-  return value;
-}
-
-/** Optional fields are left out rather than set to undefined, so records compare and print cleanly. */
-function withOptional<T extends object>(base: T, optional: Partial<T>): T {
-  const out = { ...base };
-  for (const key of Object.keys(optional) as (keyof T)[]) {
-    const value = optional[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out;
-}
-
-/** The optional fields a key's record and its listing share: when it ends and what replaced what. */
-function lifecycleFields(item: Item) {
-  return {
-    expiresAt: optNum(item, 'expiresAt'),
-    revokedAt: optNum(item, 'revokedAt'),
-    replacedBy: optStr(item, 'replacedBy'),
-    rotatedFrom: optStr(item, 'rotatedFrom'),
-    lastUsedAt: optNum(item, 'lastUsedAt'),
-    spendLimit: optSpendLimit(item),
-    spendLimitVersion: optNum(item, 'spendLimitVersion'),
-  };
-}
-
-function optSpendLimit(item: Item): KeySpendLimit | undefined {
-  const value = item.spendLimit;
-  if (value === undefined) return undefined;
-  const limit = value as Partial<KeySpendLimit>;
-  if (typeof limit.credits !== 'number' || !isSpendPeriod(limit.period) || typeof limit.budgetKeyId !== 'string') {
-    throw new Error('API key item: spendLimit is malformed');
-  }
-  return { credits: limit.credits, period: limit.period, budgetKeyId: limit.budgetKeyId };
-}
-
-function toRecord(item: Item): ApiKeyRecord {
-  return withOptional<ApiKeyRecord>(
-    {
-      keyId: str(item, 'keyId'),
-      userId: str(item, 'userId'),
-      name: str(item, 'name'),
-      allowedCidrs: strList(item, 'allowedCidrs'),
-      createdAt: str(item, 'createdAt'),
-    },
-    lifecycleFields(item),
-  );
-}
-
-function toListing(item: Item): ApiKeyListing {
-  return withOptional<ApiKeyListing>(
-    {
-      keyId: str(item, 'keyId'),
-      name: str(item, 'name'),
-      prefix: str(item, 'prefix'),
-      allowedCidrs: strList(item, 'allowedCidrs'),
-      createdAt: str(item, 'createdAt'),
-    },
-    lifecycleFields(item),
-  );
-}
-
-/** Canonical allowlist; throws UsageError naming the first malformed entry. */
-function canonicalCidrs(cidrs: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const text of cidrs) {
-    const canonical = normalizeCidr(text);
-    if (canonical === undefined) throw new UsageError(`not an IPv4/IPv6 address or CIDR block: ${text}`);
-    if (!out.includes(canonical)) out.push(canonical);
-  }
-  return out;
-}
-
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** The three puts that create a key; every one must not exist yet. */
@@ -326,14 +148,6 @@ function withoutUserId(record: ApiKeyRecord): Omit<ApiKeyRecord, 'userId'> {
 
 export function cancellationCodes(error: unknown): string[] | undefined {
   return cancellationReasons(error)?.map((reason) => reason.Code ?? 'None');
-}
-
-/**
- * TransactWriteItems, retried on transient failures (transaction conflicts, throttling: the real
- * service has them, DynamoDB Local does not). A failed condition is the caller's to interpret.
- */
-export async function transact(ctx: StoreContext, items: TransactItem[]): Promise<void> {
-  await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
 }
 
 /**
@@ -404,27 +218,6 @@ export async function listApiKeys(ctx: StoreContext, userId: string): Promise<Ap
   const items = await queryAllWithPrefix(ctx, accountKeys.keyListing(userId, ''), projection);
   const listings = items.map(toListing);
   return listings.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId));
-}
-
-/**
- * Every key of a user as `describeKey` shows it, with what each limited key has spent this period (one
- * GetItem per distinct counter: keys of one rotation chain share theirs).
- */
-export async function describeKeys(ctx: StoreContext, userId: string, now: Date) {
-  const listings = await listApiKeys(ctx, userId);
-  const spentByCounter = new Map<string, Promise<number>>();
-  const spentOf = (limit: KeySpendLimit) => {
-    const counter = spendCounterOf(userId, limit, now).key.SK;
-    let spent = spentByCounter.get(counter);
-    if (!spent) {
-      spent = readSpent(ctx, userId, limit, now);
-      spentByCounter.set(counter, spent);
-    }
-    return spent;
-  };
-  return Promise.all(
-    listings.map(async (key) => describeKey(key, now, key.spendLimit ? await spentOf(key.spendLimit) : 0)),
-  );
 }
 
 export interface KeyRef {
@@ -690,60 +483,4 @@ export async function recordKeyUse(
     if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) return false;
     throw error;
   }
-}
-
-/** Status of a key at `nowSeconds`. */
-export function keyStatus(key: Pick<ApiKeyListing, 'revokedAt' | 'expiresAt'>, nowSeconds: number) {
-  if (key.revokedAt !== undefined) return 'revoked' as const;
-  if (key.expiresAt !== undefined && nowSeconds >= key.expiresAt) return 'expired' as const;
-  return 'active' as const;
-}
-
-function iso(epoch: number | undefined): string | null {
-  return epoch === undefined ? null : new Date(epoch * 1000).toISOString();
-}
-
-/**
- * A key as the owner and operators see it (times ISO 8601, `null` = never / not): the one view the
- * CLI's `keys list` and `GET /api/keys` both print.
- */
-export function describeKey(key: ApiKeyListing, now: Date, spent = 0) {
-  return {
-    keyId: key.keyId,
-    name: key.name,
-    prefix: key.prefix,
-    status: keyStatus(key, epochSeconds(now)),
-    allowedCidrs: key.allowedCidrs,
-    createdAt: key.createdAt,
-    expiresAt: iso(key.expiresAt),
-    revokedAt: iso(key.revokedAt),
-    lastUsedAt: iso(key.lastUsedAt),
-    replacedBy: key.replacedBy ?? null,
-    rotatedFrom: key.rotatedFrom ?? null,
-    spendLimit: describeSpendLimit(key.spendLimit, now, spent),
-  };
-}
-
-/**
- * A key's budget as the owner sees it: the limit, what was spent in the current period (`spent`, read
- * by the caller from the counter, store/spend.ts `readSpent`) and when the period resets (null: never).
- */
-export function describeSpendLimit(limit: KeySpendLimit | undefined, now: Date, spent = 0) {
-  if (!limit) return null;
-  const resetsAt = spendPeriodOf(limit.period, now).resetsAt;
-  return { credits: limit.credits, period: limit.period, spent, resetsAt: resetsAt ? resetsAt.toISOString() : null };
-}
-
-/** What the owner sees of a newly issued key: the only time the plaintext key is shown. */
-export function describeIssuedKey(issued: IssuedApiKey) {
-  return {
-    keyId: issued.keyId,
-    apiKey: issued.apiKey,
-    userId: issued.userId,
-    name: issued.name,
-    prefix: issued.prefix,
-    allowedCidrs: issued.allowedCidrs,
-    expiresAt: iso(issued.expiresAt),
-    spendLimit: issued.spendLimit ? { credits: issued.spendLimit.credits, period: issued.spendLimit.period } : null,
-  };
 }

@@ -17,7 +17,7 @@
  */
 import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as conditions from './condition-fragments';
-import { and, conditionParams, LEGACY_KEY_END_PREFIX, update, updateParams } from './conditions';
+import { and, conditionParams, LEGACY_KEY_END_PREFIX, update, updateParams, withCondition } from './conditions';
 import {
   backoffDelay,
   busy,
@@ -222,18 +222,20 @@ export async function markKeyEnd(
 ): Promise<void> {
   const names = { '#endsAt': 'endsAt', '#userId': 'userId', '#ttl': TABLE.ttlAttribute };
   for (let shard = 0; shard < TABLE.balanceShards; shard++) {
-    const params = {
-      TableName: ctx.tableName,
-      Key: keys.keyEndGuard(input.userId, input.keyId, shard),
-      UpdateExpression: 'SET #endsAt = :end, #userId = :userId, #ttl = :ttl',
-      ConditionExpression: 'attribute_not_exists(#endsAt) OR #endsAt > :end',
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: {
-        ':end': input.endSeconds,
-        ':userId': input.userId,
-        ':ttl': input.endSeconds + KEY_END_GUARD_SECONDS,
+    const params = withCondition(
+      {
+        TableName: ctx.tableName,
+        Key: keys.keyEndGuard(input.userId, input.keyId, shard),
+        UpdateExpression: 'SET #endsAt = :end, #userId = :userId, #ttl = :ttl',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: {
+          ':end': input.endSeconds,
+          ':userId': input.userId,
+          ':ttl': input.endSeconds + KEY_END_GUARD_SECONDS,
+        },
       },
-    };
+      conditions.keyEndLaterThan(input.endSeconds),
+    );
     try {
       // Retried on conflicts: guards race with the accepts that check them, and a revocation must not
       // give up where a submit would (it is rare, and a caller that sees 503 would have to retry it).

@@ -66,6 +66,13 @@ export const taskIsPending = (): Expr => ({
   values: { ':pendingStatus': TaskStatus.PENDING },
 });
 
+/** The task has ended (completed or failed): it is no longer PENDING. A missing task fails with `itemExists`. */
+export const taskHasEnded = (): Expr => ({
+  expression: `${attr('status')} <> :pendingStatus`,
+  names: namesOf('status'),
+  values: { ':pendingStatus': TaskStatus.PENDING },
+});
+
 /** The task's credits have not been given back yet. */
 export const notYetRefunded = (): Expr => ({
   expression: `${attr('creditsRefunded')} = :notRefunded`,
@@ -83,6 +90,13 @@ export const chargedAs = (creditsUsed: number, createdAt: string): Expr => ({
   values: { ':chargedCredits': creditsUsed, ':chargedAt': createdAt },
 });
 
+/** A cancel's condition: the task is still queued here and nobody has sent it (no provider id). */
+export const stillQueued = (): Expr => ({
+  expression: `${attr('stage')} = :cancelQueuedStage AND attribute_not_exists(${attr('providerTaskId')})`,
+  names: namesOf('stage', 'providerTaskId'),
+  values: { ':cancelQueuedStage': 'queued' },
+});
+
 /** The provider task id has not been recorded yet. */
 export const providerTaskNotRecorded = (): Expr => ({
   expression: `attribute_not_exists(${attr('providerTaskId')})`,
@@ -98,4 +112,70 @@ export const idempotencyKeyFree = (nowEpochSeconds: number): Expr => ({
   expression: `attribute_not_exists(${attr(TABLE.partitionKey)}) OR ${attr(TABLE.ttlAttribute)} < :nowEpochSeconds`,
   names: namesOf(TABLE.partitionKey, TABLE.ttlAttribute),
   values: { ':nowEpochSeconds': nowEpochSeconds },
+});
+
+/**
+ * A key-end guard records no end yet, or a later one than `endSeconds`: an earlier end already recorded
+ * wins (store/balance.ts `markKeyEnd`).
+ */
+export const keyEndLaterThan = (endSeconds: number): Expr => ({
+  expression: `attribute_not_exists(${attr('endsAt')}) OR ${attr('endsAt')} > :end`,
+  names: namesOf('endsAt'),
+  values: { ':end': endSeconds },
+});
+
+/** A key-end guard records no end (a stamp on an ended key's guard would outlive its TTL's purpose). */
+export const keyEndNotRecorded = (): Expr => ({
+  expression: `attribute_not_exists(${attr('endsAt')})`,
+  names: namesOf('endsAt'),
+  values: {},
+});
+
+/** A key-end guard carries no limit stamp, or an older one than `version` (store/spend.ts `stampLimitVersion`). */
+export const limitStampOlderThan = (version: number): Expr => ({
+  expression: `attribute_not_exists(${attr('limitVersion')}) OR ${attr('limitVersion')} < :version`,
+  names: namesOf('limitVersion'),
+  values: { ':version': version },
+});
+
+/**
+ * A spend counter shard has spent at most `room` (what its cap leaves after the cost): a missing counter
+ * has spent nothing, so it passes too while the room is not negative (store/spend.ts `spendCounterChange`).
+ */
+export const spentAtMost = (room: number): Expr => ({
+  expression:
+    room >= 0
+      ? `attribute_not_exists(${attr('spent')}) OR ${attr('spent')} <= :spendRoom`
+      : `${attr('spent')} <= :spendRoom`,
+  names: namesOf('spent'),
+  values: { ':spendRoom': room },
+});
+
+/** A spend counter shard still holds `was`, as read (a missing counter holds 0): a rebalance's check. */
+export const spentIs = (was: number): Expr => ({
+  expression:
+    was === 0 ? `attribute_not_exists(${attr('spent')}) OR ${attr('spent')} = :was` : `${attr('spent')} = :was`,
+  names: namesOf('spent'),
+  values: { ':was': was },
+});
+
+/** An account's open uploads are fewer than `max` (a missing count is none). */
+export const openUploadsBelow = (max: number): Expr => ({
+  expression: `attribute_not_exists(${attr('open')}) OR ${attr('open')} < :max`,
+  names: namesOf('open'),
+  values: { ':max': max },
+});
+
+/** An account's open-upload count still holds `read`, as read: a recount's check. */
+export const openUploadsAre = (read: number): Expr => ({
+  expression: `${attr('open')} = :read`,
+  names: namesOf('open'),
+  values: { ':read': read },
+});
+
+/** An invitation has no sign-in identity bound yet, or exactly `identity` (the first sign-in binds it). */
+export const identityUnboundOr = (identity: string): Expr => ({
+  expression: `attribute_not_exists(${attr('identity')}) OR ${attr('identity')} = :identity`,
+  names: namesOf('identity'),
+  values: { ':identity': identity },
 });

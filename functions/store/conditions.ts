@@ -206,6 +206,21 @@ export function conditionParams(condition: Expr): PlaceholderParams & { Conditio
   return { ConditionExpression: condition.expression, ...placeholderParams([condition]) };
 }
 
+/**
+ * A request whose update is written out (with its own placeholders) and whose condition is a named one:
+ * the condition's expression, and its placeholders merged into the request's.
+ */
+export function withCondition<
+  P extends { ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> },
+>(params: P, condition: Expr): P & PlaceholderParams & { ConditionExpression: string } {
+  const own: Expr = {
+    expression: '',
+    names: params.ExpressionAttributeNames ?? {},
+    values: params.ExpressionAttributeValues ?? {},
+  };
+  return { ...params, ConditionExpression: condition.expression, ...placeholderParams([own, condition]) };
+}
+
 function placeholderParams(parts: Expr[]): PlaceholderParams {
   const { names, values } = mergePlaceholders(parts);
   return {

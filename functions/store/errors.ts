@@ -3,13 +3,7 @@
  * check failures become domain outcomes here, and the transient failures the SDK does not retry
  * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
-import {
-  IdempotencyConflictError,
-  KeyLimitError,
-  ServiceBusyError,
-  UnauthorizedError,
-  UsageError,
-} from '../core/errors';
+import { KeyLimitError, ServiceBusyError, UsageError } from '../core/errors';
 import type { StoreContext } from './client';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
@@ -50,140 +44,23 @@ function failedCondition(reasons: CancellationReason[], index: number | undefine
   return reason?.Code === 'ConditionalCheckFailed' ? reason : undefined;
 }
 
-function readString(item: Record<string, WireValue> | undefined, name: string): string | undefined {
+/** A string attribute of an item returned with a failed condition (ALL_OLD). */
+export function readString(item: Record<string, WireValue> | undefined, name: string): string | undefined {
   return item?.[name]?.S;
 }
 
-function readNumber(item: Record<string, WireValue> | undefined, name: string): number | undefined {
+/** A number attribute of an item returned with a failed condition (ALL_OLD). */
+export function readNumber(item: Record<string, WireValue> | undefined, name: string): number | undefined {
   const text = item?.[name]?.N;
   return text === undefined ? undefined : Number(text);
-}
-
-/**
- * Whether a failed key-end guard says the key has ended: its `endsAt` is at or before the accept's time,
- * or the guard came back without a limit stamp to blame (an old guard, or no item returned).
- */
-function keyEndedOn(guard: CancellationReason, nowSeconds: number | undefined): boolean {
-  const endsAt = readNumber(guard.Item, 'endsAt');
-  if (endsAt !== undefined && (nowSeconds === undefined || endsAt <= nowSeconds)) return true;
-  return readNumber(guard.Item, 'limitVersion') === undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Domain outcomes
 // ---------------------------------------------------------------------------------------------------
 
-/** Where the accept transaction put each conditional item. */
-export interface AcceptLayout {
-  /** The balance shards the accept writes, in transaction order: they are its first items. */
-  shards: number[];
-  task: number;
-  ledger: number;
-  idempotency?: number;
-  requestHash?: string;
-  /** The key-end guard's ConditionCheck (accepts with an API key only). */
-  keyEnd?: number;
-  /** The accept's time in epoch seconds: a guard's `endsAt` at or before it means the key has ended. */
-  nowSeconds?: number;
-  /** The key's counter shards in the transaction (accepts with a limited key only). */
-  spend?: number[];
-  /** The account limit version the debits state (store/spend.ts `knownAccountLimit`). */
-  accountLimitVersion?: number;
-  /** The account's monthly counter shards in the transaction (an account with a limit only). */
-  accountSpend?: number[];
-}
-
-/**
- * What a cancelled accept means, besides the outcomes thrown:
- * - `replay`: the Idempotency-Key was used before with the same request; answer with that task.
- * - `account-limit`: a debited shard carries another account spend limit than the accept assumed
- *   (`version`, `credits`: the shard's); learn it and try again.
- * - `short`: a debited shard did not hold what was taken from it (`shards` lists them), or a counter
- *   shard had less room than was taken from it (`spend`: whose budget, the key's or the account's):
- *   read them all and plan again; only the total decides 402 (store/spend.ts).
- * - `conflict`: another transaction held one of the items (or throttling cancelled it): nothing was
- *   written, try again; `conflictedShards` are the shards to avoid on the next try.
- */
-export type AcceptOutcome =
-  | { kind: 'replay'; replayOf: string }
-  | { kind: 'account-limit'; version: number; credits: number | undefined }
-  | { kind: 'short'; shards: number[]; spend?: SpendScope[] }
-  | { kind: 'conflict'; conflictedShards: number[] };
-
 /** Whose budget a counter belongs to: the key's limit or the account's. */
 export type SpendScope = 'key' | 'account';
-
-/**
- * Maps a failed accept. Idempotency wins over credits and over the key's spend limit (a replayed request
- * gets its original answer even when the balance or the budget has since run out), and an ended key over
- * everything (a revoked key spends nothing and replays nothing). Throws `UnauthorizedError` /
- * `IdempotencyConflictError` / `ServiceBusyError` (the key's limit changed since the authorizer read it),
- * or rethrows what it does not recognise. A counter shard short of room is no 402 by itself: the accept
- * reads the budget's sum (store/spend.ts).
- */
-export function acceptFailure(error: unknown, layout: AcceptLayout): AcceptOutcome {
-  const reasons = cancellationReasons(error);
-  if (!reasons) {
-    if (isRetryable(error)) return { kind: 'conflict', conflictedShards: [] };
-    throw error;
-  }
-  const guard = failedCondition(reasons, layout.keyEnd);
-  // The guard failed for one of two reasons: the key ended (401), or its spend limit changed after the
-  // authorizer read it (store/spend.ts): nothing was written, and a retry reads the new limit (503).
-  // The key's end outranks everything; a stale limit only the replay (checked below).
-  if (guard && keyEndedOn(guard, layout.nowSeconds)) throw new UnauthorizedError();
-  const shortShards: number[] = [];
-  const conflictedShards: number[] = [];
-  let accountLimit: AcceptOutcome | undefined;
-  for (const [index, shard] of layout.shards.entries()) {
-    const reason = reasons[index];
-    if (reason?.Code === 'TransactionConflict') conflictedShards.push(shard);
-    const failed = failedCondition(reasons, index);
-    const version = readNumber(failed?.Item, 'acctLimitVersion') ?? 0;
-    if (!failed) continue;
-    if (version !== (layout.accountLimitVersion ?? version)) {
-      accountLimit = { kind: 'account-limit', version, credits: readNumber(failed.Item, 'acctLimitCredits') };
-    } else shortShards.push(shard);
-  }
-  const idempotency = failedCondition(reasons, layout.idempotency);
-  if (idempotency) {
-    const taskId = readString(idempotency.Item, 'taskId');
-    const requestHash = readString(idempotency.Item, 'requestHash');
-    if (taskId !== undefined && requestHash === layout.requestHash) return { kind: 'replay', replayOf: taskId };
-    throw new IdempotencyConflictError();
-  }
-  if (guard) throw busy(error);
-  // The account's limit changed: judged by the one now stamped, not by the counter of the old one.
-  if (accountLimit) return accountLimit;
-  // A counter shard short of room: the budget may still have room on other shards.
-  const spend: SpendScope[] = [];
-  if (layout.spend?.some((index) => failedCondition(reasons, index))) spend.push('key');
-  if (layout.accountSpend?.some((index) => failedCondition(reasons, index))) spend.push('account');
-  if (spend.length > 0) return { kind: 'short', shards: shortShards, spend };
-  if (shortShards.length > 0) return { kind: 'short', shards: shortShards };
-  if (failedCondition(reasons, layout.task) || failedCondition(reasons, layout.ledger)) {
-    throw new Error('Task id already in use: a task id must be unique per user', { cause: error });
-  }
-  if (isRetryable(error)) return { kind: 'conflict', conflictedShards };
-  throw error;
-}
-
-/** What a cancelled refund means. */
-export type RefundFailure = 'task-missing' | 'not-refundable';
-
-/**
- * Maps a failed refund: the task was missing, or it is no longer refundable (terminal, or already
- * refunded: the exactly-once case). Rethrows anything else.
- */
-export function refundFailure(error: unknown, layout: { task: number; ledger: number }): RefundFailure {
-  const reasons = cancellationReasons(error);
-  if (!reasons) throw error;
-  const task = failedCondition(reasons, layout.task);
-  if (task) return task.Item ? 'not-refundable' : 'task-missing';
-  // The refund entry's key is unique per task, so it exists only if the task was refunded.
-  if (failedCondition(reasons, layout.ledger)) return 'not-refundable';
-  throw error;
-}
 
 /**
  * Maps a failed completion (the task's update and its usage counter, one transaction): true when the

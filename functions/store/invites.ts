@@ -6,16 +6,17 @@
  * provider cannot take it over.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UsageError } from '../core/errors';
 import { normalizeEmail } from '../core/session';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
-import { update, updateParams } from './conditions';
-import { cancellationReasons, isConditionalCheckFailed, withRetry } from './errors';
+import { and, conditionParams, update, updateParams, withCondition } from './conditions';
+import { cancellationReasons, isConditionalCheckFailed } from './errors';
 import { accountKeys } from './keys';
 import * as keys from './task-keys';
+import { transact } from './transaction';
 
 export interface Invite {
   email: string;
@@ -60,8 +61,7 @@ export async function inviteAccount(
       Put: {
         TableName: ctx.tableName,
         Item: { ...accountKeys.invite(email), email, userId: input.userId, invitedAt: at },
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'PK' },
+        ...conditionParams(conditions.itemIsNew()),
       },
     },
     {
@@ -76,7 +76,7 @@ export async function inviteAccount(
     ...(input.audit ? [auditPut(ctx, input.userId, input.audit, now)] : []),
   ];
   try {
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+    await transact(ctx, items);
   } catch (error) {
     if (cancellationReasons(error)?.[0]?.Code === 'ConditionalCheckFailed') {
       // Invited concurrently: answer as a repeat would.
@@ -114,10 +114,14 @@ export async function bindInvite(ctx: StoreContext, input: { email: string; iden
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: accountKeys.invite(normalized),
-        UpdateExpression: 'SET #identity = :identity',
-        ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#identity) OR #identity = :identity)',
-        ExpressionAttributeNames: { '#pk': 'PK', '#identity': 'identity' },
-        ExpressionAttributeValues: { ':identity': input.identity },
+        ...withCondition(
+          {
+            UpdateExpression: 'SET #identity = :identity',
+            ExpressionAttributeNames: { '#identity': 'identity' },
+            ExpressionAttributeValues: { ':identity': input.identity },
+          },
+          and(conditions.itemExists(), conditions.identityUnboundOr(input.identity)),
+        ),
       }),
     );
     return true;

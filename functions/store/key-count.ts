@@ -13,7 +13,7 @@
  * get it on their first key action: every active key is counted, one transaction each, then the count
  * is marked `initialized`; a creation refuses to run on a count that is not.
  */
-import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { KeyLimitError } from '../core/errors';
 import { type Env, MAX_ACTIVE_KEYS, readEnv } from '../environment/environment';
 import type { StoreContext } from './client';
@@ -22,6 +22,7 @@ import { and, type Expr, keyCountConditions, update, updateParams } from './cond
 import { cancellationReasons, withRetry } from './errors';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
+import { transact } from './transaction';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -129,9 +130,10 @@ function lostOnCondition(error: unknown): boolean {
   return cancellationReasons(error)?.some((reason) => reason.Code === 'ConditionalCheckFailed') ?? false;
 }
 
-async function transact(ctx: StoreContext, items: TransactItem[]): Promise<boolean> {
+/** Sends `items` (retried on transient failures): false when a condition lost, nothing written. */
+async function transactUnlessLost(ctx: StoreContext, items: TransactItem[]): Promise<boolean> {
   try {
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+    await transact(ctx, items);
     return true;
   } catch (error) {
     if (lostOnCondition(error)) return false;
@@ -151,7 +153,7 @@ export async function ensureKeyCount(ctx: StoreContext, userId: string, now: Dat
   for (const listing of await listingStates(ctx, userId)) {
     if (listing.counted || listing.revokedAt !== undefined) continue;
     if (listing.expiresAt !== undefined && listing.expiresAt <= nowSeconds) continue;
-    await transact(ctx, [
+    await transactUnlessLost(ctx, [
       listingUpdate(
         ctx,
         { userId, keyId: listing.keyId },
@@ -197,7 +199,7 @@ export async function retireKey(
   now: Date,
 ): Promise<boolean> {
   const nowSeconds = Math.floor(now.getTime() / 1000);
-  return transact(ctx, [
+  return transactUnlessLost(ctx, [
     listingUpdate(
       ctx,
       key,

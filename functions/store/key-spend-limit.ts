@@ -7,6 +7,7 @@
 import { isKeyExpired } from '../core/api-key';
 import type { SpendLimitInput } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
+import { names } from './api-key-records';
 import {
   ApiKeyNotFoundError,
   type ApiKeyRecord,
@@ -16,14 +17,13 @@ import {
   getApiKeyById,
   getKeyRef,
   type KeyAction,
-  names,
-  transact,
   withKey,
 } from './api-keys';
 import { auditPut } from './audit';
 import type { StoreContext } from './client';
 import { accountKeys } from './keys';
 import { rebalanceSpendCounters, stampLimitVersion } from './spend';
+import { transact } from './transaction';
 
 /** How far back a chain is followed: far more rotations than any grace can overlap. */
 const MAX_CHAIN = 50;

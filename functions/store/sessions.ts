@@ -7,16 +7,17 @@
  * enforced on every read, never left to TTL (which may lag by days).
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { epochSeconds } from '../core/api-key';
 import { extendedIdleExpiry, generateOpaqueId, hashSessionId, type SessionTimes } from '../core/session';
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { conditionParams } from './conditions';
-import { isConditionalCheckFailed, withRetry } from './errors';
+import { isConditionalCheckFailed } from './errors';
 import { accountKeys } from './keys';
 import { TABLE } from './table';
+import { transact } from './transaction';
 
 /** A session as the authorizer and handlers see it (times in epoch seconds). */
 export interface SessionRecord extends SessionTimes {
@@ -91,7 +92,7 @@ export async function createSession(
     },
   ];
   if (input.audit) items.push(auditPut(ctx, input.userId, input.audit, now));
-  await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+  await transact(ctx, items);
   return { sessionId, record };
 }
 
@@ -155,7 +156,7 @@ export async function revokeSession(
   const items = [revokeItem(ctx, input.sessionHash, epochSeconds(now))];
   if (input.audit) items.push(auditPut(ctx, input.userId, input.audit, now));
   try {
-    await withRetry(() => ctx.doc.send(new TransactWriteCommand({ TransactItems: items })));
+    await transact(ctx, items);
     return true;
   } catch (error) {
     const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
@@ -205,9 +206,7 @@ export async function revokeAllSessions(
   } while (startKey);
   if (input.audit) {
     const audit = { ...input.audit, details: { ...input.audit.details, sessions: revoked } };
-    await withRetry(() =>
-      ctx.doc.send(new TransactWriteCommand({ TransactItems: [auditPut(ctx, input.userId, audit, now)] })),
-    );
+    await transact(ctx, [auditPut(ctx, input.userId, audit, now)]);
   }
   return revoked;
 }

@@ -33,6 +33,8 @@ import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
 import type { TransactItem } from './balance';
+import * as conditions from './condition-fragments';
+import { and } from './conditions';
 import { isRetryable, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import type { ItemKey } from './keys';
 import { queryAllWithPrefix } from './pages';
@@ -107,8 +109,7 @@ export function spendCounterChange(
       UpdateExpression: `SET #userId = :spendUser${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :spendTtl)'} ADD #spent :spendCost`,
       ...(guarded
         ? {
-            ConditionExpression:
-              room >= 0 ? 'attribute_not_exists(#spent) OR #spent <= :spendRoom' : '#spent <= :spendRoom',
+            ConditionExpression: conditions.spentAtMost(room).expression,
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
           }
         : {}),
@@ -221,7 +222,7 @@ export async function rebalanceSpendCounters(
           TableName: ctx.tableName,
           Key: spendShardKey(key, shard),
           UpdateExpression: `SET #spent = :next, #userId = :userId${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :ttl)'}`,
-          ConditionExpression: was === 0 ? 'attribute_not_exists(#spent) OR #spent = :was' : '#spent = :was',
+          ConditionExpression: conditions.spentIs(was).expression,
           ExpressionAttributeNames: {
             '#spent': 'spent',
             '#userId': 'userId',
@@ -295,7 +296,7 @@ export async function stampLimitVersion(
   ctx: RetryingStoreContext,
   input: { userId: string; keyId: string; version: number; now: Date },
 ): Promise<void> {
-  const newer = '(attribute_not_exists(#limitVersion) OR #limitVersion < :version)';
+  const newer = conditions.limitStampOlderThan(input.version);
   const stamp = async (shard: number) => {
     const base = {
       TableName: ctx.tableName,
@@ -309,7 +310,7 @@ export async function stampLimitVersion(
             new UpdateCommand({
               ...base,
               UpdateExpression: 'SET #limitVersion = :version, #userId = :userId, #ttl = :ttl',
-              ConditionExpression: `attribute_not_exists(#endsAt) AND ${newer}`,
+              ConditionExpression: and(conditions.keyEndNotRecorded(), newer).expression,
               ExpressionAttributeNames: {
                 '#limitVersion': 'limitVersion',
                 '#userId': 'userId',
@@ -337,7 +338,7 @@ export async function stampLimitVersion(
             new UpdateCommand({
               ...base,
               UpdateExpression: 'SET #limitVersion = :version',
-              ConditionExpression: newer,
+              ConditionExpression: newer.expression,
               ExpressionAttributeNames: { '#limitVersion': 'limitVersion' },
               ExpressionAttributeValues: { ':version': input.version },
             }),

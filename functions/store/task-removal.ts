@@ -6,6 +6,8 @@
  */
 import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type TaskRecord, TaskStatus } from '../core/task';
+import * as conditions from './condition-fragments';
+import { and, conditionParams, update, updateParams } from './conditions';
 import { busy, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { USER } from './keys';
 import * as keys from './task-keys';
@@ -28,10 +30,7 @@ export async function removeEndedTask(ctx: RetryingStoreContext, task: TaskRecor
     Update: {
       TableName: ctx.tableName,
       Key: keys.ledger(task.userId, task.createdAt, task.taskId, kind),
-      UpdateExpression: 'SET #model = :model',
-      ConditionExpression: 'attribute_exists(#pk)',
-      ExpressionAttributeNames: { '#model': 'model', '#pk': 'PK' },
-      ExpressionAttributeValues: { ':model': task.model },
+      ...updateParams(update({ set: { model: task.model } }), conditions.itemExists()),
     },
   });
   const items = [
@@ -39,9 +38,7 @@ export async function removeEndedTask(ctx: RetryingStoreContext, task: TaskRecor
       Delete: {
         TableName: ctx.tableName,
         Key: keys.task(task.userId, task.taskId),
-        ConditionExpression: 'attribute_exists(#pk) AND #status <> :pending',
-        ExpressionAttributeNames: { '#pk': 'PK', '#status': 'status' },
-        ExpressionAttributeValues: { ':pending': TaskStatus.PENDING },
+        ...conditionParams(and(conditions.itemExists(), conditions.taskHasEnded())),
       },
     },
     ledgerStamp('debit'),
@@ -119,15 +116,10 @@ export async function markResultsExpired(ctx: RetryingStoreContext, task: TaskRe
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: keys.task(task.userId, task.taskId),
-            UpdateExpression: 'SET #expired = :at REMOVE #resultKeys',
-            ConditionExpression: 'attribute_exists(#pk) AND #status <> :pending',
-            ExpressionAttributeNames: {
-              '#expired': 'resultsExpiredAt',
-              '#resultKeys': 'resultKeys',
-              '#pk': 'PK',
-              '#status': 'status',
-            },
-            ExpressionAttributeValues: { ':at': at.toISOString(), ':pending': TaskStatus.PENDING },
+            ...updateParams(
+              update({ set: { resultsExpiredAt: at.toISOString() }, remove: ['resultKeys'] }),
+              and(conditions.itemExists(), conditions.taskHasEnded()),
+            ),
           }),
         ),
       ctx.retry,

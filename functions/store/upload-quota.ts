@@ -10,10 +10,13 @@
  *   between fails it, and the count is taken again).
  * Inline `data:` images of a submit are not counted: they exist only for an accepted task, paid for.
  */
-import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UploadQuotaError } from '../core/uploads';
+import * as conditions from './condition-fragments';
+import { conditionParams, update, updateParams } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
+import { transact } from './transaction';
 import { type UploadRecord, uploadItem } from './uploads';
 
 function countKey(userId: string) {
@@ -34,32 +37,24 @@ export async function putCountedUpload(
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await withRetry(
-        () =>
-          ctx.doc.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                {
-                  Put: {
-                    TableName: ctx.tableName,
-                    Item: { ...uploadItem(record), counted: true },
-                    ConditionExpression: 'attribute_not_exists(#pk)',
-                    ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
-                  },
-                },
-                {
-                  Update: {
-                    TableName: ctx.tableName,
-                    Key: countKey(record.userId),
-                    UpdateExpression: 'ADD #open :one',
-                    ConditionExpression: 'attribute_not_exists(#open) OR #open < :max',
-                    ExpressionAttributeNames: { '#open': 'open' },
-                    ExpressionAttributeValues: { ':one': 1, ':max': input.maxOpen },
-                  },
-                },
-              ],
-            }),
-          ),
+      await transact(
+        ctx,
+        [
+          {
+            Put: {
+              TableName: ctx.tableName,
+              Item: { ...uploadItem(record), counted: true },
+              ...conditionParams(conditions.itemIsNew()),
+            },
+          },
+          {
+            Update: {
+              TableName: ctx.tableName,
+              Key: countKey(record.userId),
+              ...updateParams(update({ add: { open: 1 } }), conditions.openUploadsBelow(input.maxOpen)),
+            },
+          },
+        ],
         ctx.retry,
       );
       return;
@@ -126,10 +121,7 @@ async function recount(ctx: RetryingStoreContext, userId: string, now: Date): Pr
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: countKey(userId),
-        UpdateExpression: 'SET #open = :live',
-        ConditionExpression: '#open = :read',
-        ExpressionAttributeNames: { '#open': 'open' },
-        ExpressionAttributeValues: { ':live': live, ':read': open },
+        ...updateParams(update({ set: { open: live } }), conditions.openUploadsAre(open)),
       }),
     );
   } catch (error) {

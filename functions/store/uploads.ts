@@ -5,6 +5,8 @@
  */
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { UploadContentType } from '../core/uploads';
+import * as conditions from './condition-fragments';
+import { conditionParams } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
 import * as keys from './task-keys';
@@ -43,8 +45,7 @@ export async function putUpload(ctx: RetryingStoreContext, record: UploadRecord)
         new PutCommand({
           TableName: ctx.tableName,
           Item: uploadItem(record),
-          ConditionExpression: 'attribute_not_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': TABLE.partitionKey },
+          ...conditionParams(conditions.itemIsNew()),
         }),
       ),
     ctx.retry,

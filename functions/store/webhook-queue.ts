@@ -20,7 +20,6 @@ import {
   DeleteCommand,
   GetCommand,
   QueryCommand,
-  TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
@@ -29,6 +28,7 @@ import { attr, conditionParams, type Expr, update, updateParams } from './condit
 import { cancellationReasons, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { webhookKeys } from './keys';
 import { TABLE } from './table';
+import { transact } from './transaction';
 
 /** The sweeper's index partition of accounts with queued deliveries (`GSI1PK`; `GSI1SK` = the account). */
 export const QUEUED_ACCOUNTS_PARTITION = 'WEBHOOKQUEUED';
@@ -74,53 +74,49 @@ export async function queueDelivery(
 ): Promise<'queued' | 'exists'> {
   const { userId, id } = input;
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: ctx.tableName,
-                  Item: {
-                    ...webhookKeys.delivery(userId, id),
-                    ...input.delivery,
-                    deliveryState: 'queued',
-                    queueOrder: input.order,
-                    ...input.ttl,
-                  },
-                  ...conditionParams(conditions.itemIsNew()),
+    await transact(
+      ctx,
+      [
+        {
+          Put: {
+            TableName: ctx.tableName,
+            Item: {
+              ...webhookKeys.delivery(userId, id),
+              ...input.delivery,
+              deliveryState: 'queued',
+              queueOrder: input.order,
+              ...input.ttl,
+            },
+            ...conditionParams(conditions.itemIsNew()),
+          },
+        },
+        {
+          Put: {
+            TableName: ctx.tableName,
+            Item: { ...queueEntryKey(userId, input.order, id), userId, deliveryId: id, ...input.ttl },
+          },
+        },
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: webhookKeys.openDeliveries(userId),
+            ...updateParams(
+              update({
+                set: {
+                  userId,
+                  updatedAt: input.now,
+                  // The bound it was queued under, for the sweeper's promotions.
+                  maxOpen: input.maxOpen,
+                  [TABLE.pendingIndex.partitionKey]: QUEUED_ACCOUNTS_PARTITION,
+                  [TABLE.pendingIndex.sortKey]: userId,
                 },
-              },
-              {
-                Put: {
-                  TableName: ctx.tableName,
-                  Item: { ...queueEntryKey(userId, input.order, id), userId, deliveryId: id, ...input.ttl },
-                },
-              },
-              {
-                Update: {
-                  TableName: ctx.tableName,
-                  Key: webhookKeys.openDeliveries(userId),
-                  ...updateParams(
-                    update({
-                      set: {
-                        userId,
-                        updatedAt: input.now,
-                        // The bound it was queued under, for the sweeper's promotions.
-                        maxOpen: input.maxOpen,
-                        [TABLE.pendingIndex.partitionKey]: QUEUED_ACCOUNTS_PARTITION,
-                        [TABLE.pendingIndex.sortKey]: userId,
-                      },
-                      add: { queuedDeliveries: 1 },
-                    }),
-                  ),
-                },
-              },
-              ...(input.markerPut ? [input.markerPut] : []),
-            ],
-          }),
-        ),
+                add: { queuedDeliveries: 1 },
+              }),
+            ),
+          },
+        },
+        ...(input.markerPut ? [input.markerPut] : []),
+      ],
       ctx.retry,
     );
     return 'queued';
@@ -230,63 +226,56 @@ async function promoteOne(
   const now = input.now.toISOString();
   const leaseIso = input.leaseUntil.toISOString();
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Update: {
-                  TableName: ctx.tableName,
-                  Key: webhookKeys.openDeliveries(userId),
-                  ...updateParams(
-                    update({ set: { updatedAt: now }, add: { openDeliveries: 1, queuedDeliveries: -1 } }),
-                    {
-                      expression: `attribute_not_exists(${attr('openDeliveries')}) OR ${attr('openDeliveries')} < :openLimit`,
-                      names: { [attr('openDeliveries')]: 'openDeliveries' },
-                      values: { ':openLimit': input.maxOpen },
-                    },
-                  ),
+    await transact(
+      ctx,
+      [
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: webhookKeys.openDeliveries(userId),
+            ...updateParams(update({ set: { updatedAt: now }, add: { openDeliveries: 1, queuedDeliveries: -1 } }), {
+              expression: `attribute_not_exists(${attr('openDeliveries')}) OR ${attr('openDeliveries')} < :openLimit`,
+              names: { [attr('openDeliveries')]: 'openDeliveries' },
+              values: { ':openLimit': input.maxOpen },
+            }),
+          },
+        },
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: webhookKeys.delivery(userId, entry.id),
+            ...updateParams(
+              update({
+                set: {
+                  deliveryState: 'sending',
+                  claimId: input.claimId,
+                  dueAt: leaseIso,
+                  countsOpen: true,
+                  updatedAt: now,
+                  ...webhookKeys.due(entry.id, leaseIso),
                 },
-              },
+                remove: ['queueOrder'],
+              }),
               {
-                Update: {
-                  TableName: ctx.tableName,
-                  Key: webhookKeys.delivery(userId, entry.id),
-                  ...updateParams(
-                    update({
-                      set: {
-                        deliveryState: 'sending',
-                        claimId: input.claimId,
-                        dueAt: leaseIso,
-                        countsOpen: true,
-                        updatedAt: now,
-                        ...webhookKeys.due(entry.id, leaseIso),
-                      },
-                      remove: ['queueOrder'],
-                    }),
-                    {
-                      expression: `${attr('deliveryState')} = :queuedState`,
-                      names: { [attr('deliveryState')]: 'deliveryState' },
-                      values: { ':queuedState': 'queued' },
-                    },
-                  ),
-                },
+                expression: `${attr('deliveryState')} = :queuedState`,
+                names: { [attr('deliveryState')]: 'deliveryState' },
+                values: { ':queuedState': 'queued' },
               },
-              {
-                Delete: {
-                  TableName: ctx.tableName,
-                  Key: { PK: `USER#${userId}`, SK: entry.sk },
-                  ...conditionParams({
-                    expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
-                    names: { [attr(TABLE.partitionKey)]: TABLE.partitionKey },
-                    values: {},
-                  }),
-                },
-              },
-            ],
-          }),
-        ),
+            ),
+          },
+        },
+        {
+          Delete: {
+            TableName: ctx.tableName,
+            Key: { PK: `USER#${userId}`, SK: entry.sk },
+            ...conditionParams({
+              expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
+              names: { [attr(TABLE.partitionKey)]: TABLE.partitionKey },
+              values: {},
+            }),
+          },
+        },
+      ],
       ctx.retry,
     );
     return 'promoted';

@@ -17,13 +17,7 @@
  * that it is below the bound and nothing is queued, and down in the one that records its last attempt.
  * A delivery over the bound waits `queued`, in order (store/webhook-queue.ts).
  */
-import {
-  GetCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ACCOUNT_EVENT_ID_PREFIX, type AccountEventData, isAccountEventId } from '../core/account-events';
 import { UsageError } from '../core/errors';
 import type { WebhookEventType } from '../core/webhooks';
@@ -39,6 +33,7 @@ import {
 } from './errors';
 import { type ItemKey, userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
+import { transact } from './transaction';
 import { openNowCondition, queueDelivery } from './webhook-queue';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
@@ -317,37 +312,33 @@ async function openDeliveryItem(
   const layout = { delivery: 0, counter: 1, ...(markerPut ? { marker: 2 } : {}) };
   let failure: DeliveryOpenFailure;
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: ctx.tableName,
-                  Item: {
-                    ...webhookKeys.delivery(input.userId, id),
-                    ...webhookKeys.due(id, leaseIso),
-                    ...delivery,
-                    ...ttl,
-                  },
-                  ...conditionParams(conditions.itemIsNew()),
-                },
-              },
-              {
-                Update: {
-                  TableName: ctx.tableName,
-                  Key: webhookKeys.openDeliveries(input.userId),
-                  ...updateParams(
-                    update({ set: { userId: input.userId, updatedAt: now }, add: { openDeliveries: 1 } }),
-                    openNowCondition(input.maxOpen),
-                  ),
-                },
-              },
-              ...(markerPut ? [markerPut] : []),
-            ],
-          }),
-        ),
+    await transact(
+      ctx,
+      [
+        {
+          Put: {
+            TableName: ctx.tableName,
+            Item: {
+              ...webhookKeys.delivery(input.userId, id),
+              ...webhookKeys.due(id, leaseIso),
+              ...delivery,
+              ...ttl,
+            },
+            ...conditionParams(conditions.itemIsNew()),
+          },
+        },
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: webhookKeys.openDeliveries(input.userId),
+            ...updateParams(
+              update({ set: { userId: input.userId, updatedAt: now }, add: { openDeliveries: 1 } }),
+              openNowCondition(input.maxOpen),
+            ),
+          },
+        },
+        ...(markerPut ? [markerPut] : []),
+      ],
       ctx.retry,
     );
     return 'opened';
@@ -483,46 +474,42 @@ export async function recordAttempt(
           remove: ['claimId', 'dueAt', TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey],
         });
   try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: ctx.tableName,
-                  Item: {
-                    ...webhookKeys.attempt(input.userId, input.taskId, input.attempt.attempt),
-                    userId: input.userId,
-                    ...(isAccountEventId(input.taskId) ? { eventId: input.taskId } : { taskId: input.taskId }),
-                    ...input.attempt,
-                    [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
-                  },
-                  ...conditionParams(conditions.itemIsNew()),
-                },
-              },
+    await transact(
+      ctx,
+      [
+        {
+          Put: {
+            TableName: ctx.tableName,
+            Item: {
+              ...webhookKeys.attempt(input.userId, input.taskId, input.attempt.attempt),
+              userId: input.userId,
+              ...(isAccountEventId(input.taskId) ? { eventId: input.taskId } : { taskId: input.taskId }),
+              ...input.attempt,
+              [TABLE.ttlAttribute]: epochSeconds(input.now) + WEBHOOK_RECORD_DAYS * 86_400,
+            },
+            ...conditionParams(conditions.itemIsNew()),
+          },
+        },
+        {
+          Update: {
+            TableName: ctx.tableName,
+            Key: webhookKeys.delivery(input.userId, input.taskId),
+            ...updateParams(change, deliveryConditions.claimedBy(input.claimId)),
+          },
+        },
+        // Delivered or given up: no longer open, so the account may open another.
+        ...(next.state !== 'waiting' && input.countsOpen
+          ? [
               {
                 Update: {
                   TableName: ctx.tableName,
-                  Key: webhookKeys.delivery(input.userId, input.taskId),
-                  ...updateParams(change, deliveryConditions.claimedBy(input.claimId)),
+                  Key: webhookKeys.openDeliveries(input.userId),
+                  ...updateParams(update({ set: { updatedAt: now }, add: { openDeliveries: -1 } })),
                 },
               },
-              // Delivered or given up: no longer open, so the account may open another.
-              ...(next.state !== 'waiting' && input.countsOpen
-                ? [
-                    {
-                      Update: {
-                        TableName: ctx.tableName,
-                        Key: webhookKeys.openDeliveries(input.userId),
-                        ...updateParams(update({ set: { updatedAt: now }, add: { openDeliveries: -1 } })),
-                      },
-                    },
-                  ]
-                : []),
-            ],
-          }),
-        ),
+            ]
+          : []),
+      ],
       ctx.retry,
     );
     return true;

@@ -16,6 +16,7 @@ import { usageKeyName } from '../../functions/core/rate-plan';
 import { csrfTokenFor } from '../../functions/core/session';
 import { exportAccountPage } from '../../functions/lifecycle/account-export';
 import { closeAccount } from '../../functions/lifecycle/close-account';
+import { acceptTask } from '../../functions/money/accept';
 import { logger } from '../../functions/observability/logger';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
@@ -23,7 +24,6 @@ import { createDocumentClient, type StoreContext } from '../../functions/store/c
 import { inviteAccount } from '../../functions/store/invites';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { createSession } from '../../functions/store/sessions';
-import { acceptTask } from '../../functions/store/tasks';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { Browser, signIn } from '../e2e/support/browser';
 import { createTestStore, type TestStore } from '../support/dynamodb';

@@ -10,12 +10,13 @@ import { handler as getTaskHandler } from '../../functions/get-task/handler';
 import { dispatchNext } from '../../functions/lifecycle/dispatch';
 import { QUEUE_FULL_RETRY_AFTER_SECONDS } from '../../functions/lifecycle/submit-task';
 import { sweepPendingTasks } from '../../functions/lifecycle/sweep';
+import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import { countQueued } from '../../functions/store/dispatch';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import * as keys from '../../functions/store/task-keys';
 import { listTasks } from '../../functions/store/task-list';
-import { failAndRefund, getTask } from '../../functions/store/tasks';
+import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
 import {
   getTaskEvent,

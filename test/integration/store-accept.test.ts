@@ -1,9 +1,10 @@
 import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
+import { acceptTask } from '../../functions/money/accept';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
-import { acceptTask, getTask } from '../../functions/store/tasks';
+import { getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';
 

@@ -5,6 +5,7 @@
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { UnauthorizedError } from '../../functions/core/errors';
+import { acceptTask } from '../../functions/money/accept';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey, revokeApiKey } from '../../functions/store/api-keys';
 import { readShards, totalOf } from '../../functions/store/balance';
@@ -12,7 +13,6 @@ import { LEGACY_KEY_END_PREFIX } from '../../functions/store/conditions';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
 import * as keys from '../../functions/store/task-keys';
-import { acceptTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy } from '../support/store-fixtures';

@@ -5,11 +5,13 @@
  */
 import { UnauthorizedError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
 import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
-import { acceptTask, failAndRefund, getTask } from '../../functions/store/tasks';
+import { getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask, newUserId, retriedWhileBusy } from '../support/store-fixtures';
 

@@ -1,16 +1,11 @@
 import { UsageError } from '../../functions/core/errors';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { grantCredits } from '../../functions/store/accounts';
 import { shardOf } from '../../functions/store/keys';
 import { auditUser } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
-import {
-  acceptTask,
-  allPendingTasks,
-  completeTask,
-  failAndRefund,
-  listPendingTasks,
-  type PendingTaskRef,
-} from '../../functions/store/tasks';
+import { allPendingTasks, completeTask, listPendingTasks, type PendingTaskRef } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask, newUserId, T0 } from '../support/store-fixtures';
 

@@ -1,7 +1,9 @@
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { grantCredits } from '../../functions/store/accounts';
 import { auditUser } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
-import { acceptTask, claimRefresh, completeTask, failAndRefund, getTask } from '../../functions/store/tasks';
+import { claimRefresh, completeTask, getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { attachRequestCounter, type RequestCounter } from '../support/request-counter';
 import { newTask, newUserId, T0 } from '../support/store-fixtures';

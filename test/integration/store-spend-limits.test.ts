@@ -1,11 +1,14 @@
 import { ServiceBusyError, SpendLimitError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
+import { describeKeys } from '../../functions/http/key-views';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
-import { describeKeys, getApiKeyById, putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
+import { getApiKeyById, putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
 import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { readSpent, stampLimitVersion } from '../../functions/store/spend';
-import { acceptTask, failAndRefund, getTask } from '../../functions/store/tasks';
+import { getTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';

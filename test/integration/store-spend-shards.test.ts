@@ -5,6 +5,7 @@
  * accepted, never more spent than the limit, money exact.
  */
 import { InsufficientCreditsError, SpendLimitError } from '../../functions/core/errors';
+import { acceptTask } from '../../functions/money/accept';
 import { setAccountSpendLimit } from '../../functions/store/account-limit';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
@@ -12,7 +13,6 @@ import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditUser } from '../../functions/store/ledger';
 import { readSpent } from '../../functions/store/spend';
 import type { NewTask } from '../../functions/store/tasks';
-import { acceptTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';

@@ -1,14 +1,9 @@
 import { TaskStatus } from '../../functions/core/task';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { auditUser, listLedger } from '../../functions/store/ledger';
-import {
-  acceptTask,
-  claimRefresh,
-  completeTask,
-  failAndRefund,
-  getTask,
-  recordProviderTask,
-} from '../../functions/store/tasks';
+import { claimRefresh, completeTask, getTask, recordProviderTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';
 import { newTask, newUserId, retriedWhileBusy, T0 } from '../support/store-fixtures';

@@ -1,8 +1,8 @@
 import { InsufficientCreditsError } from '../../functions/core/errors';
+import { acceptTask } from '../../functions/money/accept';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { readShards } from '../../functions/store/balance';
 import { auditUser } from '../../functions/store/ledger';
-import { acceptTask } from '../../functions/store/tasks';
 import { readLayout, thinLately } from '../../functions/store/thin-balance';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask, newUserId } from '../support/store-fixtures';

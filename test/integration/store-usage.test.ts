@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { parseUsageQuery, type UsageReport, usageReport } from '../../functions/core/usage';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { grantCredits } from '../../functions/store/accounts';
 import { listLedger } from '../../functions/store/ledger';
-import { acceptTask, completeTask, failAndRefund } from '../../functions/store/tasks';
+import { completeTask } from '../../functions/store/tasks';
 import { readUsageCounters } from '../../functions/store/usage';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';

@@ -22,11 +22,13 @@ import {
   type WebhookLifecycle,
 } from '../../functions/lifecycle/webhooks';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
+import { acceptTask } from '../../functions/money/accept';
+import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
-import { acceptTask, claimRefresh, completeTask, failAndRefund } from '../../functions/store/tasks';
+import { claimRefresh, completeTask } from '../../functions/store/tasks';
 import { countDeliveries } from '../../functions/store/webhook-queue';
 import {
   countOpenDeliveries,

@@ -1,12 +1,20 @@
 /**
  * Every TypeScript file of the infrastructure (lib/) and of the API contract (contract/) stays under
- * 400 lines: past that a file holds more than one idea, and the fix is a split along its seams.
+ * 400 lines, and every file of functions/ under 600: past that a file holds more than one idea, and the
+ * fix is a split along its seams.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 const MAX_LINES = 400;
+const MAX_FUNCTION_LINES = 600;
+
+/**
+ * Files of functions/ still over the bound, each with its way out. store/webhooks.ts waits for the event
+ * feed's delivery fix (issue #39), which rewrites it, to be split after it lands.
+ */
+const FUNCTION_FILES_OVER_BOUND = new Set([path.join('functions', 'store', 'webhooks.ts')]);
 
 /** The `.ts` files under `dir`, relative to the repository root, at any depth. */
 function typeScriptFiles(dir: string): string[] {
@@ -51,5 +59,27 @@ describe('file sizes', () => {
 
     // Assert
     expect(tooLong).toEqual([]);
+  });
+
+  test(`every .ts file under functions/ has fewer than ${MAX_FUNCTION_LINES} lines`, () => {
+    // Act
+    const tooLong = typeScriptFiles('functions')
+      .filter((file) => !FUNCTION_FILES_OVER_BOUND.has(file))
+      .map((file) => ({ file, lines: lineCount(fs.readFileSync(path.join(REPO_ROOT, file), 'utf8')) }))
+      .filter(({ lines }) => lines >= MAX_FUNCTION_LINES)
+      .map(({ file, lines }) => `${file}: ${lines} lines (split it along its seams)`);
+
+    // Assert
+    expect(tooLong).toEqual([]);
+  });
+
+  test('a file let over the bound is still over it (the list shrinks as files are split)', () => {
+    // Act
+    const underBound = [...FUNCTION_FILES_OVER_BOUND].filter(
+      (file) => lineCount(fs.readFileSync(path.join(REPO_ROOT, file), 'utf8')) < MAX_FUNCTION_LINES,
+    );
+
+    // Assert
+    expect(underBound).toEqual([]);
   });
 });

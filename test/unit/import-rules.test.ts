@@ -103,6 +103,35 @@ describe('import rules (biome.json)', () => {
     expect(result.output).toContain('new-folder/x.ts');
   });
 
+  test('the money layer sits between lifecycle and store, and every entry folder is held to the entry rule by pattern', () => {
+    // Prepare
+    const files = {
+      'functions/store/table.ts': 'export const t = 1;\n',
+      'functions/money/accept.ts': "import { t } from '../store/table';\nexport const m = [t];\n",
+      'functions/lifecycle/submit.ts': "import { m } from '../money/accept';\nexport const l = [m];\n",
+      'functions/get-usage/handler.ts': "import { m } from '../money/accept';\nexport const handler = m;\n",
+      'functions/store/up-money.ts': "import { m } from '../money/accept';\nexport const s = [m];\n",
+      'functions/money/up.ts': "import { l } from '../lifecycle/submit';\nexport const u = [l];\n",
+      'functions/cancel-task/handler.ts':
+        "import { handler as h } from '../get-usage/handler';\nexport const handler = h;\n",
+      'functions/delete-upload/handler.ts':
+        "import { handler as h } from '../cancel-task/handler';\nexport const handler = h;\n",
+    };
+
+    // Act
+    const result = lintFixture(files);
+
+    // Assert
+    expect(result.status).not.toBe(0);
+    const restricted = result.output.match(/lint\/style\/noRestrictedImports/g) ?? [];
+    expect(restricted).toHaveLength(4);
+    for (const file of ['store/up-money.ts', 'money/up.ts', 'cancel-task/handler.ts', 'delete-upload/handler.ts']) {
+      expect(result.output).toContain(file);
+    }
+    expect(result.output).not.toContain('get-usage/handler.ts');
+    expect(result.output).not.toContain('lifecycle/submit.ts');
+  });
+
   test('contract/ may read functions/core, the route table and package.json', () => {
     // Prepare
     const files = {

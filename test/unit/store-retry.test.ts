@@ -20,8 +20,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { InsufficientCreditsError, ServiceBusyError } from '../../functions/core/errors';
+import { acceptTask } from '../../functions/money/accept';
 import { backoffDelay, isRetryable, type RetryingStoreContext, withRetry } from '../../functions/store/errors';
-import { acceptTask, claimRefresh, getTask } from '../../functions/store/tasks';
+import { claimRefresh, getTask } from '../../functions/store/tasks';
 
 const meta = { $metadata: {} };
 const conflict = () => new TransactionConflictException({ ...meta, message: 'conflict' });

@@ -1,0 +1,63 @@
+/**
+ * What the money transactions' failed conditions can mean (one finding per contributor), and the
+ * declared precedence of each transaction: the one place that says which answer wins when several
+ * contributors' conditions failed at once.
+ */
+import type { SpendScope } from '../store/errors';
+
+/**
+ * What a contributor to an accept found:
+ * - `key-ended`: the key guard says the key has ended (401).
+ * - `idempotency`: the Idempotency-Key was used before; `replayOf` the task when the request is the same
+ *   (a replay), absent when it differs (409).
+ * - `limit-changed`: the key guard carries a newer spend limit than the authorizer read (503, nothing written).
+ * - `account-limit`: a debited shard carries another account spend limit than the accept assumed.
+ * - `short`: a debited shard (`shard`) did not hold what was taken from it, or a spend allowance's counter
+ *   shard (`scope`: whose budget) had less room than was taken from it.
+ * - `task-taken`: the task id (or its ledger entry) exists already.
+ * - `conflict`: another transaction held a debited shard (`shard`).
+ */
+export type AcceptFinding =
+  | { kind: 'key-ended' }
+  | { kind: 'idempotency'; replayOf: string | undefined }
+  | { kind: 'limit-changed' }
+  | { kind: 'account-limit'; version: number; credits: number | undefined }
+  | { kind: 'short'; shard?: number; scope?: SpendScope }
+  | { kind: 'task-taken' }
+  | { kind: 'conflict'; shard: number };
+
+/**
+ * The accept's precedence, first wins. An ended key outranks everything (a revoked key spends nothing
+ * and replays nothing); the Idempotency-Key outranks credits and limits (a replayed request gets its
+ * original answer even when the balance or the budget has since run out); a stale key limit comes next
+ * (a retry reads the new one); the account limit changed is judged by the one now stamped, not by the
+ * counter of the old one; then what is short (only the total decides a 402); a taken task id is a
+ * programming error; a conflict is tried again.
+ */
+export const ACCEPT_PRECEDENCE = [
+  'key-ended',
+  'idempotency',
+  'limit-changed',
+  'account-limit',
+  'short',
+  'task-taken',
+  'conflict',
+] as const satisfies ReadonlyArray<AcceptFinding['kind']>;
+
+/**
+ * What a contributor to a refund (fail-and-refund, cancel) found: the task is missing, or no longer
+ * refundable (terminal, already refunded, left the queue for a cancel; or its refund entry exists: the
+ * exactly-once case).
+ */
+export type RefundFinding = { kind: 'task-missing' } | { kind: 'not-refundable' };
+
+/** The refund's precedence: a missing task first (nothing to answer with), then not refundable. */
+export const REFUND_PRECEDENCE = ['task-missing', 'not-refundable'] as const satisfies ReadonlyArray<
+  RefundFinding['kind']
+>;
+
+/** What a contributor to a grant found: its ledger entry is there already (the same grant id and instant). */
+export type GrantFinding = { kind: 'grant-recorded' };
+
+/** The grant's precedence. */
+export const GRANT_PRECEDENCE = ['grant-recorded'] as const satisfies ReadonlyArray<GrantFinding['kind']>;
