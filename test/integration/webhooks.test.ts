@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
 import { cancelTask } from '../../functions/lifecycle/cancel-task';
+import { OPEN_DELIVERIES_WITHIN_SECONDS, recordTaskEvents, taskEventKey } from '../../functions/lifecycle/event-feed';
 import {
   describeDeliveries,
   rotateWebhookSecret,
@@ -26,7 +27,7 @@ import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
-import { acceptTask, claimRefresh, completeTask, failAndRefund } from '../../functions/store/tasks';
+import { acceptTask, claimRefresh, completeTask, failAndRefund, getTask } from '../../functions/store/tasks';
 import { countDeliveries } from '../../functions/store/webhook-queue';
 import {
   countOpenDeliveries,
@@ -432,5 +433,43 @@ describe('webhook deliveries', () => {
     expect(countsAtBound).toMatchObject({ open: 3, queued: 5 });
     expect(gaveUp).toMatchObject({ statusCode: 503, next: 'failed' });
     expect(countsAfterGivingUp).toMatchObject({ open: 3, queued: 4 });
+  });
+
+  test("an ending whose worker record was lost is opened by the sweeper once its time passed, with its feed event's id, under the account's bound", async () => {
+    // Prepare: an account at a bound of 2 with one delivery open; an ended task whose event is in the
+    // feed but whose opening never ran (its stream record failed every retry: the dead-letter queue)
+    const lc = lifecycle([60], 2);
+    const userId = 'wh-lost-record';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    await endedTask(userId, 'task-lost-open', `${origin}/lost`);
+    await openDelivery(lc, { userId, taskId: 'task-lost-open' }, logger);
+    await endedTask(userId, 'task-lost-1', `${origin}/lost`);
+    await endedTask(userId, 'task-lost-2', `${origin}/lost`);
+    const ended = await Promise.all(['task-lost-1', 'task-lost-2'].map((taskId) => getTask(store, userId, taskId)));
+    const recorded = await recordTaskEvents(
+      store,
+      ended.filter((task) => task !== undefined),
+      clock,
+    );
+    const later = new Date(clock.getTime() + (OPEN_DELIVERIES_WITHIN_SECONDS + 1) * 1000);
+
+    // Act: a sweep before the worker's time is up, one after, and another
+    await claimDueDeliveries(store, clock, logger);
+    const beforeItsTime = await getDelivery(store, userId, 'task-lost-1');
+    await claimDueDeliveries(store, later, logger);
+    const first = await getDelivery(store, userId, 'task-lost-1');
+    const second = await getDelivery(store, userId, 'task-lost-2');
+    await claimDueDeliveries(store, later, logger);
+    const againFirst = await getDelivery(store, userId, 'task-lost-1');
+
+    // Assert
+    expect(beforeItsTime).toBeUndefined();
+    const idOf = (taskId: string) => recorded.get(taskEventKey(userId, taskId))?.id;
+    expect(first).toMatchObject({ webhookId: idOf('task-lost-1'), url: `${origin}/lost` });
+    expect(second).toMatchObject({ webhookId: idOf('task-lost-2'), url: `${origin}/lost` });
+    // One takes the place left under the bound, the other waits its turn.
+    expect([first?.deliveryState, second?.deliveryState].sort()).toEqual(['queued', 'sending']);
+    expect(againFirst).toEqual(first);
+    expect(await countDeliveries(store, userId)).toMatchObject({ open: 2, queued: 1 });
   });
 });
