@@ -14,6 +14,7 @@
  * never slows the sweep, the task or its media.
  */
 import { randomUUID } from 'node:crypto';
+import { ServiceBusyError } from '../core/errors';
 import { TaskStatus } from '../core/task';
 import {
   cancelledByOwner,
@@ -233,27 +234,21 @@ export async function attemptDelivery(
     const dueAt = nextAttemptAt(attempt, finishedAt, lc.webhooks.retryDelays);
     next = dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
   }
-  // A record lost to contention on the account's counter item means the attempt is made again under
-  // the same claim (a duplicate the receiver drops by webhook-id): worth more tries than a plain write.
-  // Measured: with the default 5, a burst past the bound through the conflict layer sent one in four twice.
-  const recorded = await recordAttempt(
-    { ...lc.store, retry: { maxAttempts: RECORD_ATTEMPTS } },
-    {
-      userId: ref.userId,
-      taskId: ref.taskId,
-      claimId: ref.claimId,
-      attempt: {
-        attempt,
-        at: startedAt.toISOString(),
-        durationMs: outcome.durationMs,
-        ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
-        ...(outcome.error === undefined ? {} : { error: outcome.error }),
-      },
-      next,
-      now: finishedAt,
-      countsOpen: delivery.countsOpen === true,
+  const recorded = await recordMadeAttempt(lc.store, {
+    userId: ref.userId,
+    taskId: ref.taskId,
+    claimId: ref.claimId,
+    attempt: {
+      attempt,
+      at: startedAt.toISOString(),
+      durationMs: outcome.durationMs,
+      ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
+      ...(outcome.error === undefined ? {} : { error: outcome.error }),
     },
-  );
+    next,
+    now: finishedAt,
+    countsOpen: delivery.countsOpen === true,
+  });
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   // Its place freed: the account's oldest queued delivery takes it.
   if (recorded && next.state !== 'waiting' && delivery.countsOpen === true) {
@@ -272,6 +267,34 @@ export async function attemptDelivery(
   else if (next.state === 'waiting') log.info('Webhook attempt failed; retrying later', fields);
   else log.info('Webhook delivered', fields);
   return { ...outcome, next: next.state };
+}
+
+/** How long an attempt made keeps trying to get recorded against contention (the worker runs 60 s at most). */
+const RECORD_WITHIN_MS = 30_000;
+
+/**
+ * Records an attempt that was made, trying again while the table answers busy (contention on the
+ * account's counter item, which a delivered or given-up attempt moves) until it is recorded, its claim
+ * is found lost, or `RECORD_WITHIN_MS` passed. Why: an attempt whose record throws is made again under
+ * the same claim when its stream record is retried, so a delivery answered 2xx would be sent twice by
+ * our own retry. Measured: with a plain write's 5 tries, a burst past the bound through the conflict
+ * layer sent one in four twice; with 12, a counter item held longer than their backoff (7 s in
+ * test/integration/webhooks.test.ts) still made the record throw.
+ * @returns false when the claim was lost (nothing written)
+ */
+export async function recordMadeAttempt(
+  store: StoreContext,
+  input: Parameters<typeof recordAttempt>[1],
+): Promise<boolean> {
+  const deadline = Date.now() + RECORD_WITHIN_MS;
+  for (;;) {
+    try {
+      return await recordAttempt({ ...store, retry: { maxAttempts: RECORD_ATTEMPTS } }, input);
+    } catch (error) {
+      if (!(error instanceof ServiceBusyError) || Date.now() > deadline) throw error;
+      await new Promise((next) => setTimeout(next, 100 + Math.random() * 400));
+    }
+  }
 }
 
 /**

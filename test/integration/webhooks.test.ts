@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
 import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import { OPEN_DELIVERIES_WITHIN_SECONDS, recordTaskEvents, taskEventKey } from '../../functions/lifecycle/event-feed';
@@ -26,7 +27,9 @@ import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
+import { createDocumentClient } from '../../functions/store/client';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
+import { webhookKeys } from '../../functions/store/keys';
 import { acceptTask, claimRefresh, completeTask, failAndRefund, getTask } from '../../functions/store/tasks';
 import { countDeliveries } from '../../functions/store/webhook-queue';
 import {
@@ -38,9 +41,18 @@ import {
 } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
-import { createTestStore, type TestStore } from '../support/dynamodb';
+import { startConflictProxy } from '../../local/conflict-proxy';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { createTestStore, type TestStore, testEndpoint, untilForwarded } from '../support/dynamodb';
 
-jest.setTimeout(30_000);
+jest.setTimeout(60_000);
+
+/** A write that only holds the item it names (the conflict layer holds what a transaction names). */
+const holdUpdate = {
+  UpdateExpression: 'SET #heldAt = :heldAt',
+  ExpressionAttributeNames: { '#heldAt': 'heldAt' },
+  ExpressionAttributeValues: { ':heldAt': 'test' },
+};
 
 const NO_PROVIDER: GenerationProvider = {
   createTask: () => Promise.reject(new Error('no provider')),
@@ -471,5 +483,46 @@ describe('webhook deliveries', () => {
     expect([first?.deliveryState, second?.deliveryState].sort()).toEqual(['queued', 'sending']);
     expect(againFirst).toEqual(first);
     expect(await countDeliveries(store, userId)).toMatchObject({ open: 2, queued: 1 });
+  });
+
+  test("an attempt answered 2xx whose record meets the account's counter held past the store's retries is recorded once, and never sent again", async () => {
+    // Prepare: a delivery claimed on the plain table; the same table behind the conflict layer, where
+    // a transaction holds the account's counter item for 7 s (longer than 12 tries' backoff, 6.6 s at most)
+    const userId = 'wh-held';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    await endedTask(userId, 'task-held', `${origin}/held`);
+    await openDelivery(lifecycle(), { userId, taskId: 'task-held' }, logger);
+    const claimed = await getDelivery(store, userId, 'task-held');
+    const layer = await startConflictProxy({ target: testEndpoint(), holdMs: 7000 });
+    const held = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: layer.endpoint });
+    const heldLc: WebhookLifecycle = { ...lifecycle(), store: { doc: held, tableName: store.tableName } };
+    const ref = { userId, taskId: 'task-held', claimId: claimed?.claimId ?? '' };
+    answers = [];
+    const before = calls.length;
+
+    // Act: the counter is held while the attempt is made and recorded; then the same claim's stream
+    // record comes again (as after a record that threw)
+    const holder = held.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Update: { TableName: store.tableName, Key: webhookKeys.openDeliveries(userId), ...holdUpdate } },
+        ],
+      }),
+    );
+    await untilForwarded({ conflicts: layer }, 1);
+    const attempted = await attemptDelivery(heldLc, ref, logger);
+    await holder;
+    const redelivered = await attemptDelivery(heldLc, ref, logger);
+    held.destroy();
+    await layer.stop();
+    const { delivery, attempts } = await getDeliveryWithAttempts(store, userId, 'task-held');
+
+    // Assert
+    expect(attempted).toMatchObject({ statusCode: 200, next: 'delivered' });
+    expect(redelivered).toBeUndefined();
+    expect(calls.slice(before).map((call) => call.path)).toEqual(['/held']);
+    expect(delivery).toMatchObject({ deliveryState: 'delivered', attempts: 1 });
+    expect(attempts).toHaveLength(1);
+    expect(await countDeliveries(store, userId)).toMatchObject({ open: 0 });
   });
 });
