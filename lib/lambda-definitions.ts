@@ -129,7 +129,7 @@ export type StreamFilter = Readonly<Record<string, unknown>>;
 /** A function behind an API route. */
 export interface RouteDefinition extends LambdaBase {
   trigger: 'route';
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** API Gateway path, `{param}` for path parameters. */
   path: string;
   /**

@@ -18,6 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  ACCOUNT_EVENT_ID_PREFIX,
   type AccountEventData,
   type AccountEventType,
   isCreditsLow,
@@ -36,6 +37,7 @@ import { webhookKeys } from '../store/keys';
 import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { createEventDelivery, type DeliveryOpened, getWebhookSettings, type WebhookSettings } from '../store/webhooks';
+import { fanOutToEndpoints } from './endpoint-deliveries';
 
 /** What noticing events needs: the table, the clock, the bound on open deliveries. */
 export interface AccountEventsContext {
@@ -72,8 +74,11 @@ export async function noticeSpending(
   let settings: Promise<WebhookSettings | undefined> | undefined;
   const open = async (event: OpeningEvent) => {
     settings ??= getWebhookSettings(ctx.store, task.userId);
-    const outcome = await openAccountEvent(ctx, await settings, event, log);
+    const eventId = newAccountEventId();
+    const eventAt = ctx.now();
+    const outcome = await openAccountEvent(ctx, await settings, { ...event, eventId, eventAt }, log);
     noticed.events.push({ type: event.type, outcome });
+    await fanOutAccountEvent(ctx, { ...event, eventId, eventAt }, outcome, log);
   };
   await Promise.all([
     noticeKeySpending(ctx, task, open),
@@ -188,7 +193,7 @@ export async function rearmAfterCredit(store: StoreContext, userId: string, bala
 async function openAccountEvent(
   ctx: AccountEventsContext,
   settings: WebhookSettings | undefined,
-  event: OpeningEvent,
+  event: OpeningEvent & { eventId: string; eventAt: Date },
   log: Logger,
 ): Promise<AccountEventOutcome> {
   if (!settings?.url) return 'no-endpoint';
@@ -198,9 +203,9 @@ async function openAccountEvent(
     });
     return 'no-secret';
   }
-  const now = ctx.now();
+  const now = event.eventAt;
   const maxOpen = ctx.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
-  const eventId = newAccountEventId();
+  const eventId = event.eventId;
   const opened = await createEventDelivery(ctx.store, {
     userId: event.userId,
     eventId,
@@ -208,7 +213,7 @@ async function openAccountEvent(
     marker: event.marker,
     ...(event.markerRead === undefined ? {} : { markerRead: event.markerRead }),
     ...(event.markerExpiresAt === undefined ? {} : { markerExpiresAt: event.markerExpiresAt }),
-    webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
+    webhookId: accountEventWebhookId(eventId),
     url: settings.url,
     eventType: event.type,
     eventAt: now.toISOString(),
@@ -222,4 +227,48 @@ async function openAccountEvent(
   if (opened === 'dropped')
     log.warn('Account event dropped: the account is at its bound of open deliveries', { eventId, maxOpen });
   return opened;
+}
+
+/** The `webhook-id` of an account event (`msg_` and the event id's hex): the same on every endpoint. */
+function accountEventWebhookId(eventId: string): string {
+  return `msg_${eventId.slice(ACCOUNT_EVENT_ID_PREFIX.length)}`;
+}
+
+/**
+ * Opens the event's deliveries to the account's own endpoints (lifecycle/endpoint-deliveries.ts): after
+ * the default endpoint's delivery was opened (or dropped), which put the once-only marker; or, when the
+ * account has no default endpoint, with the marker on the first endpoint's delivery. `exists`: the event
+ * was opened before, nothing more.
+ */
+async function fanOutAccountEvent(
+  ctx: AccountEventsContext,
+  event: OpeningEvent & { eventId: string; eventAt: Date },
+  outcome: AccountEventOutcome,
+  log: Logger,
+): Promise<void> {
+  if (outcome === 'exists') return;
+  const withMarker = outcome === 'no-endpoint' || outcome === 'no-secret';
+  await fanOutToEndpoints(
+    ctx,
+    {
+      userId: event.userId,
+      eventId: accountEventWebhookId(event.eventId),
+      type: event.type,
+      eventAt: event.eventAt.toISOString(),
+      data: event.data,
+      ...(withMarker
+        ? {
+            marker: {
+              userId: event.userId,
+              eventId: event.eventId,
+              eventType: event.type,
+              marker: event.marker,
+              ...(event.markerRead === undefined ? {} : { markerRead: event.markerRead }),
+              ...(event.markerExpiresAt === undefined ? {} : { markerExpiresAt: event.markerExpiresAt }),
+            },
+          }
+        : {}),
+    },
+    log,
+  );
 }

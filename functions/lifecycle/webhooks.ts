@@ -15,6 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TaskStatus } from '../core/task';
+import { taskEventId } from '../core/webhook-endpoints';
 import {
   cancelledByOwner,
   DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
@@ -42,6 +43,7 @@ import {
 } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
+import { fanOutToEndpoints } from './endpoint-deliveries';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
 
@@ -102,6 +104,17 @@ export async function openDelivery(
   if (refusedAtFirstSend(task)) return 'refused-at-first-send';
   // Cancelled by its owner while queued: the same, and the owner has the answer already.
   if (cancelledByOwner(task)) return 'cancelled';
+  const eventId = taskEventId(task.userId, task.taskId);
+  // The account's own endpoints get the event too, with the same id (lifecycle/endpoint-deliveries.ts).
+  await fanOutToEndpoints(
+    {
+      store: lc.store,
+      now: lc.now,
+      ...(lc.webhooks?.maxOpenDeliveries ? { maxOpenDeliveries: lc.webhooks.maxOpenDeliveries } : {}),
+    },
+    { userId: task.userId, eventId, type: eventType, eventAt: task.updatedAt, taskId: task.taskId },
+    log,
+  );
   const url = task.webhookUrl ?? settings?.url;
   if (!url) return 'no-endpoint';
   if (!settings?.sealedSecret) {
@@ -115,7 +128,7 @@ export async function openDelivery(
   const opened = await createDelivery(lc.store, {
     userId: task.userId,
     taskId: task.taskId,
-    webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
+    webhookId: eventId,
     url,
     eventType,
     eventAt: task.updatedAt,

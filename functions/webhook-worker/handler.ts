@@ -8,6 +8,7 @@
  * again by the sweeper two minutes later.
  */
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { attemptEndpointDelivery, isEndpointDelivery } from '../lifecycle/endpoint-deliveries';
 import { attemptDelivery, type ClaimedDeliveryRef, type EndedTaskRef, openDelivery } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
 import { handleRecordsSideBySide } from '../runtime/stream-batch';
@@ -31,8 +32,8 @@ export function claimedDeliveryOf(record: DynamoDBRecord): ClaimedDeliveryRef | 
   if (image?.deliveryState?.S !== 'sending' || !claimId) return undefined;
   if (record.dynamodb?.OldImage?.claimId?.S === claimId) return undefined;
   const userId = image.userId?.S;
-  // A task's delivery, or an account event's (keyed by its `evt_...` id).
-  const taskId = image.taskId?.S ?? image.eventId?.S;
+  // An endpoint's delivery (keyed by its `dlv_...` id), a task's, or an account event's (its `evt_...` id).
+  const taskId = image.deliveryId?.S ?? image.taskId?.S ?? image.eventId?.S;
   return userId && taskId ? { userId, taskId, claimId } : undefined;
 }
 
@@ -53,6 +54,7 @@ async function handleBatch(
       const ended = endedTaskOf(record);
       if (ended) return openDelivery(lc, ended, log);
       const claimed = claimedDeliveryOf(record);
+      if (claimed && isEndpointDelivery(claimed)) return attemptEndpointDelivery(lc, claimed, log);
       return claimed && attemptDelivery(lc, claimed, log);
     },
     (record, error) =>
