@@ -14,7 +14,6 @@
  * never slows the sweep, the task or its media.
  */
 import { randomUUID } from 'node:crypto';
-import { ServiceBusyError } from '../core/errors';
 import { TaskStatus } from '../core/task';
 import {
   cancelledByOwner,
@@ -40,13 +39,14 @@ import {
   createDelivery,
   getDelivery,
   getWebhookSettings,
-  recordAttempt,
 } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
+import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf, recordTaskEvents, taskEventKey } from './event-feed';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
+import { recordMadeAttempt } from './record-attempt';
 import { wakeQueuedDeliveries, wakeQueuedEverywhere } from './webhook-queue';
 
 /** What sending webhooks needs besides the lifecycle (the worker's wiring). */
@@ -80,7 +80,7 @@ export interface ClaimedDeliveryRef {
   claimId: string;
 }
 
-/** Tries at recording an attempt made (`withRetry`'s attempts): see `attemptDelivery`. */
+/** Tries (`withRetry`'s attempts) at writes off the request path whose throw costs a stream record's retries. */
 const RECORD_ATTEMPTS = 12;
 
 function leaseFrom(now: Date): Date {
@@ -142,6 +142,24 @@ async function decideDelivery(
   if (refusedAtFirstSend(task)) return 'refused-at-first-send';
   // Cancelled by its owner while queued: the same, and the owner has the answer already.
   if (cancelledByOwner(task)) return 'cancelled';
+  // The account's own endpoints get the event too, with the feed's id as every delivery's webhook-id,
+  // waiting past the bound in the feed's order like the default endpoint's (lifecycle/endpoint-deliveries.ts).
+  await fanOutToEndpoints(
+    {
+      store: { ...lc.store, retry: { maxAttempts: RECORD_ATTEMPTS } },
+      now: lc.now,
+      ...(lc.webhooks?.maxOpenDeliveries ? { maxOpenDeliveries: lc.webhooks.maxOpenDeliveries } : {}),
+    },
+    {
+      userId: task.userId,
+      eventId: event.id,
+      order: queueOrderOf(event),
+      type: eventType,
+      eventAt: task.updatedAt,
+      taskId: task.taskId,
+    },
+    log,
+  );
   const url = task.webhookUrl ?? settings?.url;
   if (!url) return 'no-endpoint';
   if (!settings?.sealedSecret) {
@@ -267,34 +285,6 @@ export async function attemptDelivery(
   else if (next.state === 'waiting') log.info('Webhook attempt failed; retrying later', fields);
   else log.info('Webhook delivered', fields);
   return { ...outcome, next: next.state };
-}
-
-/** How long an attempt made keeps trying to get recorded against contention (the worker runs 60 s at most). */
-const RECORD_WITHIN_MS = 30_000;
-
-/**
- * Records an attempt that was made, trying again while the table answers busy (contention on the
- * account's counter item, which a delivered or given-up attempt moves) until it is recorded, its claim
- * is found lost, or `RECORD_WITHIN_MS` passed. Why: an attempt whose record throws is made again under
- * the same claim when its stream record is retried, so a delivery answered 2xx would be sent twice by
- * our own retry. Measured: with a plain write's 5 tries, a burst past the bound through the conflict
- * layer sent one in four twice; with 12, a counter item held longer than their backoff (7 s in
- * test/integration/webhooks.test.ts) still made the record throw.
- * @returns false when the claim was lost (nothing written)
- */
-export async function recordMadeAttempt(
-  store: StoreContext,
-  input: Parameters<typeof recordAttempt>[1],
-): Promise<boolean> {
-  const deadline = Date.now() + RECORD_WITHIN_MS;
-  for (;;) {
-    try {
-      return await recordAttempt({ ...store, retry: { maxAttempts: RECORD_ATTEMPTS } }, input);
-    } catch (error) {
-      if (!(error instanceof ServiceBusyError) || Date.now() > deadline) throw error;
-      await new Promise((next) => setTimeout(next, 100 + Math.random() * 400));
-    }
-  }
 }
 
 /**

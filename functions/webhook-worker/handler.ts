@@ -14,6 +14,7 @@
  */
 import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { TaskStatus, TaskType } from '../core/task';
+import { attemptEndpointDelivery, isEndpointDelivery } from '../lifecycle/endpoint-deliveries';
 import { type EndedTask, recordTaskEvents, taskEventKey } from '../lifecycle/event-feed';
 import { attemptDelivery, type ClaimedDeliveryRef, type EndedTaskRef, openDelivery } from '../lifecycle/webhooks';
 import { logger, withInvocation } from '../observability/logger';
@@ -59,8 +60,8 @@ export function claimedDeliveryOf(record: DynamoDBRecord): ClaimedDeliveryRef | 
   if (image?.deliveryState?.S !== 'sending' || !claimId) return undefined;
   if (record.dynamodb?.OldImage?.claimId?.S === claimId) return undefined;
   const userId = image.userId?.S;
-  // A task's delivery, or an account event's (keyed by its `evt_...` id).
-  const taskId = image.taskId?.S ?? image.eventId?.S;
+  // An endpoint's delivery (keyed by its `dlv_...` id), a task's, or an account event's (its `evt_...` id).
+  const taskId = image.deliveryId?.S ?? image.taskId?.S ?? image.eventId?.S;
   return userId && taskId ? { userId, taskId, claimId } : undefined;
 }
 
@@ -114,6 +115,7 @@ async function handleBatch(
       }
       if (!lc) return undefined;
       const claimed = claimedDeliveryOf(record);
+      if (claimed && isEndpointDelivery(claimed)) return attemptEndpointDelivery(lc, claimed, log);
       return claimed && attemptDelivery(lc, claimed, log);
     },
     (record, error) =>
