@@ -101,9 +101,10 @@ describe('the event feed, and deliveries that wait past the bound', () => {
         setting(WEBHOOK_SECRETS_KEY, SERVICE_KEY),
         setting(WEBHOOK_INSECURE_ORIGINS, origin),
         setting(WEBHOOK_MAX_OPEN_DELIVERIES, MAX_OPEN),
-        // Retries a second apart, enough of them to outlast the receiver's downtime however long a loaded
-        // machine takes to open every delivery (a schedule spent would end a delivery `failed`).
-        setting(WEBHOOK_RETRY_DELAYS_SECONDS, Array.from({ length: 1200 }, () => '1').join(',')),
+        // Retries soon after each other, and the setting's 20 of them outlast the receiver's downtime
+        // (about 5 minutes) however long a loaded machine takes to open every delivery: a schedule spent
+        // would end a delivery `failed`, and the endpoint's return is waited on within a retry's delay.
+        setting(WEBHOOK_RETRY_DELAYS_SECONDS, '1,1,1,1,1,2,2,3,5,8,10,15,20,30,30,30,30,30,30,30'),
       ),
     );
     resetWebhookLifecycleFromEnv();
