@@ -12,6 +12,7 @@ import packageJson from '../package.json';
 import { type Json, json, ref } from './openapi-json';
 import { operations } from './openapi-operations';
 import { schemas } from './openapi-schemas';
+import { webhookEndpointOperations } from './openapi-webhook-endpoints';
 import { webhooks } from './openapi-webhooks';
 
 /** A route without a detailed operation: account and key management (documented in docs/design/accounts.md). */
@@ -28,7 +29,7 @@ function genericOperation(method: string, path: string, sessionOnly: boolean): J
 
 /** The whole document. */
 export function openApiDocument(version: string): Json {
-  const ops = operations();
+  const ops = { ...operations(), ...webhookEndpointOperations() };
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of ROUTES) {
     const key = `${route.method} ${route.path}`;

@@ -12,6 +12,7 @@ import {
   writeNeeds,
 } from './function-needs';
 import type { RouteDefinition } from './lambda-definitions';
+import { WEBHOOK_ENDPOINT_ROUTES } from './route-table-webhook-endpoints';
 
 /** The route entries of the registry, in the order the API documents them. */
 export const ROUTE_TABLE: readonly RouteDefinition[] = [
@@ -323,4 +324,5 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
       usagePlans: ['delete'],
     },
   },
+  ...WEBHOOK_ENDPOINT_ROUTES,
 ];

@@ -152,4 +152,8 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: () => undefined,
     doc: 'Open webhook deliveries one account may have at once (read by the webhook worker, checked at start); unset: 100.',
   },
+  WEBHOOK_MAX_ENDPOINTS: {
+    default: () => undefined,
+    doc: 'Webhook endpoints one account may create (POST /api/webhooks); unset: 10.',
+  },
 };

@@ -26,6 +26,7 @@ import {
   SESSION_IDLE_SECONDS,
   TABLE_NAME,
   WEBHOOK_INSECURE_ORIGINS,
+  WEBHOOK_MAX_ENDPOINTS,
   WEBHOOK_MAX_OPEN_DELIVERIES,
   WEBHOOK_RETRY_DELAYS_SECONDS,
 } from '../functions/environment/environment';
@@ -171,6 +172,8 @@ function optional<K extends string>(key: K, text: string | undefined, check: (te
 export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LocalSettings {
   // Read by the webhook worker from the environment the stack runs in; checked now so a bad value stops the start.
   readEnv(WEBHOOK_MAX_OPEN_DELIVERIES, env);
+  // Read by the webhook endpoint routes; checked now for the same reason.
+  readEnv(WEBHOOK_MAX_ENDPOINTS, env);
   return {
     host: '127.0.0.1',
     // PORT_BASE moves every port at once (base, +1, +2, +3); a port set by name still wins.

@@ -5,9 +5,12 @@
  * with backoff that honour `Retry-After`, `waitForTask` (reads that wait for the end), `run` (submit and
  * wait) and `cancelTask`.
  */
-import type { components } from './openapi.js';
+import { Webhook } from 'standardwebhooks';
+import type { components, operations } from './openapi.js';
 
 type Schemas = components['schemas'];
+type Answer<Op extends keyof operations, Status extends number> =
+  operations[Op]['responses'] extends Record<Status, { content: { 'application/json': infer Body } }> ? Body : never;
 export type ImageRequest = Schemas['ImageRequest'];
 export type VideoRequest = Schemas['VideoRequest'];
 export type Submission = Schemas['Submission'];
@@ -35,6 +38,43 @@ export type WebhookEvent =
   | { type: 'task.completed' | 'task.failed'; timestamp: string; data: Task }
   | { type: 'key.spend_limit.warning' | 'key.spend_limit.reached'; timestamp: string; data: KeySpendLimitEvent }
   | { type: 'credits.low'; timestamp: string; data: CreditsLowEvent };
+
+/** A webhook endpoint of the account (`GET /api/webhooks/{id}`); its secret is never shown again. */
+export type WebhookEndpoint = Answer<'webhookEndpointsGet', 200>;
+/** A page of an endpoint's delivery log, newest first, each delivery with its attempts. */
+export type WebhookDeliveryPage = Answer<'webhookEndpointsDeliveries', 200>;
+/** One delivery of the log; `eventId` is its `webhook-id`. */
+export type WebhookDelivery = Answer<'webhookEndpointsRedeliver', 202>;
+/** The `webhook.test` event sent by `testWebhookEndpoint`. */
+export type WebhookTestEvent = {
+  type: 'webhook.test';
+  timestamp: string;
+  data: { endpointId: string; message: string };
+};
+
+/**
+ * Verifies a delivery as received, with the `standardwebhooks` library (the specification's reference
+ * implementation): `rawBody` exactly as it arrived (before any JSON parsing), its headers (a Node
+ * `IncomingHttpHeaders`, a fetch `Headers`, or a plain object), and the endpoint's secret (`whsec_...`).
+ * During a rotation's grace a delivery carries two signatures; either secret verifies it.
+ * @throws Error (`WebhookVerificationError`) unless a signature matches and the timestamp is within 5 minutes of now
+ */
+export function verifyWebhook(
+  rawBody: string | Uint8Array,
+  headers: Headers | Record<string, string | string[] | undefined>,
+  secret: string,
+): WebhookEvent | WebhookTestEvent {
+  const read = (name: string): string => {
+    const value = headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    return Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
+  };
+  const body = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody);
+  return new Webhook(secret).verify(body, {
+    'webhook-id': read('webhook-id'),
+    'webhook-timestamp': read('webhook-timestamp'),
+    'webhook-signature': read('webhook-signature'),
+  }) as WebhookEvent | WebhookTestEvent;
+}
 
 /** An answer other than the one expected: the status and the `{ error, ... }` body. */
 /** A finished upload: put `url` in `inputImageUrls` before `expiresAt`. */
@@ -250,6 +290,54 @@ export class GenerationClient {
    * is seen within about a second of its end; reads are never closer than `intervalMs` (2 s). Stops
    * when `signal` aborts.
    */
+  /** The account's webhook endpoints, oldest first (creating and changing them takes the dashboard's session). */
+  async listWebhookEndpoints(options: RequestOptions = {}): Promise<WebhookEndpoint[]> {
+    const page = await this.request<{ endpoints: WebhookEndpoint[] }>('GET', '/api/webhooks', 200, options);
+    return page.endpoints;
+  }
+
+  /** One webhook endpoint; `ApiError` 404 for an unknown id or another account's. */
+  getWebhookEndpoint(endpointId: string, options: RequestOptions = {}): Promise<WebhookEndpoint> {
+    return this.request<WebhookEndpoint>('GET', `/api/webhooks/${encodeURIComponent(endpointId)}`, 200, options);
+  }
+
+  /** Sends a `webhook.test` event to the endpoint; its delivery shows in `webhookDeliveries`. */
+  testWebhookEndpoint(
+    endpointId: string,
+    options: RequestOptions = {},
+  ): Promise<{ deliveryId: string; eventId: string }> {
+    return this.request('POST', `/api/webhooks/${encodeURIComponent(endpointId)}/test`, 202, options);
+  }
+
+  /** A page of the endpoint's delivery log, newest first (filters: `state`, `eventType`). */
+  webhookDeliveries(
+    endpointId: string,
+    query: {
+      state?: 'sending' | 'waiting' | 'delivered' | 'failed';
+      eventType?: string;
+      limit?: number;
+      cursor?: string;
+    } = {},
+    options: RequestOptions = {},
+  ): Promise<WebhookDeliveryPage> {
+    return this.request<WebhookDeliveryPage>(
+      'GET',
+      `/api/webhooks/${encodeURIComponent(endpointId)}/deliveries${queryString(query)}`,
+      200,
+      options,
+    );
+  }
+
+  /** Sends a delivery again now, with the same `webhook-id` (a new attempt in its log). */
+  redeliverWebhook(endpointId: string, deliveryId: string, options: RequestOptions = {}): Promise<WebhookDelivery> {
+    return this.request<WebhookDelivery>(
+      'POST',
+      `/api/webhooks/${encodeURIComponent(endpointId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`,
+      202,
+      options,
+    );
+  }
+
   async waitForTask(taskId: string, options: WaitOptions = {}): Promise<Task> {
     const wait = options.waitSeconds ?? 20;
     const path = `/api/ai/tasks/${encodeURIComponent(taskId)}?wait=${wait}`;

@@ -506,6 +506,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's webhook endpoints */
+        get: operations["webhookEndpointsList"];
+        put?: never;
+        /**
+         * Create a webhook endpoint (session only)
+         * @description Its signing secret is in this answer and never again (kept sealed). `events` absent: all event types. The URL rules of `webhookUrl` apply. At most `WEBHOOK_MAX_ENDPOINTS` (10) per account: 409 beyond.
+         */
+        post: operations["webhookEndpointsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One webhook endpoint */
+        get: operations["webhookEndpointsGet"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook endpoint (session only) */
+        delete: operations["webhookEndpointsDelete"];
+        options?: never;
+        head?: never;
+        /** Change a webhook endpoint (session only) */
+        patch: operations["webhookEndpointsUpdate"];
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret (session only)
+         * @description The new secret is in this answer only. The previous one still signs for `graceSeconds` (default 86400, at most 604800): meanwhile every attempt carries both signatures in `webhook-signature`.
+         */
+        post: operations["webhookEndpointsRotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a `webhook.test` event to the endpoint */
+        post: operations["webhookEndpointsTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The endpoint's delivery log
+         * @description Newest first, kept 30 days; each delivery with its attempts.
+         */
+        get: operations["webhookEndpointsDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again (same `webhook-id`) */
+        post: operations["webhookEndpointsRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEnded: {
@@ -2924,6 +3038,593 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    webhookEndpointsList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoints: {
+                            id: string;
+                            url: string;
+                            /** @description The event types it receives; null: all (those to come included). */
+                            events: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                            enabled: boolean;
+                            description: string | null;
+                            /** Format: date-time */
+                            secretCreatedAt: string;
+                            /**
+                             * Format: date-time
+                             * @description Until when the previous secret still signs beside the new one (after a rotation).
+                             */
+                            previousSecretExpiresAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    events?: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[];
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives; null: all (those to come included). */
+                        events: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                        enabled: boolean;
+                        description: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the previous secret still signs beside the new one (after a rotation).
+                         */
+                        previousSecretExpiresAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    } & {
+                        /** @description The signing secret (`whsec_...`): shown only here. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description A bad body or a refused URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description The account has as many endpoints as it may (`limit`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives; null: all (those to come included). */
+                        events: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                        enabled: boolean;
+                        description: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the previous secret still signs beside the new one (after a rotation).
+                         */
+                        previousSecretExpiresAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; its open deliveries end unsent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id?: string;
+                        /** @constant */
+                        deleted?: true;
+                    };
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url?: string;
+                    events?: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                    enabled?: boolean;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives; null: all (those to come included). */
+                        events: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                        enabled: boolean;
+                        description: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the previous secret still signs beside the new one (after a rotation).
+                         */
+                        previousSecretExpiresAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description A bad body or a refused URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsRotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    graceSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Rotated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives; null: all (those to come included). */
+                        events: ("task.completed" | "task.failed" | "key.spend_limit.warning" | "key.spend_limit.reached" | "credits.low")[] | null;
+                        enabled: boolean;
+                        description: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the previous secret still signs beside the new one (after a rotation).
+                         */
+                        previousSecretExpiresAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    } & {
+                        /** @description The signing secret (`whsec_...`): shown only here. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Opened: the attempt follows (see the delivery log). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveryId: string;
+                        eventId: string;
+                    };
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsDeliveries: {
+        parameters: {
+            query?: {
+                state?: "sending" | "waiting" | "delivered" | "failed";
+                eventType?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; `next` is the cursor of the following one. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            id: string;
+                            endpointId: string;
+                            /** @description The `webhook-id` header of every attempt. */
+                            eventId: string;
+                            eventType: string;
+                            /** Format: date-time */
+                            eventAt: string;
+                            /** @enum {unknown} */
+                            state: "sending" | "waiting" | "delivered" | "failed";
+                            attempts: {
+                                attempt: number;
+                                /** Format: date-time */
+                                at: string;
+                                /** @description The endpoint's HTTP status; null when none came. */
+                                statusCode: number | null;
+                                /** @description Latency of the attempt. */
+                                durationMs: number;
+                                error: string | null;
+                            }[];
+                            /** Format: date-time */
+                            nextAttemptAt: string | null;
+                            /** Format: date-time */
+                            deliveredAt: string | null;
+                            /** Format: date-time */
+                            gaveUpAt: string | null;
+                            reason: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description A bad filter or cursor. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No such endpoint (or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookEndpointsRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A new attempt is claimed. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        endpointId: string;
+                        /** @description The `webhook-id` header of every attempt. */
+                        eventId: string;
+                        eventType: string;
+                        /** Format: date-time */
+                        eventAt: string;
+                        /** @enum {unknown} */
+                        state: "sending" | "waiting" | "delivered" | "failed";
+                        attempts: {
+                            attempt: number;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description The endpoint's HTTP status; null when none came. */
+                            statusCode: number | null;
+                            /** @description Latency of the attempt. */
+                            durationMs: number;
+                            error: string | null;
+                        }[];
+                        /** Format: date-time */
+                        nextAttemptAt: string | null;
+                        /** Format: date-time */
+                        deliveredAt: string | null;
+                        /** Format: date-time */
+                        gaveUpAt: string | null;
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description No such endpoint or delivery. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An attempt is under way. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The account's open deliveries are at their bound; retry later. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An error: `{ error, ... }` (401, 403, 429, 500 as every route). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

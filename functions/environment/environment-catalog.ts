@@ -113,6 +113,7 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
   WEBHOOK_RETRY_DELAYS_SECONDS: 'Seconds between webhook attempts, comma-separated (default: the deployed schedule).',
   WEBHOOK_MAX_OPEN_DELIVERIES:
     'Open webhook deliveries one account may have at once (default 100); past it a delivery fails unsent.',
+  WEBHOOK_MAX_ENDPOINTS: 'Webhook endpoints one account may create (POST /api/webhooks; default 10).',
   USAGE_PLAN_NAME: "The name of the deployment's default usage plan (key creation enrolls keys in it).",
   MAX_ACTIVE_KEYS:
     "The most active API keys one account may hold (the stack's `maxActiveKeys`; default 20, store/key-count.ts).",

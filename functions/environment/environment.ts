@@ -354,6 +354,8 @@ export const WEBHOOK_MAX_OPEN_DELIVERIES = /* @__PURE__ */ variable(
   integer(1, 100_000),
 );
 
+export const WEBHOOK_MAX_ENDPOINTS = /* @__PURE__ */ variable('WEBHOOK_MAX_ENDPOINTS', 'default', integer(1, 100));
+
 export const USAGE_PLAN_NAME = /* @__PURE__ */ variable('USAGE_PLAN_NAME', 'stack-when-configured', text);
 
 export const MAX_ACTIVE_KEYS = /* @__PURE__ */ variable('MAX_ACTIVE_KEYS', 'stack', integer(1, 1000));

@@ -32,11 +32,12 @@ import type { Logger } from '../observability/logger';
 import { getAccountAlerts, readBudgetPeriod, readKeySpendLimit, rearmLowBalance } from '../store/account-events';
 import { getBalance } from '../store/accounts';
 import type { StoreContext } from '../store/client';
-import { recordFeedEvents } from '../store/event-feed';
+import { type RecordedEvent, recordFeedEvents } from '../store/event-feed';
 import { webhookKeys } from '../store/keys';
 import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { createEventDelivery, type DeliveryOpened, getWebhookSettings, type WebhookSettings } from '../store/webhooks';
+import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf } from './event-feed';
 
 /** What noticing events needs: the table, the clock, the bound on open deliveries. */
@@ -74,8 +75,11 @@ export async function noticeSpending(
   let settings: Promise<WebhookSettings | undefined> | undefined;
   const open = async (event: OpeningEvent) => {
     settings ??= getWebhookSettings(ctx.store, task.userId);
-    const outcome = await openAccountEvent(ctx, await settings, event, log);
+    const eventId = newAccountEventId();
+    const eventAt = ctx.now();
+    const { outcome, feedEvent } = await openAccountEvent(ctx, await settings, { ...event, eventId, eventAt }, log);
     noticed.events.push({ type: event.type, outcome });
+    await fanOutAccountEvent(ctx, { ...event, eventId, eventAt }, feedEvent, outcome, log);
   };
   await Promise.all([
     noticeKeySpending(ctx, task, open),
@@ -191,10 +195,10 @@ export async function rearmAfterCredit(store: StoreContext, userId: string, bala
 async function openAccountEvent(
   ctx: AccountEventsContext,
   settings: WebhookSettings | undefined,
-  event: OpeningEvent,
+  event: OpeningEvent & { eventId: string; eventAt: Date },
   log: Logger,
-): Promise<AccountEventOutcome> {
-  const now = ctx.now();
+): Promise<{ outcome: AccountEventOutcome; feedEvent: RecordedEvent }> {
+  const now = event.eventAt;
   const sourceId = `${event.marker.SK}#${event.markerRead ?? 'first'}`;
   const recorded = await recordFeedEvents(
     ctx.store,
@@ -204,15 +208,15 @@ async function openAccountEvent(
   );
   const feedEvent = recorded.get(sourceId);
   if (!feedEvent) throw new Error('The account event was not recorded in the feed');
-  if (!settings?.url) return 'no-endpoint';
+  if (!settings?.url) return { outcome: 'no-endpoint', feedEvent };
   if (!settings.sealedSecret) {
     log.warn('The account has a webhook endpoint but no signing secret; its account event is not sent', {
       eventType: event.type,
     });
-    return 'no-secret';
+    return { outcome: 'no-secret', feedEvent };
   }
   const maxOpen = ctx.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
-  const eventId = newAccountEventId();
+  const eventId = event.eventId;
   const opened = await createEventDelivery(ctx.store, {
     userId: event.userId,
     eventId,
@@ -234,5 +238,46 @@ async function openAccountEvent(
   // Woken by the next place that frees, or the sweeper's backstop: the dispatcher deletes no queue entry.
   if (opened === 'queued')
     log.info('Account event queued: the account is at its bound of open deliveries', { eventId, maxOpen });
-  return opened;
+  return { outcome: opened, feedEvent };
+}
+
+/**
+ * Opens the event's deliveries to the account's own endpoints (lifecycle/endpoint-deliveries.ts): after
+ * the default endpoint's delivery was opened (or queued), which put the once-only marker; or, when the
+ * account has no default endpoint, with the marker on the first endpoint's delivery. `exists`: the event
+ * was opened before, nothing more.
+ */
+async function fanOutAccountEvent(
+  ctx: AccountEventsContext,
+  event: OpeningEvent & { eventId: string; eventAt: Date },
+  feedEvent: RecordedEvent,
+  outcome: AccountEventOutcome,
+  log: Logger,
+): Promise<void> {
+  if (outcome === 'exists') return;
+  const withMarker = outcome === 'no-endpoint' || outcome === 'no-secret';
+  await fanOutToEndpoints(
+    ctx,
+    {
+      userId: event.userId,
+      eventId: feedEvent.id,
+      order: queueOrderOf(feedEvent),
+      type: event.type,
+      eventAt: event.eventAt.toISOString(),
+      data: event.data,
+      ...(withMarker
+        ? {
+            marker: {
+              userId: event.userId,
+              eventId: event.eventId,
+              eventType: event.type,
+              marker: event.marker,
+              ...(event.markerRead === undefined ? {} : { markerRead: event.markerRead }),
+              ...(event.markerExpiresAt === undefined ? {} : { markerExpiresAt: event.markerExpiresAt }),
+            },
+          }
+        : {}),
+    },
+    log,
+  );
 }

@@ -7,7 +7,7 @@
  * delivery, and its feed number orders the deliveries that wait past the bound.
  */
 import type { TaskRecord } from '../core/task';
-import { type TaskEventType, webhookEventOf } from '../core/webhooks';
+import { type TaskEventType, WEBHOOK_CLAIM_SECONDS, webhookEventOf } from '../core/webhooks';
 import type { RetryingStoreContext } from '../store/errors';
 import { type FeedEventInput, type RecordedEvent, type RecordingStats, recordFeedEvents } from '../store/event-feed';
 
@@ -21,7 +21,7 @@ export type TaskEventSummary = Pick<
 export type EndedTask = TaskEventSummary & { userId: string };
 
 /** The feed event of an ended task, or undefined while it is pending. */
-export function taskFeedEvent(task: EndedTask): (FeedEventInput & { type: TaskEventType }) | undefined {
+export function taskFeedEvent(task: EndedTask, openBy?: Date): (FeedEventInput & { type: TaskEventType }) | undefined {
   const type = webhookEventOf(task.status);
   if (!type) return undefined;
   const data: TaskEventSummary = {
@@ -35,7 +35,13 @@ export function taskFeedEvent(task: EndedTask): (FeedEventInput & { type: TaskEv
     updatedAt: task.updatedAt,
     ...(task.errorCode === undefined ? {} : { errorCode: task.errorCode }),
   };
-  return { sourceId: task.taskId, type, timestamp: task.updatedAt, data };
+  return {
+    sourceId: task.taskId,
+    type,
+    timestamp: task.updatedAt,
+    data,
+    ...(openBy === undefined ? {} : { openBy: openBy.toISOString() }),
+  };
 }
 
 /** The key of a task in the map `recordTaskEvents` answers. */
@@ -44,8 +50,16 @@ export function taskEventKey(userId: string, taskId: string): string {
 }
 
 /**
+ * How long after an event is recorded its deliveries must be open: past it, the sweeper opens them
+ * (the worker's record of the ending was lost). As long as a lost claim waits.
+ */
+export const OPEN_DELIVERIES_WITHIN_SECONDS = WEBHOOK_CLAIM_SECONDS;
+
+/**
  * Records the feed events of `tasks` (ended), each once: per account one transaction per 40 events,
- * in the order they ended (then by id). Accounts side by side.
+ * in the order they ended (then by id). Accounts side by side. `deliveries`: webhooks are on, so each
+ * event waits in the due index until its deliveries are opened (`openDelivery`), and the sweeper opens
+ * those a lost record left.
  * @returns each task's event id and number, by `taskEventKey`
  */
 export async function recordTaskEvents(
@@ -53,7 +67,9 @@ export async function recordTaskEvents(
   tasks: readonly EndedTask[],
   now: Date,
   stats?: RecordingStats,
+  deliveries = true,
 ): Promise<Map<string, RecordedEvent>> {
+  const openBy = deliveries ? new Date(now.getTime() + OPEN_DELIVERIES_WITHIN_SECONDS * 1000) : undefined;
   const byAccount = new Map<string, EndedTask[]>();
   for (const task of tasks) byAccount.set(task.userId, [...(byAccount.get(task.userId) ?? []), task]);
   const out = new Map<string, RecordedEvent>();
@@ -61,7 +77,7 @@ export async function recordTaskEvents(
     [...byAccount].map(async ([userId, ended]) => {
       const inputs = [...ended]
         .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt) || a.taskId.localeCompare(b.taskId))
-        .map(taskFeedEvent)
+        .map((task) => taskFeedEvent(task, openBy))
         .filter((input) => input !== undefined);
       const recorded = await recordFeedEvents(store, userId, inputs, now, stats);
       for (const [taskId, event] of recorded) out.set(taskEventKey(userId, taskId), event);

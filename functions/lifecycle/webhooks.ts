@@ -29,8 +29,9 @@ import type { ResolveHost } from '../media/public-address';
 import type { SourcePolicy } from '../media/source-policy';
 import type { Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
-import type { RecordedEvent } from '../store/event-feed';
+import { feedOpeningOf, markDeliveriesOpened, type RecordedEvent } from '../store/event-feed';
 import { getTask } from '../store/tasks';
+import { countDeliveries } from '../store/webhook-queue';
 import {
   type AfterAttempt,
   allDueDeliveries,
@@ -38,13 +39,14 @@ import {
   createDelivery,
   getDelivery,
   getWebhookSettings,
-  recordAttempt,
 } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
+import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf, recordTaskEvents, taskEventKey } from './event-feed';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
+import { recordMadeAttempt } from './record-attempt';
 import { wakeQueuedDeliveries, wakeQueuedEverywhere } from './webhook-queue';
 
 /** What sending webhooks needs besides the lifecycle (the worker's wiring). */
@@ -78,29 +80,55 @@ export interface ClaimedDeliveryRef {
   claimId: string;
 }
 
-/** Tries at recording an attempt made (`withRetry`'s attempts): see `attemptDelivery`. */
+/** Tries (`withRetry`'s attempts) at writes off the request path whose throw costs a stream record's retries. */
 const RECORD_ATTEMPTS = 12;
 
 function leaseFrom(now: Date): Date {
   return new Date(now.getTime() + WEBHOOK_CLAIM_SECONDS * 1000);
 }
 
+/** What opening a task's delivery came to. */
+export type OpeningOutcome =
+  | 'opened'
+  | 'exists'
+  | 'queued'
+  | 'refused-at-first-send'
+  | 'cancelled'
+  | 'no-endpoint'
+  | 'no-secret'
+  | 'not-ended';
+
+/** What opening needs: the table, the clock, the bound on open deliveries. */
+type OpeningLifecycle = Pick<Lifecycle, 'store' | 'now'> & {
+  webhooks?: Pick<WebhookSettingsWiring, 'maxOpenDeliveries'>;
+};
+
 /**
  * Opens the delivery of a task that ended, to its `webhookUrl` or else the account's default, when
  * the account has a signing secret. Idempotent: a task has one delivery. First the task's event goes
  * into the account's feed (whatever follows), unless the caller recorded it (`feedEvent`, the worker
  * records a batch's at once): the delivery's `webhook-id` is the event's feed id, and past the bound it
- * waits in the order of its feed number (`queued`).
+ * waits in the order of its feed number (`queued`). Once decided, the event leaves the due index where
+ * the sweeper would open it (`reopenLostDeliveries`); a throw leaves it there.
  * @returns what happened, for logs and tests
  */
 export async function openDelivery(
-  lc: Pick<Lifecycle, 'store' | 'now'> & { webhooks?: Pick<WebhookSettingsWiring, 'maxOpenDeliveries'> },
+  lc: OpeningLifecycle,
   ref: EndedTaskRef,
   log: Logger,
   feedEvent?: RecordedEvent,
-): Promise<
-  'opened' | 'exists' | 'queued' | 'refused-at-first-send' | 'cancelled' | 'no-endpoint' | 'no-secret' | 'not-ended'
-> {
+): Promise<OpeningOutcome> {
+  const outcome = await decideDelivery(lc, ref, log, feedEvent);
+  await markDeliveriesOpened(lc.store, ref.userId, ref.taskId);
+  return outcome;
+}
+
+async function decideDelivery(
+  lc: OpeningLifecycle,
+  ref: EndedTaskRef,
+  log: Logger,
+  feedEvent?: RecordedEvent,
+): Promise<OpeningOutcome> {
   const [task, settings] = await Promise.all([
     getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
@@ -114,6 +142,24 @@ export async function openDelivery(
   if (refusedAtFirstSend(task)) return 'refused-at-first-send';
   // Cancelled by its owner while queued: the same, and the owner has the answer already.
   if (cancelledByOwner(task)) return 'cancelled';
+  // The account's own endpoints get the event too, with the feed's id as every delivery's webhook-id,
+  // waiting past the bound in the feed's order like the default endpoint's (lifecycle/endpoint-deliveries.ts).
+  await fanOutToEndpoints(
+    {
+      store: { ...lc.store, retry: { maxAttempts: RECORD_ATTEMPTS } },
+      now: lc.now,
+      ...(lc.webhooks?.maxOpenDeliveries ? { maxOpenDeliveries: lc.webhooks.maxOpenDeliveries } : {}),
+    },
+    {
+      userId: task.userId,
+      eventId: event.id,
+      order: queueOrderOf(event),
+      type: eventType,
+      eventAt: task.updatedAt,
+      taskId: task.taskId,
+    },
+    log,
+  );
   const url = task.webhookUrl ?? settings?.url;
   if (!url) return 'no-endpoint';
   if (!settings?.sealedSecret) {
@@ -124,19 +170,23 @@ export async function openDelivery(
   }
   const now = lc.now();
   const maxOpen = lc.webhooks?.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
-  const opened = await createDelivery(lc.store, {
-    userId: task.userId,
-    taskId: task.taskId,
-    webhookId: event.id,
-    url,
-    eventType,
-    eventAt: task.updatedAt,
-    claimId: randomUUID(),
-    leaseUntil: leaseFrom(now),
-    now,
-    maxOpen,
-    queueOrder: queueOrderOf(event),
-  });
+  // Off the request path, and a throw here costs the record's retries: more tries than a request's.
+  const opened = await createDelivery(
+    { ...lc.store, retry: { maxAttempts: RECORD_ATTEMPTS } },
+    {
+      userId: task.userId,
+      taskId: task.taskId,
+      webhookId: event.id,
+      url,
+      eventType,
+      eventAt: task.updatedAt,
+      claimId: randomUUID(),
+      leaseUntil: leaseFrom(now),
+      now,
+      maxOpen,
+      queueOrder: queueOrderOf(event),
+    },
+  );
   if (opened === 'opened') log.info('Webhook delivery opened', { taskId: task.taskId, eventType });
   if (opened === 'queued') {
     log.info('Webhook delivery queued: the account is at its bound of open deliveries', {
@@ -202,27 +252,21 @@ export async function attemptDelivery(
     const dueAt = nextAttemptAt(attempt, finishedAt, lc.webhooks.retryDelays);
     next = dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
   }
-  // A record lost to contention on the account's counter item means the attempt is made again under
-  // the same claim (a duplicate the receiver drops by webhook-id): worth more tries than a plain write.
-  // Measured: with the default 5, a burst past the bound through the conflict layer sent one in four twice.
-  const recorded = await recordAttempt(
-    { ...lc.store, retry: { maxAttempts: RECORD_ATTEMPTS } },
-    {
-      userId: ref.userId,
-      taskId: ref.taskId,
-      claimId: ref.claimId,
-      attempt: {
-        attempt,
-        at: startedAt.toISOString(),
-        durationMs: outcome.durationMs,
-        ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
-        ...(outcome.error === undefined ? {} : { error: outcome.error }),
-      },
-      next,
-      now: finishedAt,
-      countsOpen: delivery.countsOpen === true,
+  const recorded = await recordMadeAttempt(lc.store, {
+    userId: ref.userId,
+    taskId: ref.taskId,
+    claimId: ref.claimId,
+    attempt: {
+      attempt,
+      at: startedAt.toISOString(),
+      durationMs: outcome.durationMs,
+      ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
+      ...(outcome.error === undefined ? {} : { error: outcome.error }),
     },
-  );
+    next,
+    now: finishedAt,
+    countsOpen: delivery.countsOpen === true,
+  });
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   // Its place freed: the account's oldest queued delivery takes it.
   if (recorded && next.state !== 'waiting' && delivery.countsOpen === true) {
@@ -253,7 +297,9 @@ export async function attemptDelivery(
 export async function claimDueDeliveries(store: StoreContext, now: Date, log: Logger): Promise<number> {
   // The backstop of the queue past the bound: a place freed whose promotion was lost is taken now.
   const promoted = await wakeQueuedEverywhere(store, now, log);
-  const due = await allDueDeliveries(store, now);
+  const listed = await allDueDeliveries(store, now);
+  const due = listed.filter((ref) => feedOpeningOf(ref.dueKey) === undefined);
+  const reopened = await reopenLostDeliveries(store, listed, now, log);
   let claimed = 0;
   await Promise.all(
     due.map(async (ref) => {
@@ -264,5 +310,39 @@ export async function claimDueDeliveries(store: StoreContext, now: Date, log: Lo
       }
     }),
   );
-  return claimed + promoted;
+  return claimed + promoted + reopened;
+}
+
+/**
+ * The backstop of openings: an ended task's event whose deliveries were not opened in time (its
+ * worker record failed all its retries, or the worker died) is opened here, as the worker would have,
+ * under the bound stored with the account's queue (else the default). Nothing is lost to a record that
+ * went to the dead-letter queue.
+ * @returns how many events were looked at again
+ */
+async function reopenLostDeliveries(
+  store: StoreContext,
+  listed: readonly { userId: string; dueKey: string }[],
+  now: Date,
+  log: Logger,
+): Promise<number> {
+  let reopened = 0;
+  for (const ref of listed) {
+    const taskId = feedOpeningOf(ref.dueKey);
+    if (taskId === undefined) continue;
+    try {
+      const { maxOpen } = await countDeliveries(store, ref.userId);
+      const lc = {
+        store,
+        now: () => now,
+        ...(maxOpen === undefined ? {} : { webhooks: { maxOpenDeliveries: maxOpen } }),
+      };
+      const outcome = await openDelivery(lc, { userId: ref.userId, taskId }, log);
+      log.warn('Webhook delivery opened by the sweeper: the worker had not opened it', { taskId, outcome });
+      reopened++;
+    } catch (error) {
+      log.error('Opening a lost webhook delivery failed; the next sweep tries again', { taskId, error });
+    }
+  }
+  return reopened;
 }

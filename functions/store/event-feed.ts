@@ -16,7 +16,7 @@
  * own ending transaction).
  */
 import { randomUUID } from 'node:crypto';
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { WebhookEventType } from '../core/webhooks';
 import { attr } from './conditions';
 import {
@@ -24,11 +24,12 @@ import {
   cancellationReasons,
   isRetryable,
   isThrottled,
+  lostCondition,
   type RetryingStoreContext,
   realSleep,
   withRetry,
 } from './errors';
-import type { ItemKey } from './keys';
+import { type ItemKey, webhookKeys } from './keys';
 import { decodeCursor, encodeCursor } from './pages';
 import { TABLE } from './table';
 
@@ -61,6 +62,12 @@ export interface FeedEventInput {
   /** When it happened (ISO 8601): the payload's `timestamp`. */
   timestamp: string;
   data: Record<string, unknown>;
+  /**
+   * When the event's deliveries must have been opened by (ISO 8601): its source marker then sits in the
+   * webhooks' due index under that time until `markDeliveriesOpened`, and the sweeper opens what a lost
+   * worker record left unopened (lifecycle/webhooks.ts `claimDueDeliveries`). Absent: nothing to open.
+   */
+  openBy?: string;
 }
 
 /** An event as the feed lists it. */
@@ -191,6 +198,9 @@ export async function recordFeedEvents(
                       userId,
                       seq,
                       eventFeedId: id,
+                      ...(input.openBy === undefined
+                        ? {}
+                        : webhookKeys.due(feedOpeningDueId(input.sourceId), input.openBy)),
                       [TABLE.ttlAttribute]: ttl,
                     },
                     ConditionExpression: `attribute_not_exists(${attr('pk')})`,
@@ -226,6 +236,45 @@ export async function recordFeedEvents(
     last = await readCounter(ctx, userId);
   }
   return recorded;
+}
+
+/** The prefix of a source marker's sort key: the due index tells a feed opening from a delivery by it. */
+export const FEED_SOURCE_PREFIX = 'EVENTOF#';
+
+/** The id a source's opening is listed under in the due index (`<time>#<id>`). */
+function feedOpeningDueId(sourceId: string): string {
+  return `${FEED_SOURCE_PREFIX}${sourceId}`;
+}
+
+/** The source a due-index entry names when it is a feed event awaiting its deliveries (else undefined). */
+export function feedOpeningOf(dueKey: string): string | undefined {
+  const at = dueKey.indexOf(`#${FEED_SOURCE_PREFIX}`);
+  return at < 0 ? undefined : dueKey.slice(at + 1 + FEED_SOURCE_PREFIX.length);
+}
+
+/**
+ * Takes the event of `sourceId` out of the due index: its deliveries are opened (or it needs none).
+ * Nothing is written when the marker is gone or was never listed.
+ */
+export async function markDeliveriesOpened(ctx: RetryingStoreContext, userId: string, sourceId: string): Promise<void> {
+  const index = TABLE.pendingIndex;
+  try {
+    await withRetry(
+      () =>
+        ctx.doc.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: eventFeedKeys.source(userId, sourceId),
+            UpdateExpression: `REMOVE ${attr('gsiPk')}, ${attr('gsiSk')}`,
+            ConditionExpression: `attribute_exists(${attr('gsiPk')})`,
+            ExpressionAttributeNames: { [attr('gsiPk')]: index.partitionKey, [attr('gsiSk')]: index.sortKey },
+          }),
+        ),
+      ctx.retry,
+    );
+  } catch (error) {
+    lostCondition(error);
+  }
 }
 
 /** Feed sort keys: `EVENT#<12 digits>`. */

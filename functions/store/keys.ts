@@ -166,3 +166,19 @@ export function queueAccount(userId: string): string {
 export function userIdFromPk(pk: string): string {
   return pk.startsWith(USER) ? pk.slice(USER.length) : pk;
 }
+
+/**
+ * The keys of an account's webhook endpoints (store/webhook-endpoints.ts). Their deliveries are keyed by
+ * `webhookKeys.delivery` with the delivery's id (`dlv_<endpoint>_<time>_<event>`), beside the tasks'.
+ */
+export const webhookEndpointKeys = {
+  /** One endpoint: its URL, event types and sealed secrets. */
+  endpoint: (userId: string, endpointId: string): ItemKey => ({
+    PK: `${USER}${userId}`,
+    SK: `WEBHOOKEP#${endpointId}`,
+  }),
+  /** Every endpoint of the account: one `begins_with` Query. */
+  endpointPrefix: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKEP#' }),
+  /** How many endpoints the account has: the counter the bound is enforced on, in the same transactions. */
+  endpointCount: (userId: string): ItemKey => ({ PK: `${USER}${userId}`, SK: 'WEBHOOKEP' }),
+} as const;

@@ -55,6 +55,29 @@ export function openNowCondition(limit: number): Expr {
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /**
+ * The counter's part of opening a delivery straight away: one more open, on `openNowCondition`. It
+ * stores the bound too, for the sweeper, which opens what a lost worker record left (and has no setting).
+ */
+export function openNowCounterUpdate(
+  tableName: string,
+  input: { userId: string; maxOpen: number; now: string },
+): TransactItem {
+  return {
+    Update: {
+      TableName: tableName,
+      Key: webhookKeys.openDeliveries(input.userId),
+      ...updateParams(
+        update({
+          set: { userId: input.userId, updatedAt: input.now, maxOpen: input.maxOpen },
+          add: { openDeliveries: 1 },
+        }),
+        openNowCondition(input.maxOpen),
+      ),
+    },
+  };
+}
+
+/**
  * Writes a delivery `queued` behind the account's others (`order`), counted in `queuedDeliveries`, with
  * an account event's marker when given. `exists`: it (or the event's marker) is there already.
  */
@@ -133,7 +156,7 @@ export async function queueDelivery(
 export interface DeliveryCounts {
   open: number;
   queued: number;
-  /** The bound the last queued delivery was queued under. */
+  /** The bound the account last opened or queued a delivery under (the sweeper opens by it). */
   maxOpen?: number;
 }
 

@@ -34,7 +34,7 @@ import {
 import { type ItemKey, userIdFromPk, webhookDueShardKey, webhookKeys } from './keys';
 import { TABLE } from './table';
 import { transact } from './transaction';
-import { openNowCondition, queueDelivery } from './webhook-queue';
+import { openNowCounterUpdate, queueDelivery } from './webhook-queue';
 
 /** How long delivery and attempt records are kept after the delivery is created (TTL). */
 export const WEBHOOK_RECORD_DAYS = 30;
@@ -327,16 +327,7 @@ async function openDeliveryItem(
             ...conditionParams(conditions.itemIsNew()),
           },
         },
-        {
-          Update: {
-            TableName: ctx.tableName,
-            Key: webhookKeys.openDeliveries(input.userId),
-            ...updateParams(
-              update({ set: { userId: input.userId, updatedAt: now }, add: { openDeliveries: 1 } }),
-              openNowCondition(input.maxOpen),
-            ),
-          },
-        },
+        openNowCounterUpdate(ctx.tableName, { userId: input.userId, maxOpen: input.maxOpen, now }),
         ...(markerPut ? [markerPut] : []),
       ],
       ctx.retry,

@@ -41,13 +41,21 @@ export interface SendOptions {
   timeoutMs?: number;
 }
 
-/** The Standard Webhooks headers (and the content type) of a message signed with `secret` (`whsec_...`). */
-export function signedHeaders(message: WebhookMessage, secret: string): Record<string, string> {
+/**
+ * The Standard Webhooks headers (and the content type) of a message signed with `secret` (`whsec_...`),
+ * or with each of several secrets: during a rotation's grace the signatures of the new and the previous
+ * secret go space-separated in one `webhook-signature`, which the specification allows so that a
+ * receiver holding either secret accepts the message.
+ */
+export function signedHeaders(message: WebhookMessage, secret: string | readonly string[]): Record<string, string> {
+  const secrets = typeof secret === 'string' ? [secret] : secret;
   return {
     'content-type': 'application/json',
     'webhook-id': message.id,
     'webhook-timestamp': String(Math.floor(message.timestamp.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(message.id, message.timestamp, message.body),
+    'webhook-signature': secrets
+      .map((each) => new Webhook(each).sign(message.id, message.timestamp, message.body))
+      .join(' '),
   };
 }
 
@@ -58,7 +66,7 @@ export function signedHeaders(message: WebhookMessage, secret: string): Record<s
 export async function sendWebhook(
   target: string,
   message: WebhookMessage,
-  secret: string,
+  secret: string | readonly string[],
   options: SendOptions,
 ): Promise<AttemptOutcome> {
   const started = performance.now();

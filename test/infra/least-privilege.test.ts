@@ -163,6 +163,28 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'account-alerts-update': [readWrite('USER#*'), ownLogs('AccountAlertsUpdate')],
   'account-limit-get': [readOnly('USER#*'), ownLogs('AccountLimitGet')],
   'account-limit-update': [readWrite('USER#*'), ownLogs('AccountLimitUpdate')],
+  // Issue 39: webhook endpoints. Only create and rotate seal a secret; only delete deletes (its endpoint).
+  'webhook-endpoints-create': [
+    readWrite('USER#*'),
+    ownLogs('WebhookEndpointsCreate'),
+    `Allow secretsmanager:GetSecretValue on <WebhookSecretsKey>`,
+  ],
+  'webhook-endpoints-list': [readOnly('USER#*'), ownLogs('WebhookEndpointsList')],
+  'webhook-endpoints-get': [readOnly('USER#*'), ownLogs('WebhookEndpointsGet')],
+  'webhook-endpoints-update': [readWrite('USER#*'), ownLogs('WebhookEndpointsUpdate')],
+  'webhook-endpoints-delete': [
+    readWrite('USER#*'),
+    'Allow dynamodb:DeleteItem on <Table.Arn> if ForAllValues:StringLike dynamodb:LeadingKeys USER#*',
+    ownLogs('WebhookEndpointsDelete'),
+  ],
+  'webhook-endpoints-rotate': [
+    readWrite('USER#*'),
+    ownLogs('WebhookEndpointsRotate'),
+    `Allow secretsmanager:GetSecretValue on <WebhookSecretsKey>`,
+  ],
+  'webhook-endpoints-test': [readWrite('USER#*'), ownLogs('WebhookEndpointsTest')],
+  'webhook-endpoints-deliveries': [readOnly('USER#*'), ownLogs('WebhookEndpointsDeliveries')],
+  'webhook-endpoints-redeliver': [readWrite('USER#*'), ownLogs('WebhookEndpointsRedeliver')],
   sweeper: [
     DELETE_KEYS,
     ...ENROLL,

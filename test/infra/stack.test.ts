@@ -259,6 +259,8 @@ describe('least privilege', () => {
       // Settling a key's API Gateway key deletes its GATEWAYKEY item: DeleteItem, where declared only.
       const deletes = route.needs.table.deletes ? ['dynamodb:DeleteItem'] : [];
       const secret = route.needs.oidc ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] : [];
+      // Issue 39: creating and rotating a webhook endpoint seal its secret with the sealing key.
+      if (route.needs.webhookSecrets) secret.push('secretsmanager:GetSecretValue');
       // Enrolling keys: GET (find a key or the default plan by name) and POST (create a key, add it to a
       // plan); deleting ended keys: DELETE. Each action once per statement that grants it.
       const uses = route.needs.usagePlans ?? [];
@@ -417,6 +419,10 @@ describe('least privilege', () => {
       'account-alerts-update': ['USER#*'],
       'account-limit-get': ['USER#*'],
       'account-limit-update': ['USER#*'],
+      // Issue 39: webhook endpoints, their deliveries and counters: the account's own partition only.
+      ...Object.fromEntries(
+        ROUTES.filter((route) => route.name.startsWith('webhook-endpoints-')).map((route) => [route.name, ['USER#*']]),
+      ),
       'list-tasks': ['USER#*', 'DISPATCH#QUEUE'],
       // The cancel refunds the caller's task; deleting its queue entry is a statement of its own.
       'cancel-task': ['USER#*'],
@@ -1193,7 +1199,7 @@ describe('the webhook worker', () => {
     expect(env).not.toHaveProperty('WEBHOOK_INSECURE_ORIGINS');
   });
 
-  test('only the webhook worker may read the sealing key; the sweeper claims deliveries but sends nothing', () => {
+  test('only the webhook worker and the routes that make an endpoint secret may read the sealing key; the sweeper claims deliveries but sends nothing', () => {
     // Prepare
     const everyone = [AUTHORIZER, SWEEPER, MEDIA_WORKER, WEBHOOK_WORKER, ...ROUTES].map(
       (definition) => definition.name,
@@ -1206,7 +1212,7 @@ describe('the webhook worker', () => {
     const sweeperEnv = environmentOf(SWEEPER.name);
 
     // Assert
-    expect(readers).toEqual([WEBHOOK_WORKER.name]);
+    expect(readers).toEqual([WEBHOOK_WORKER.name, 'webhook-endpoints-create', 'webhook-endpoints-rotate']);
     expect(sweeperEnv).not.toHaveProperty('WEBHOOK_SECRETS_KEY_ARN');
   });
 

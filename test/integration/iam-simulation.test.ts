@@ -101,7 +101,7 @@ describe('IAM simulation of every recorded AWS call', () => {
       await setWebhookUrl(store, { userId: USER, url: `${origin}/hook`, now });
       const { apiKey } = await putApiKey(store, { userId: USER, name: 'iam journey' });
 
-      await journey(stack.baseUrl, apiKey);
+      await journey(stack.baseUrl, apiKey, `${origin}/endpoint`);
       await waitFor('every function of the registry to run', () => {
         const invoked = parseRecording(readFileSync(recordFile, 'utf8')).invoked;
         const missing = LAMBDAS.map((lambda) => lambda.name).filter((name) => !invoked.has(name));
@@ -206,7 +206,7 @@ async function waitFor(what: string, check: () => true | string | Promise<true |
 }
 
 /** The calls of the journey, each answered as expected (a refusal here would hide calls). */
-async function journey(base: string, apiKey: string): Promise<void> {
+async function journey(base: string, apiKey: string, endpointUrl: string): Promise<void> {
   const api = async (path: string, init: { method?: string; json?: unknown } = {}) => {
     const response = await fetch(`${base}${path}`, {
       method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
@@ -270,6 +270,24 @@ async function journey(base: string, apiKey: string): Promise<void> {
   expectStatus('GET spend limit', await withSession('GET', '/api/account/spend-limit'), 200);
   const limit = { spendLimit: { credits: 5_000, period: 'month' } };
   expectStatus('PUT spend limit', await withSession('PUT', '/api/account/spend-limit', limit), 200);
+  // Issue 39: the account's own webhook endpoint, every route of it (the test event goes out through
+  // the worker; its delivery is then redelivered), and deleted at the end.
+  const endpoint = await withSession('POST', '/api/webhooks', { url: endpointUrl, events: ['task.completed'] });
+  expectStatus('POST /api/webhooks', endpoint, 201);
+  const endpointPath = `/api/webhooks/${String(endpoint.body.id)}`;
+  expectStatus('GET /api/webhooks', await withSession('GET', '/api/webhooks'), 200);
+  expectStatus('GET endpoint', await withSession('GET', endpointPath), 200);
+  expectStatus('PATCH endpoint', await withSession('PATCH', endpointPath, { description: 'iam' }), 200);
+  expectStatus('rotate endpoint secret', await withSession('POST', `${endpointPath}/rotate-secret`, {}), 200, 201);
+  const tested = await withSession('POST', `${endpointPath}/test`, {});
+  expectStatus('test endpoint', tested, 200, 201, 202);
+  expectStatus('GET deliveries', await withSession('GET', `${endpointPath}/deliveries`), 200);
+  const redeliverPath = `${endpointPath}/deliveries/${String(tested.body.deliveryId)}/redeliver`;
+  await waitFor('the test event delivered, to be redelivered', async () => {
+    const again = await withSession('POST', redeliverPath, {});
+    return again.status < 300 ? true : `redeliver answered ${again.status}`;
+  });
+  expectStatus('DELETE endpoint', await withSession('DELETE', endpointPath), 200, 204);
 
   // The API's side, with a key: an upload used by an image task, a video task cancelled, the readings.
   const png = tinyPng();

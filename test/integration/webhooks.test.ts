@@ -8,8 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_LIFECYCLE_CONFIG } from '../../functions/core/lifecycle';
 import { cancelTask } from '../../functions/lifecycle/cancel-task';
+import { OPEN_DELIVERIES_WITHIN_SECONDS, recordTaskEvents, taskEventKey } from '../../functions/lifecycle/event-feed';
 import {
   describeDeliveries,
   rotateWebhookSecret,
@@ -27,8 +29,10 @@ import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { grantCredits } from '../../functions/store/accounts';
+import { createDocumentClient } from '../../functions/store/client';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
-import { claimRefresh, completeTask } from '../../functions/store/tasks';
+import { webhookKeys } from '../../functions/store/keys';
+import { claimRefresh, completeTask, getTask } from '../../functions/store/tasks';
 import { countDeliveries } from '../../functions/store/webhook-queue';
 import {
   countOpenDeliveries,
@@ -39,9 +43,18 @@ import {
 } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
-import { createTestStore, type TestStore } from '../support/dynamodb';
+import { startConflictProxy } from '../../local/conflict-proxy';
+import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
+import { createTestStore, type TestStore, testEndpoint, untilForwarded } from '../support/dynamodb';
 
-jest.setTimeout(30_000);
+jest.setTimeout(60_000);
+
+/** A write that only holds the item it names (the conflict layer holds what a transaction names). */
+const holdUpdate = {
+  UpdateExpression: 'SET #heldAt = :heldAt',
+  ExpressionAttributeNames: { '#heldAt': 'heldAt' },
+  ExpressionAttributeValues: { ':heldAt': 'test' },
+};
 
 const NO_PROVIDER: GenerationProvider = {
   createTask: () => Promise.reject(new Error('no provider')),
@@ -434,5 +447,84 @@ describe('webhook deliveries', () => {
     expect(countsAtBound).toMatchObject({ open: 3, queued: 5 });
     expect(gaveUp).toMatchObject({ statusCode: 503, next: 'failed' });
     expect(countsAfterGivingUp).toMatchObject({ open: 3, queued: 4 });
+  });
+
+  test("an ending whose worker record was lost is opened by the sweeper once its time passed, with its feed event's id, under the account's bound", async () => {
+    // Prepare: an account at a bound of 2 with one delivery open; an ended task whose event is in the
+    // feed but whose opening never ran (its stream record failed every retry: the dead-letter queue)
+    const lc = lifecycle([60], 2);
+    const userId = 'wh-lost-record';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    await endedTask(userId, 'task-lost-open', `${origin}/lost`);
+    await openDelivery(lc, { userId, taskId: 'task-lost-open' }, logger);
+    await endedTask(userId, 'task-lost-1', `${origin}/lost`);
+    await endedTask(userId, 'task-lost-2', `${origin}/lost`);
+    const ended = await Promise.all(['task-lost-1', 'task-lost-2'].map((taskId) => getTask(store, userId, taskId)));
+    const recorded = await recordTaskEvents(
+      store,
+      ended.filter((task) => task !== undefined),
+      clock,
+    );
+    const later = new Date(clock.getTime() + (OPEN_DELIVERIES_WITHIN_SECONDS + 1) * 1000);
+
+    // Act: a sweep before the worker's time is up, one after, and another
+    await claimDueDeliveries(store, clock, logger);
+    const beforeItsTime = await getDelivery(store, userId, 'task-lost-1');
+    await claimDueDeliveries(store, later, logger);
+    const first = await getDelivery(store, userId, 'task-lost-1');
+    const second = await getDelivery(store, userId, 'task-lost-2');
+    await claimDueDeliveries(store, later, logger);
+    const againFirst = await getDelivery(store, userId, 'task-lost-1');
+
+    // Assert
+    expect(beforeItsTime).toBeUndefined();
+    const idOf = (taskId: string) => recorded.get(taskEventKey(userId, taskId))?.id;
+    expect(first).toMatchObject({ webhookId: idOf('task-lost-1'), url: `${origin}/lost` });
+    expect(second).toMatchObject({ webhookId: idOf('task-lost-2'), url: `${origin}/lost` });
+    // One takes the place left under the bound, the other waits its turn.
+    expect([first?.deliveryState, second?.deliveryState].sort()).toEqual(['queued', 'sending']);
+    expect(againFirst).toEqual(first);
+    expect(await countDeliveries(store, userId)).toMatchObject({ open: 2, queued: 1 });
+  });
+
+  test("an attempt answered 2xx whose record meets the account's counter held past the store's retries is recorded once, and never sent again", async () => {
+    // Prepare: a delivery claimed on the plain table; the same table behind the conflict layer, where
+    // a transaction holds the account's counter item for 7 s (longer than 12 tries' backoff, 6.6 s at most)
+    const userId = 'wh-held';
+    await rotateWebhookSecret(store, box, { userId, now: clock });
+    await endedTask(userId, 'task-held', `${origin}/held`);
+    await openDelivery(lifecycle(), { userId, taskId: 'task-held' }, logger);
+    const claimed = await getDelivery(store, userId, 'task-held');
+    const layer = await startConflictProxy({ target: testEndpoint(), holdMs: 7000 });
+    const held = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: layer.endpoint });
+    const heldLc: WebhookLifecycle = { ...lifecycle(), store: { doc: held, tableName: store.tableName } };
+    const ref = { userId, taskId: 'task-held', claimId: claimed?.claimId ?? '' };
+    answers = [];
+    const before = calls.length;
+
+    // Act: the counter is held while the attempt is made and recorded; then the same claim's stream
+    // record comes again (as after a record that threw)
+    const holder = held.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Update: { TableName: store.tableName, Key: webhookKeys.openDeliveries(userId), ...holdUpdate } },
+        ],
+      }),
+    );
+    await untilForwarded({ conflicts: layer }, 1);
+    const attempted = await attemptDelivery(heldLc, ref, logger);
+    await holder;
+    const redelivered = await attemptDelivery(heldLc, ref, logger);
+    held.destroy();
+    await layer.stop();
+    const { delivery, attempts } = await getDeliveryWithAttempts(store, userId, 'task-held');
+
+    // Assert
+    expect(attempted).toMatchObject({ statusCode: 200, next: 'delivered' });
+    expect(redelivered).toBeUndefined();
+    expect(calls.slice(before).map((call) => call.path)).toEqual(['/held']);
+    expect(delivery).toMatchObject({ deliveryState: 'delivered', attempts: 1 });
+    expect(attempts).toHaveLength(1);
+    expect(await countDeliveries(store, userId)).toMatchObject({ open: 0 });
   });
 });

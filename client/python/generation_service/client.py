@@ -34,6 +34,11 @@ from .models import (
     EventFeed,
     UploadStart,
     Usage,
+    WebhookDelivery,
+    WebhookDeliveryPage,
+    WebhookEndpoint,
+    WebhookEndpointList,
+    WebhookTestSent,
     camel_case,
     from_json,
 )
@@ -64,6 +69,15 @@ OPERATIONS: dict[str, Operation] = {
     "getUsage": Operation("usage", "GET", "/api/ai/usage", Usage),
     "listModels": Operation("models", "GET", "/api/ai/models", Models),
     "listEvents": Operation("events", "GET", "/api/events", EventFeed),
+    "webhookEndpointsList": Operation("webhook_endpoints", "GET", "/api/webhooks", WebhookEndpointList),
+    "webhookEndpointsGet": Operation("webhook_endpoint", "GET", "/api/webhooks/{id}", WebhookEndpoint),
+    "webhookEndpointsTest": Operation("test_webhook_endpoint", "POST", "/api/webhooks/{id}/test", WebhookTestSent),
+    "webhookEndpointsDeliveries": Operation(
+        "webhook_deliveries", "GET", "/api/webhooks/{id}/deliveries", WebhookDeliveryPage
+    ),
+    "webhookEndpointsRedeliver": Operation(
+        "redeliver_webhook", "POST", "/api/webhooks/{id}/deliveries/{deliveryId}/redeliver", WebhookDelivery
+    ),
 }
 """Every operation a holder of an API key can call: operationId -> the method for it."""
 
@@ -88,6 +102,10 @@ NOT_FOR_API_KEYS: dict[str, str] = {
     "accountLimitUpdate": _SESSION_ONLY,
     "accountExport": _SESSION_ONLY,
     "accountClose": _SESSION_ONLY,
+    "webhookEndpointsCreate": _SESSION_ONLY + " (a leaked key must not redirect events)",
+    "webhookEndpointsUpdate": _SESSION_ONLY + " (a leaked key must not redirect events)",
+    "webhookEndpointsDelete": _SESSION_ONLY,
+    "webhookEndpointsRotate": _SESSION_ONLY,
 }
 """The document's other operations, each with why a key-holding consumer has no method for it."""
 
@@ -268,6 +286,37 @@ class Client:
         """A page of the account's events, oldest first, after ``after`` (a previous page's ``next``);
         ``types``: comma-separated event types to keep."""
         return self._call("listEvents", query=_query({"after": after, "types": types, "limit": limit}))
+
+    def webhook_endpoints(self) -> WebhookEndpointList:
+        """The account's webhook endpoints (created in the dashboard or with a session), oldest first."""
+        return self._call("webhookEndpointsList")
+
+    def webhook_endpoint(self, endpoint_id: str) -> WebhookEndpoint:
+        """One webhook endpoint; ``ApiError`` 404 for an unknown id or another account's."""
+        return self._call("webhookEndpointsGet", {"id": endpoint_id})
+
+    def test_webhook_endpoint(self, endpoint_id: str) -> WebhookTestSent:
+        """Sends a ``webhook.test`` event to the endpoint; its delivery shows in ``webhook_deliveries``."""
+        return self._call("webhookEndpointsTest", {"id": endpoint_id}, retry_network=False)
+
+    def webhook_deliveries(
+        self,
+        endpoint_id: str,
+        *,
+        state: str | None = None,
+        event_type: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> WebhookDeliveryPage:
+        """A page of the endpoint's delivery log, newest first, each delivery with its attempts."""
+        query = _query({"state": state, "eventType": event_type, "limit": limit, "cursor": cursor})
+        return self._call("webhookEndpointsDeliveries", {"id": endpoint_id}, query=query)
+
+    def redeliver_webhook(self, endpoint_id: str, delivery_id: str) -> WebhookDelivery:
+        """Sends a delivery again now, with the same ``webhook-id`` (a new attempt in its log)."""
+        return self._call(
+            "webhookEndpointsRedeliver", {"id": endpoint_id, "deliveryId": delivery_id}, retry_network=False
+        )
 
     def credits(self, *, limit: int | None = None, cursor: str | None = None) -> Credits:
         """Your balance and a page of the ledger, newest first."""

@@ -322,10 +322,77 @@ class FeedEvent:
 
 
 @dataclass
+class WebhookEndpoint:
+    """A webhook endpoint of the account (``GET /api/webhooks``); its secret is never shown again."""
+
+    id: str
+    url: str
+    events: list[str] | None
+    enabled: bool
+    description: str | None
+    secret_created_at: str
+    previous_secret_expires_at: str | None
+    created_at: str
+    updated_at: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class EventFeed:
     """A page of the event feed, oldest first; pass ``next`` as ``after`` to read on."""
 
     events: list[FeedEvent]
     next: str | None
     has_more: bool
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookEndpointList:
+    endpoints: list[WebhookEndpoint]
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookTestSent:
+    """The test event's delivery (see ``webhook_deliveries``) and its ``webhook-id``."""
+
+    delivery_id: str
+    event_id: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookAttempt:
+    attempt: int
+    at: str
+    status_code: int | None
+    duration_ms: int
+    error: str | None
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookDelivery:
+    """One delivery of an endpoint's log with its attempts; ``event_id`` is its ``webhook-id``."""
+
+    id: str
+    endpoint_id: str
+    event_id: str
+    event_type: str
+    event_at: str
+    state: str
+    attempts: list[WebhookAttempt]
+    next_attempt_at: str | None
+    delivered_at: str | None
+    gave_up_at: str | None
+    reason: str | None
+    created_at: str
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookDeliveryPage:
+    deliveries: list[WebhookDelivery]
+    next: str | None
     raw: dict[str, Any] = _raw()
