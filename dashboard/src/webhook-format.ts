@@ -5,7 +5,7 @@ import { dateTime } from './format';
 /** Every event type an endpoint may choose, with what it means, in the order the forms offer them. */
 export const WEBHOOK_EVENT_TYPES: readonly { type: WebhookEventType; meaning: string }[] = [
   { type: 'task.completed', meaning: 'a task completed' },
-  { type: 'task.failed', meaning: 'a task failed (its credits refunded)' },
+  { type: 'task.failed', meaning: 'a task failed; its credits were refunded' },
   { type: 'key.spend_limit.warning', meaning: 'a key spent 80% of its spend limit' },
   { type: 'key.spend_limit.reached', meaning: 'a key reached its spend limit' },
   { type: 'credits.low', meaning: 'the balance fell below the low-balance alert' },
