@@ -106,6 +106,15 @@ function logRow(eventId: string) {
   return page.locator(`tr[data-event-id="${eventId}"]`);
 }
 
+/** The names of the page's form controls that have no label. */
+function unlabelledControls(): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
+      .filter((control) => control.labels === null || control.labels.length === 0)
+      .map((control) => control.name || control.id),
+  );
+}
+
 beforeAll(async () => {
   receiver = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -159,10 +168,12 @@ test(
       .split(' ')
       .find((id) => id.endsWith('-error'));
     const urlError = await page.locator(`[id="${errorId}"]`).textContent();
+    const unlabelled = await unlabelledControls();
 
     // Assert
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Webhooks');
     expect(urlError).toMatch(/https/i);
+    expect(unlabelled).toEqual([]);
     expect(await page.locator('tr[data-endpoint-id]').count()).toBe(0);
   },
   STEP_TIMEOUT_MS,
@@ -343,6 +354,8 @@ test(
     await page.getByLabel('Event type', { exact: true }).selectOption('webhook.test');
     await page.getByRole('button', { name: 'Apply' }).click();
     const tests = await logShows([rotatedEventId, firstEventId]);
+    const unlabelled = await unlabelledControls();
+    const announced = await page.locator('main [role="status"][aria-live="polite"]').count();
 
     // Assert
     expect(waiting).toEqual(['waiting']);
@@ -350,6 +363,9 @@ test(
     expect(noneUrl).toContain('eventType=task.completed');
     expect(noneUrl).not.toContain('state=');
     expect(tests).toEqual(['waiting', 'delivered']);
+    expect(unlabelled).toEqual([]);
+    // The action results and the log's count are announced.
+    expect(announced).toBeGreaterThanOrEqual(2);
     expect(page.url()).toContain('eventType=webhook.test');
   },
   STEP_TIMEOUT_MS,
