@@ -88,7 +88,7 @@ const DELIVERY: Json = {
     eventId: { type: 'string', description: 'The `webhook-id` header of every attempt.' },
     eventType: { type: 'string' },
     eventAt: time,
-    state: { enum: ['sending', 'waiting', 'delivered', 'failed'] },
+    state: { enum: ['queued', 'sending', 'waiting', 'delivered', 'failed'] },
     attempts: { type: 'array', items: ATTEMPT },
     nextAttemptAt: { type: ['string', 'null'], format: 'date-time' },
     deliveredAt: { type: ['string', 'null'], format: 'date-time' },
@@ -237,7 +237,7 @@ export function webhookEndpointOperations(): Record<string, Json> {
           name: 'state',
           in: 'query',
           required: false,
-          schema: { enum: ['sending', 'waiting', 'delivered', 'failed'] },
+          schema: { enum: ['queued', 'sending', 'waiting', 'delivered', 'failed'] },
         },
         { name: 'eventType', in: 'query', required: false, schema: { type: 'string' } },
         {

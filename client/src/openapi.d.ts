@@ -3458,7 +3458,7 @@ export interface operations {
     webhookEndpointsDeliveries: {
         parameters: {
             query?: {
-                state?: "sending" | "waiting" | "delivered" | "failed";
+                state?: "queued" | "sending" | "waiting" | "delivered" | "failed";
                 eventType?: string;
                 limit?: number;
                 cursor?: string;
@@ -3487,7 +3487,7 @@ export interface operations {
                             /** Format: date-time */
                             eventAt: string;
                             /** @enum {unknown} */
-                            state: "sending" | "waiting" | "delivered" | "failed";
+                            state: "queued" | "sending" | "waiting" | "delivered" | "failed";
                             attempts: {
                                 attempt: number;
                                 /** Format: date-time */
@@ -3568,7 +3568,7 @@ export interface operations {
                         /** Format: date-time */
                         eventAt: string;
                         /** @enum {unknown} */
-                        state: "sending" | "waiting" | "delivered" | "failed";
+                        state: "queued" | "sending" | "waiting" | "delivered" | "failed";
                         attempts: {
                             attempt: number;
                             /** Format: date-time */

@@ -263,3 +263,46 @@ export interface AccountClosure {
   balance: number;
 }
 export const closeAccount = (confirm: string) => request<AccountClosure>('POST', '/api/account/close', { confirm });
+/** A webhook endpoint of the account (never its secret), as `GET /api/webhooks` lists it. */
+export type WebhookEndpoint = import('../../client/src/index').WebhookEndpoint;
+/** An event type an endpoint may take (`events`; null there: all, those to come included). */
+export type WebhookEventType = NonNullable<WebhookEndpoint['events']>[number];
+/** One delivery of an endpoint's log with its attempts; `eventId` is its `webhook-id`. */
+export type WebhookDelivery = import('../../client/src/index').WebhookDeliveryPage['deliveries'][number];
+/** A delivery's state in the log. */
+export type WebhookDeliveryState = WebhookDelivery['state'];
+/** `POST /api/webhooks` and `/rotate-secret`: the only answers that carry `secret`. */
+export type WebhookEndpointWithSecret = WebhookEndpoint & { secret: string };
+
+const webhookPath = (endpointId: string) => `/api/webhooks/${encodeURIComponent(endpointId)}`;
+
+export const listWebhookEndpoints = () => request<{ endpoints: WebhookEndpoint[] }>('GET', '/api/webhooks');
+export const getWebhookEndpoint = (endpointId: string) => request<WebhookEndpoint>('GET', webhookPath(endpointId));
+/** Creates an endpoint (session only); the answer's `secret` is shown then and never again. */
+export const createWebhookEndpoint = (body: { url: string; events?: WebhookEventType[]; description?: string }) =>
+  request<WebhookEndpointWithSecret>('POST', '/api/webhooks', body);
+/** Changes an endpoint (session only); `events: null` takes every event type again. */
+export const updateWebhookEndpoint = (
+  endpointId: string,
+  body: { url?: string; events?: WebhookEventType[] | null; enabled?: boolean; description?: string },
+) => request<WebhookEndpoint>('PATCH', webhookPath(endpointId), body);
+export const deleteWebhookEndpoint = (endpointId: string) =>
+  request<{ id: string; deleted: boolean }>('DELETE', webhookPath(endpointId));
+/** A new signing secret, shown once; the previous one still signs for `graceSeconds`. */
+export const rotateWebhookSecret = (endpointId: string, graceSeconds: number) =>
+  request<WebhookEndpointWithSecret>('POST', `${webhookPath(endpointId)}/rotate-secret`, { graceSeconds });
+/** Sends a `webhook.test` event to this endpoint only. */
+export const testWebhookEndpoint = (endpointId: string) =>
+  request<{ deliveryId: string; eventId: string }>('POST', `${webhookPath(endpointId)}/test`);
+/** A page of the endpoint's delivery log, newest first. */
+export const listWebhookDeliveries = (
+  endpointId: string,
+  filter: { state?: string; eventType?: string; cursor?: string; limit?: string },
+) =>
+  request<{ deliveries: WebhookDelivery[]; next: string | null }>(
+    'GET',
+    `${webhookPath(endpointId)}/deliveries${query(filter)}`,
+  );
+/** A new attempt of a delivery now, with the same `webhook-id`. */
+export const redeliverWebhook = (endpointId: string, deliveryId: string) =>
+  request<WebhookDelivery>('POST', `${webhookPath(endpointId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`);

@@ -14,6 +14,8 @@ import type { PageContext } from './pages/page';
 import { renderTask } from './pages/task';
 import { renderTasks } from './pages/tasks';
 import { renderUsage } from './pages/usage';
+import { renderWebhook } from './pages/webhook';
+import { renderWebhooks } from './pages/webhooks';
 
 const main = document.getElementById('main') as HTMLElement;
 const account = document.getElementById('account') as HTMLElement;
@@ -110,6 +112,7 @@ async function route(moveFocus: boolean): Promise<void> {
   };
   replace(main);
   const taskMatch = /^\/tasks\/([^/]+)$/.exec(path);
+  const webhookMatch = /^\/webhooks\/([^/]+)$/.exec(path);
   let page: Promise<void>;
   if (taskMatch?.[1]) {
     markNav('tasks');
@@ -129,6 +132,12 @@ async function route(moveFocus: boolean): Promise<void> {
   } else if (path === '/keys') {
     markNav('keys');
     page = renderKeys(main, context);
+  } else if (path === '/webhooks') {
+    markNav('webhooks');
+    page = renderWebhooks(main, context);
+  } else if (webhookMatch?.[1]) {
+    markNav('webhooks');
+    page = renderWebhook(main, decodeURIComponent(webhookMatch[1]), context);
   } else {
     markNav('tasks');
     page = renderTasks(main, context);

@@ -15,7 +15,8 @@ import {
   type SpendPeriod,
   setKeyLimit,
 } from '../api';
-import { dataTable, field, h, replace, statusLine, uid } from '../dom';
+import { confirmDialog, secretPanel } from '../dialogs';
+import { dataTable, field, h, replace, statusLine } from '../dom';
 import { dateTime } from '../format';
 import { keyFailureText } from '../key-messages';
 import type { PageContext } from './page';
@@ -38,94 +39,31 @@ export function spendLimitText(limit: SpendLimit | null): string {
 
 /** The panel that shows a new key once. */
 function issuedPanel(issued: IssuedKey, onDone: () => void): HTMLElement {
-  const keyId = uid('new-key');
-  const copied = statusLine('hint');
-  const input = h('input', { id: keyId, class: 'secret', readonly: true, value: issued.apiKey, spellcheck: 'false' });
-  const panel = h(
-    'section',
-    { class: 'issued', 'aria-labelledby': `${keyId}-title`, tabindex: -1 },
-    h('h2', { id: `${keyId}-title` }, `New key “${issued.name}”`),
-    h(
-      'p',
-      { class: 'warning', role: 'alert' },
-      'Copy this key now. It will not be shown again: only its fingerprint is stored.',
-    ),
-    h('label', { for: keyId }, 'API key'),
-    h(
-      'div',
-      { class: 'copy-row' },
-      input,
-      h(
-        'button',
-        {
-          type: 'button',
-          onclick: () => {
-            input.select();
-            navigator.clipboard.writeText(issued.apiKey).then(
-              () => {
-                copied.textContent = 'Copied to the clipboard.';
-              },
-              () => {
-                copied.textContent = 'Copying was refused by the browser; select the key and copy it by hand.';
-              },
-            );
-          },
-        },
-        'Copy',
-      ),
-    ),
-    copied,
-    issued.previous
-      ? h(
-          'p',
-          {},
-          issued.previous.revokedAt
-            ? 'The old key has stopped working.'
-            : `The old key keeps working until ${dateTime(issued.previous.expiresAt)}.`,
-        )
-      : null,
-    h('button', { type: 'button', class: 'secondary', onclick: onDone }, 'I have saved it'),
+  return secretPanel(
+    issued.apiKey,
+    {
+      title: `New key “${issued.name}”`,
+      label: 'API key',
+      warning: 'Copy this key now. It will not be shown again: only its fingerprint is stored.',
+      notes: issued.previous
+        ? [
+            h(
+              'p',
+              {},
+              issued.previous.revokedAt
+                ? 'The old key has stopped working.'
+                : `The old key keeps working until ${dateTime(issued.previous.expiresAt)}.`,
+            ),
+          ]
+        : [],
+    },
+    onDone,
   );
-  return panel;
 }
 
-/** A modal dialog (the native one: focus stays inside, Escape closes it). */
+/** A confirmation dialog whose failures read as the key page words them. */
 function dialog(title: string, body: Node[], confirmLabel: string, onConfirm: () => Promise<void>): HTMLDialogElement {
-  const titleId = uid('dialog');
-  const error = h('p', { class: 'field-error', role: 'alert', hidden: true });
-  const element: HTMLDialogElement = h(
-    'dialog',
-    { 'aria-labelledby': titleId },
-    h(
-      'form',
-      {
-        method: 'dialog',
-        onsubmit: (event: Event) => {
-          event.preventDefault();
-          onConfirm().then(
-            () => element.close(),
-            (failure: unknown) => {
-              error.textContent = keyFailureText(failure);
-              error.hidden = false;
-            },
-          );
-        },
-      },
-      h('h2', { id: titleId }, title),
-      ...body,
-      error,
-      h(
-        'div',
-        { class: 'actions' },
-        h('button', { type: 'button', class: 'secondary', onclick: () => element.close() }, 'Cancel'),
-        h('button', { type: 'submit', class: 'danger' }, confirmLabel),
-      ),
-    ),
-  );
-  element.addEventListener('close', () => element.remove());
-  document.body.append(element);
-  element.showModal();
-  return element;
+  return confirmDialog(title, body, confirmLabel, onConfirm, keyFailureText);
 }
 
 export async function renderKeys(main: HTMLElement, context: PageContext): Promise<void> {

@@ -14,6 +14,11 @@ export interface BrowserTestContext {
   /** The stack's DynamoDB Local and table: a test holds the dispatcher back through its capacity item. */
   dynamodbEndpoint: string;
   tableName: string;
+  /**
+   * The Webhooks test's account, and the origin its receiver listens on (held by the global setup until
+   * the file takes it over, test/browser/support/held-port.ts; the stack may send to it over plain http).
+   */
+  webhooks: { account: { email: string; password: string; userId: string }; receiverOrigin: string };
 }
 
 /** The context, in a test file. */

@@ -15,10 +15,12 @@ import { acquireSharedDynamoDb } from '../../support/shared-dynamodb';
 import { spawnTestStack } from '../../support/test-stack';
 import { chromiumPath } from './chromium';
 import { BROWSER_CONTEXT_ENV, type BrowserTestContext } from './context';
+import { type HeldPort, holdPort } from './held-port';
 
 declare global {
   // Jest runs the global setup and teardown in one process: the stack travels on globalThis.
   var __browserLocalStack: SpawnedLocalStack | undefined;
+  var __browserWebhookPort: HeldPort | undefined;
 }
 
 const TABLE_NAME = 'generation-service-browser';
@@ -35,11 +37,20 @@ const CLOSING_ACCOUNT = {
   userId: 'closing-user',
   credits: 100,
 };
+/** The Webhooks test's own account, so its endpoints and deliveries never meet the other file's steps. */
+const WEBHOOKS_ACCOUNT = {
+  email: 'browser-webhooks@browser.test',
+  password: randomBytes(12).toString('base64url'),
+  userId: 'browser-webhooks',
+};
 
 export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
   const chromium = chromiumPath();
   // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
   await acquireSharedDynamoDb(globalConfig.maxWorkers);
+  // The Webhooks test's receiver: plain http to it is allowed (WEBHOOK_INSECURE_ORIGINS), so its port is held from now.
+  const webhookPort = await holdPort();
+  globalThis.__browserWebhookPort = webhookPort;
   let stack: SpawnedLocalStack | undefined;
   let lastError: unknown;
   // A free port can be taken between finding it and binding it: a few tries.
@@ -54,7 +65,12 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
           // Every 2 s: each sweep of an idle stack costs about 65 ms of CPU, and this stack is up for the whole run.
           SWEEPER_INTERVAL_SECONDS: '2',
           DASHBOARD_DIR: '',
-          LOCAL_IDP_ACCOUNTS: `${ACCOUNT.email}:${ACCOUNT.password},${CLOSING_ACCOUNT.email}:${CLOSING_ACCOUNT.password}`,
+          LOCAL_IDP_ACCOUNTS: [ACCOUNT, CLOSING_ACCOUNT, WEBHOOKS_ACCOUNT]
+            .map((account) => `${account.email}:${account.password}`)
+            .join(','),
+          WEBHOOK_INSECURE_ORIGINS: webhookPort.origin,
+          // A failed delivery waits an hour: the Webhooks test's log keeps the state it filters on (redelivery is the test's to make).
+          WEBHOOK_RETRY_DELAYS_SECONDS: '3600',
           // 1 MB, so the dashboard test's oversize reference file stays small.
           UPLOAD_MAX_BYTES: String(1024 * 1024),
         },
@@ -73,6 +89,7 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
     await grantCredits(store, { userId: ACCOUNT.userId, amount: ACCOUNT.credits, grantId: 'browser-welcome' });
     await inviteAccount(store, { email: CLOSING_ACCOUNT.email, userId: CLOSING_ACCOUNT.userId });
     await grantCredits(store, { userId: CLOSING_ACCOUNT.userId, amount: CLOSING_ACCOUNT.credits, grantId: 'closing' });
+    await inviteAccount(store, { email: WEBHOOKS_ACCOUNT.email, userId: WEBHOOKS_ACCOUNT.userId });
   } finally {
     doc.destroy();
   }
@@ -87,6 +104,7 @@ export default async function setup(globalConfig: { maxWorkers: number }): Promi
     screenshotDir,
     dynamodbEndpoint: stack.dynamodbEndpoint,
     tableName: TABLE_NAME,
+    webhooks: { account: WEBHOOKS_ACCOUNT, receiverOrigin: webhookPort.origin },
   };
   process.env[BROWSER_CONTEXT_ENV] = JSON.stringify(context);
 }
