@@ -84,6 +84,16 @@ const STATEFUL_ADDED_SINCE: readonly (readonly [string, string])[] = [
   // GET /api/account/export and POST /api/account/close (issue 40).
   ['AWS::Logs::LogGroup', 'AccountExportLogs374D4783'],
   ['AWS::Logs::LogGroup', 'AccountCloseLogs20A75622'],
+  // The account's webhook endpoints: /api/webhooks and below (nine routes).
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsCreateLogs723E0702'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsDeleteLogs7ECE87F9'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsDeliveriesLogs976BFC80'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsGetLogsC3996E4C'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsListLogsBFA2D936'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsRedeliverLogs722ED6F7'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsRotateLogs3E19D2C9'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsTestLogsD3B096BF'],
+  ['AWS::Logs::LogGroup', 'WebhookEndpointsUpdateLogsEA194921'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeQueue1AB8FA82'],
   ['AWS::SQS::Queue', 'DispatchDispatcherWakeDlq935286F4'],
   ['AWS::Lambda::EventSourceMapping', 'DispatcherDynamoDBEventSourceGenerationServiceDataTable291CDA8276734F8B'],
