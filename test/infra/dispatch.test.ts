@@ -10,9 +10,23 @@ import { cleanUp, functionLogicalId, type SynthesizedService, synthesize } from 
 
 let service: SynthesizedService | undefined;
 
-afterEach(() => {
-  cleanUp(service);
-  service = undefined;
+/**
+ * One synth per context for the whole file: a synth takes 10-15 s, and five tests read the default
+ * stack. Tests only read the template, so sharing it is safe; the assemblies go when the file ends.
+ */
+const assemblies = new Map<string, SynthesizedService>();
+function synthesizeOnce(context: Record<string, unknown>): SynthesizedService {
+  const key = JSON.stringify(context);
+  let built = assemblies.get(key);
+  if (!built) {
+    built = synthesize(context, { bundle: false });
+    assemblies.set(key, built);
+  }
+  return built;
+}
+
+afterAll(() => {
+  for (const built of assemblies.values()) cleanUp(built);
 });
 
 function functionOf(s: SynthesizedService, name: string): { id: string; environment: Record<string, unknown> } {
@@ -33,7 +47,7 @@ const FINISHING = ['get-task', 'provider-callback', 'sweeper', 'media-worker', '
 describe('the dispatcher', () => {
   test('is woken by inserts of queue entries on the stream and by its delayed wake-up queue, two at once at most', () => {
     // Act
-    service = synthesize({}, { bundle: false });
+    service = synthesizeOnce({});
     const { id } = dispatcherOf(service);
 
     // Assert
@@ -57,7 +71,7 @@ describe('the dispatcher', () => {
 
   test("keeps to the profile's declared capacity (kie: 20 per 10 s) and may send itself wake-ups", () => {
     // Act
-    service = synthesize({ providerProfile: 'kie' }, { bundle: false });
+    service = synthesizeOnce({ providerProfile: 'kie' });
     const { environment } = dispatcherOf(service);
 
     // Assert
@@ -72,7 +86,7 @@ describe('the dispatcher', () => {
 
   test('takes the capacity from the context over the profile', () => {
     // Act
-    service = synthesize({ providerCreateRateLimit: '5/1', providerMaxInFlight: '8' }, { bundle: false });
+    service = synthesizeOnce({ providerCreateRateLimit: '5/1', providerMaxInFlight: '8' });
     const { environment } = dispatcherOf(service);
 
     // Assert
@@ -81,13 +95,13 @@ describe('the dispatcher', () => {
 
   test("gives the bound on the upstream's Retry-After to the dispatcher only when configured", () => {
     // Act
-    const bounded = synthesize({ providerMaxRetryAfterSeconds: '30' }, { bundle: false });
+    const bounded = synthesizeOnce({ providerMaxRetryAfterSeconds: '30' });
     const withBound = LAMBDAS.filter(
       (definition) => 'PROVIDER_MAX_RETRY_AFTER_SECONDS' in functionOf(bounded, definition.name).environment,
     );
     const boundedEnvironment = dispatcherOf(bounded).environment;
     cleanUp(bounded);
-    service = synthesize({}, { bundle: false });
+    service = synthesizeOnce({});
     const unset = dispatcherOf(service).environment;
 
     // Assert
@@ -98,7 +112,7 @@ describe('the dispatcher', () => {
 
   test('gives the cap on tasks in flight to the dispatcher and to every function that finishes tasks, only', () => {
     // Act
-    const synthesized = synthesize({ providerMaxInFlight: '8' }, { bundle: false });
+    const synthesized = synthesizeOnce({ providerMaxInFlight: '8' });
     service = synthesized;
     const capped = LAMBDAS.filter(
       (definition) => 'PROVIDER_MAX_IN_FLIGHT' in functionOf(synthesized, definition.name).environment,
@@ -113,7 +127,7 @@ describe('the dispatcher', () => {
 
   test('without a cap no function is told one', () => {
     // Act
-    const synthesized = synthesize({}, { bundle: false });
+    const synthesized = synthesizeOnce({});
     service = synthesized;
     const capped = LAMBDAS.filter(
       (definition) => 'PROVIDER_MAX_IN_FLIGHT' in functionOf(synthesized, definition.name).environment,
@@ -149,7 +163,7 @@ describe('the dispatcher', () => {
 
   test("alarms when a wake-up lands in its dead-letter queue and when the dispatch queue's oldest task is over 10 minutes old", () => {
     // Act
-    service = synthesize({}, { bundle: false });
+    service = synthesizeOnce({});
     const alarms = Object.values(service.template.findResources('AWS::CloudWatch::Alarm')).map(
       (alarm) => alarm.Properties,
     );
@@ -204,7 +218,7 @@ describe('the queue bound', () => {
 
   test('reaches the submit functions from the context (-c maxQueuedTasksPerAccount)', () => {
     // Act
-    service = synthesize({ maxQueuedTasksPerAccount: '25' }, { bundle: false });
+    service = synthesizeOnce({ maxQueuedTasksPerAccount: '25' });
     const environments = submitEnvironments(service);
 
     // Assert
