@@ -13,17 +13,31 @@ import {
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { deleteTable, ensureTable } from '../../functions/store/ensure-table';
 import { createTableInput, TABLE } from '../../functions/store/table';
-import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
-import { testEndpoint } from '../support/dynamodb';
+import {
+  DYNAMODB_LOCAL_CLIENT_CONFIG,
+  type DynamoDbLocalHandle,
+  findFreePort,
+  startDynamoDbLocal,
+} from '../../local/dynamodb-local';
 
-// A table update waits for DynamoDB Local's background index build, on a JVM other files share.
+// A table update waits for DynamoDB Local's background index build. On the JVM the other files share,
+// that build outlasted 120 s in a fresh clone's run (the table ACTIVE, its new index still CREATING):
+// this file starts an engine of its own, as `npm start` does, so only its own work is in the way.
 jest.setTimeout(180_000);
 
 describe('ensureTable on DynamoDB Local', () => {
-  const config = { ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: testEndpoint() };
-  const client = new DynamoDBClient(config);
-  const doc = createDocumentClient(config);
+  let engine: DynamoDbLocalHandle | undefined;
+  let client: DynamoDBClient;
+  let doc: ReturnType<typeof createDocumentClient>;
   const made: StoreContext[] = [];
+
+  beforeAll(async () => {
+    const port = await findFreePort();
+    engine = await startDynamoDbLocal({ port });
+    const config = { ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: `http://127.0.0.1:${port}` };
+    client = new DynamoDBClient(config);
+    doc = createDocumentClient(config);
+  });
 
   function newContext(): StoreContext {
     const ctx = { doc, tableName: `ensure-${randomUUID()}` };
@@ -39,6 +53,7 @@ describe('ensureTable on DynamoDB Local', () => {
     for (const ctx of made) await deleteTable(ctx);
     doc.destroy();
     client.destroy();
+    await engine?.stop();
   });
 
   it('creates a missing table with its indexes, stream and TTL, and says it did', async () => {
