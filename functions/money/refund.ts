@@ -135,6 +135,38 @@ export async function failAndRefund(
     return compose(contributors);
   };
 
+  // A cancel can meet the task while a dispatcher holds it (`sending`) and then puts it back in the
+  // queue (a 429, a refused send): the condition failed, yet the re-read shows it queued again. That is
+  // not a lost race, so the cancel tries again from the task as it now is, a few rounds.
+  for (let round = 1; ; round += 1) {
+    const attempt = await refundOnce(ctx, refund);
+    if (attempt === 'refunded') return { task: { ...base, ...failure }, refunded: true };
+    if (attempt === 'task-missing') return undefined;
+    const current = await getTask(ctx, input.userId, input.taskId);
+    if (!current) return undefined;
+    const refundable = current.status === TaskStatus.PENDING && !current.creditsRefunded;
+    if (!refundable) return { task: current, refunded: false };
+    const sameCharge = current.creditsUsed === base.creditsUsed && current.createdAt === base.createdAt;
+    if (!sameCharge) {
+      // Still refundable, so the condition that failed was chargedAs: the caller's copy is not this task.
+      throw new Error('failAndRefund: the given task does not match the stored one', { cause: attempt.error });
+    }
+    const leftQueue = current.stage !== 'queued' || current.providerTaskId !== undefined;
+    if (!input.whileQueued || leftQueue || round >= CANCEL_ROUNDS) return { task: current, refunded: false };
+  }
+}
+
+/** How many times a cancel tries again when it met its task on a dispatcher's round trip. */
+const CANCEL_ROUNDS = 4;
+
+/**
+ * One refund transaction (tried again on transient cancellations by the runner): `refunded`, the task
+ * missing, or a failed condition the caller reads the task to explain.
+ */
+async function refundOnce(
+  ctx: RetryingStoreContext,
+  refund: (shard: number) => ComposedTransaction<RefundFinding>,
+): Promise<'refunded' | 'task-missing' | { error: unknown }> {
   // Each try credits a shard picked afresh, so a shard held by an accept is rarely met twice.
   // The last try's transaction: its contributors read the failure.
   let transaction: ComposedTransaction<RefundFinding> | undefined;
@@ -149,19 +181,9 @@ export async function failAndRefund(
       // try: a larger budget than an accept's, so a crowd of them still ends in one refund, not a 503.
       { maxAttempts: 20, ...ctx.retry },
     );
+    return 'refunded';
   } catch (error) {
-    if (!transaction || refundAnswer(error, transaction) === 'task-missing') {
-      if (!transaction) throw error;
-      return undefined;
-    }
-    const current = await getTask(ctx, input.userId, input.taskId);
-    if (!current) return undefined;
-    const leftQueue = current.stage !== 'queued' || current.providerTaskId !== undefined;
-    if (current.status === TaskStatus.PENDING && !current.creditsRefunded && !(input.whileQueued && leftQueue)) {
-      // Still refundable, so the condition that failed was chargedAs: the caller's copy is not this task.
-      throw new Error('failAndRefund: the given task does not match the stored one', { cause: error });
-    }
-    return { task: current, refunded: false };
+    if (!transaction) throw error;
+    return refundAnswer(error, transaction) === 'task-missing' ? 'task-missing' : { error };
   }
-  return { task: { ...base, ...failure }, refunded: true };
 }

@@ -9,7 +9,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { handler as authorizer } from '../../functions/authorizer/handler';
 import { handler as cancelTaskHandler } from '../../functions/cancel-task/handler';
@@ -17,6 +17,7 @@ import { csrfTokenFor } from '../../functions/core/session';
 import type { TaskRecord } from '../../functions/core/task';
 import { environmentOf, PUBLIC_ORIGIN, setting } from '../../functions/environment/environment';
 import { handler as getTaskHandler } from '../../functions/get-task/handler';
+import { cancelTask } from '../../functions/lifecycle/cancel-task';
 import { dispatchQueued } from '../../functions/lifecycle/dispatch-run';
 import { handler as listTasksHandler } from '../../functions/list-tasks/handler';
 import { logger } from '../../functions/observability/logger';
@@ -264,6 +265,39 @@ describe('what callers see of the queue', () => {
     const stored = await getTask(h.store, caller.userId, taskId);
     expect(stored).toMatchObject({ status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
     expect(stored?.providerTaskId).toBeUndefined();
+  });
+
+  test("a cancel that meets its task on a dispatcher's round trip (claimed, put back by a 429) still cancels it, once", async () => {
+    // Prepare: a store whose first refund transaction is sent while a dispatcher holds the task
+    // (`sending`, so its stillQueued condition fails on DynamoDB Local), and the dispatcher puts the task
+    // back in the queue before the cancel reads it again: the round trip of a send the upstream refused.
+    const caller = await account(10);
+    const taskId = await submit(caller);
+    const queued = await getTask(h.store, caller.userId, taskId);
+    const ref = { userId: caller.userId, taskId };
+    let roundTrips = 0;
+    const send = h.store.doc.send.bind(h.store.doc) as (command: unknown) => Promise<unknown>;
+    const doc = Object.create(h.store.doc) as typeof h.store.doc;
+    doc.send = (async (command: unknown) => {
+      if (!(command instanceof TransactWriteCommand) || roundTrips > 0) return send(command);
+      roundTrips += 1;
+      expect(await claimSend(h.store, { ...ref, now: Date.now() })).toBeDefined();
+      try {
+        return await send(command);
+      } finally {
+        await releaseSend(h.store, { ...ref, failed: false });
+      }
+    }) as typeof doc.send;
+
+    // Act
+    const cancelled = await cancelTask({ store: { ...h.store, doc }, now: () => new Date() }, ref, logger);
+
+    // Assert
+    expect(roundTrips).toBe(1);
+    expect(cancelled).toMatchObject({ status: 2, errorCode: 'CANCELLED', creditsRefunded: true });
+    expect(await refunds(caller.userId, taskId)).toBe(1);
+    expect(await auditUser(h.store, caller.userId)).toMatchObject({ ok: true, balance: 10, ledgerSum: 10 });
+    expect(await queueEntryOf(queued)).toBeUndefined();
   });
 
   test('a running task is not cancelled: 409 Task already started, nothing refunded', async () => {
