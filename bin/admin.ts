@@ -23,10 +23,10 @@ function version(): string {
 }
 
 /** Key commands that enroll or delete API Gateway keys: locally they use the stand-in (local/usage-plans.ts). */
-const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke']);
+const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke', 'accounts close']);
 
 /** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
-const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset']);
+const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset', 'accounts close']);
 
 function print(stream: NodeJS.WriteStream, value: unknown): void {
   stream.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -82,6 +82,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       { webhookSecretBox },
       { webhookTargetPolicy },
       { localUsageEnrollment },
+      { fileRemoval },
     ] = await Promise.all([
       import('./admin/target'),
       import('./admin/commands'),
@@ -91,6 +92,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       import('./admin/webhook-key'),
       import('../functions/webhooks/target-policy'),
       import('../local/usage-plans'),
+      import('./admin/removal'),
     ]);
     const createIdentity = aws && command.kind === 'accounts invite' ? cognitoUserCreator(env) : undefined;
     const resolved = resolveTarget(aws, env);
@@ -116,6 +118,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       // Deployed: the strict rule; locally the local stack's own exceptions (WEBHOOK_INSECURE_ORIGINS).
       webhookPolicy: webhookTargetPolicy(aws ? {} : localWebhookEnv(env, target.running?.state)),
       webhookBox: () => webhookSecretBox(aws, env, target?.running),
+      fileRemoval: () => fileRemoval(aws, env, resolved),
     });
     print(process.stdout, result.output);
     if (!result.ok)

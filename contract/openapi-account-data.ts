@@ -14,7 +14,7 @@ export function accountDataOperations(): Record<string, Json> {
     'GET /api/account/export': {
       summary: "The account's data as JSON, a page at a time (session only)",
       description:
-        'Tasks (the Task resource, without result URLs), ledger, keys (never a key, its hash or prefix), webhook settings (never the secret) and uploads. Each answer holds at most 4 MiB of JSON; `next` is the cursor of the next page, `null` on the last; the pages concatenate section by section.',
+        'Tasks (the Task resource, without result URLs), ledger, keys (never a key, its hash or prefix), webhook settings (never the secret), uploads and webhook endpoints (never their secrets). Each answer holds at most 4 MiB of JSON; `next` is the cursor of the next page, `null` on the last; the pages concatenate section by section.',
       security: [{ session: [] }],
       parameters: [
         {
@@ -29,7 +29,17 @@ export function accountDataOperations(): Record<string, Json> {
         '200': json(
           {
             type: 'object',
-            required: ['userId', 'exportedAt', 'tasks', 'ledger', 'keys', 'webhooks', 'uploads', 'next'],
+            required: [
+              'userId',
+              'exportedAt',
+              'tasks',
+              'ledger',
+              'keys',
+              'webhooks',
+              'uploads',
+              'webhookEndpoints',
+              'next',
+            ],
             properties: {
               userId: { type: 'string' },
               exportedAt: { type: 'string', format: 'date-time' },
@@ -39,6 +49,9 @@ export function accountDataOperations(): Record<string, Json> {
               keys: list('Keys: keyId, name, allowedCidrs, times, spendLimit.'),
               webhooks: list('The webhook settings (url, hasSecret, times): none or one.'),
               uploads: list('Live uploads.'),
+              webhookEndpoints: list(
+                'Webhook endpoints: id, url, events (null: all), enabled, description, createdAt, updatedAt, secretCreatedAt; never a secret.',
+              ),
               next: { type: ['string', 'null'] },
             },
           },

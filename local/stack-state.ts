@@ -36,6 +36,9 @@ export interface LocalStackState {
   webhookInsecureOrigins?: string;
   /** The start's default key plan (`KEY_RATE_LIMIT`, ...), so `limits show` reports what the gateway applies. */
   keyRatePlan?: RatePlan;
+  /** Where the start keeps result files and uploads (a temporary directory in memory): `accounts close` removes them. */
+  mediaDir?: string;
+  uploadsDir?: string;
 }
 
 function ratePlanOf(value: unknown): RatePlan | undefined {
@@ -126,6 +129,8 @@ export function readStackState(
   const webhookInsecureOrigins = optionalString(record.webhookInsecureOrigins);
   const dynamodbLocalEndpoint = optionalString(record.dynamodbLocalEndpoint);
   const keyRatePlan = ratePlanOf(record.keyRatePlan);
+  const mediaDir = optionalString(record.mediaDir);
+  const uploadsDir = optionalString(record.uploadsDir);
   return {
     pid,
     dynamodbEndpoint,
@@ -136,5 +141,7 @@ export function readStackState(
     ...(record.webhookSecretsKeyFromEnv === true ? { webhookSecretsKeyFromEnv: true } : {}),
     ...(webhookInsecureOrigins ? { webhookInsecureOrigins } : {}),
     ...(keyRatePlan ? { keyRatePlan } : {}),
+    ...(mediaDir ? { mediaDir } : {}),
+    ...(uploadsDir ? { uploadsDir } : {}),
   };
 }

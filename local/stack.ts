@@ -604,6 +604,8 @@ export async function startLocalStack(
         ...(webhookKey.from === 'env' ? { webhookSecretsKeyFromEnv: true } : {}),
         ...(settings.webhookInsecureOrigins ? { webhookInsecureOrigins: settings.webhookInsecureOrigins } : {}),
         keyRatePlan: settings.keyRatePlan,
+        mediaDir,
+        uploadsDir,
       }),
     );
     return {

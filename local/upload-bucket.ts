@@ -131,6 +131,35 @@ async function storedEtag(file: string): Promise<string> {
   return readFile(sidecarOf(file, 'etag'), 'utf8').catch(async () => etagOf(await readFile(file)));
 }
 
+/** Removes a stored object with its sidecars; a key that is not there, or not a plain path, is nothing to remove. */
+async function removeObject(root: string, key: string): Promise<void> {
+  const target = fileOf(root, key);
+  if (!target) return;
+  await Promise.all(
+    [target, sidecarOf(target, 'type'), sidecarOf(target, 'etag')].map((file) => rm(file, { force: true })),
+  );
+}
+
+/**
+ * The stand-in's objects under `dir` read and removed directly on disk, as its DELETE and HEAD do: for
+ * the operator CLI, which closes an account of a local stack that may not be running.
+ */
+export function localUploadObjects(dir: string): {
+  remove(keys: readonly string[]): Promise<void>;
+  versionOf(key: string): Promise<string | undefined>;
+} {
+  const root = resolve(dir);
+  return {
+    async remove(keys) {
+      await Promise.all(keys.map((key) => removeObject(root, key)));
+    },
+    async versionOf(key) {
+      const file = fileOf(root, key);
+      return file ? storedEtag(file).catch(() => undefined) : undefined;
+    },
+  };
+}
+
 export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
   const root = resolve(options.dir);
   const prefix = `/${options.bucket}/`;
@@ -320,11 +349,8 @@ export function createUploadBucket(options: UploadBucketOptions): UploadBucket {
   /** DeleteObject through a presigned DELETE: 204 whether or not anything was there, as S3 answers. */
   async function remove(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
     const key = await presignedKey(req, url, 'DELETE');
-    const target = fileOf(root, key);
-    if (!target) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
-    await Promise.all(
-      [target, sidecarOf(target, 'type'), sidecarOf(target, 'etag')].map((file) => rm(file, { force: true })),
-    );
+    if (!fileOf(root, key)) throw new S3Error(400, 'InvalidArgument', 'Invalid key');
+    await removeObject(root, key);
     res.writeHead(204);
     res.end();
     return 204;

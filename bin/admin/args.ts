@@ -45,6 +45,7 @@ export type Command =
   | { kind: 'audit'; userId?: string }
   | { kind: 'accounts invite'; email: string; userId?: string }
   | { kind: 'accounts revoke-sessions'; userId: string }
+  | { kind: 'accounts close'; userId: string }
   | { kind: 'limits set'; userId: string; plan: RatePlan }
   | { kind: 'limits show'; userId: string }
   | { kind: 'limits reset'; userId: string }
@@ -86,6 +87,7 @@ const OPTIONS = {
   to: { type: 'string' },
   'group-by': { type: 'string' },
   'low-balance': { type: 'string' },
+  confirm: { type: 'boolean' },
   aws: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -113,6 +115,7 @@ const COMMANDS: Record<
   audit: { allowed: ['user'], required: [] },
   'accounts invite': { allowed: ['email', 'user'], required: ['email'] },
   'accounts revoke-sessions': { allowed: ['user'], required: ['user'] },
+  'accounts close': { allowed: ['user', 'confirm'], required: ['user'] },
   'limits set': { allowed: ['user', 'rate', 'burst', 'quota'], required: ['user', 'rate', 'burst'] },
   'limits show': { allowed: ['user'], required: ['user'] },
   'limits reset': { allowed: ['user'], required: ['user'] },
@@ -202,6 +205,16 @@ const COMMAND_HELP: Record<CommandKind, { synopsis: string; about: string[] }> =
   'accounts revoke-sessions': {
     synopsis: 'accounts revoke-sessions --user U',
     about: ['Sign the user out everywhere at once (API keys keep working).'],
+  },
+  'accounts close': {
+    synopsis: 'accounts close --user U --confirm',
+    about: [
+      'Close U for good, as POST /api/account/close does: keys and sessions end at once (API Gateway keys given',
+      'back), sign-in refused, queued tasks cancelled and refunded, ended tasks and uploads deleted with their files.',
+      'The balance, ledger and audit log stay. Without --confirm nothing is done (exit 2). Run again to finish',
+      'what is left (tasks still at the provider: complete is false until they end). Prints what this run did.',
+      'With --aws also needs MEDIA_BUCKET and UPLOADS_BUCKET, and USAGE_PLAN_ID (stack outputs).',
+    ],
   },
   'limits set': {
     synopsis: 'limits set --user U --rate R --burst B [--quota Q]',
@@ -428,11 +441,13 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
   if (values.version) return { command: { kind: 'version' }, aws };
   const named = positionals.length === 1 ? positionals[0] : positionals.slice(0, 2).join(' ');
   if (values.help) {
-    const topic = named !== undefined && Object.hasOwn(COMMANDS, named) ? (named as CommandKind) : undefined;
+    const asked = named === 'account close' ? 'accounts close' : named;
+    const topic = asked !== undefined && Object.hasOwn(COMMANDS, asked) ? (asked as CommandKind) : undefined;
     return { command: topic ? { kind: 'help', topic } : { kind: 'help' }, aws };
   }
 
-  const kind = named;
+  // `account close` as the issue names it; the command group is `accounts`.
+  const kind = named === 'account close' ? 'accounts close' : named;
   if (positionals.length === 0) throw new UsageError('no command given; run with --help');
   if (!kind || !Object.hasOwn(COMMANDS, kind) || positionals.length > (kind === 'audit' ? 1 : 2)) {
     throw new UsageError(`unknown command: ${positionals.join(' ')}; run with --help`);
@@ -525,6 +540,15 @@ export function parseInvocation(argv: string[], now: Date): Invocation {
     case 'accounts revoke-sessions':
     case 'limits show':
     case 'limits reset':
+      command = { kind, userId: userId(str('user')) };
+      break;
+    case 'accounts close':
+      // Destructive and not undoable: the operator says so, as the API's owner types a confirmation.
+      if (v.confirm !== true) {
+        throw new UsageError(
+          `accounts close deletes the account's tasks and uploads and ends its keys for good: add --confirm to do it`,
+        );
+      }
       command = { kind, userId: userId(str('user')) };
       break;
     case 'limits set':

@@ -2,6 +2,7 @@
  * What each operator command does and prints. Times are shown as ISO 8601 (`null` = never / not).
  */
 
+import { endAccountCredentials } from '../../functions/auth/end-account-credentials';
 import { issueKey, revokeKey, rotateKey } from '../../functions/auth/key-issuing';
 import {
   enrollSessionsOnce,
@@ -14,6 +15,7 @@ import type { RatePlan } from '../../functions/core/rate-plan';
 import { describeIssuedKey, describeKeys } from '../../functions/http/key-views';
 import { setAccountAlerts, showAccountAlerts } from '../../functions/lifecycle/account-alerts';
 import { rearmAfterCredit } from '../../functions/lifecycle/account-events';
+import { closeAccount } from '../../functions/lifecycle/close-account';
 import { reportUpstreams } from '../../functions/lifecycle/upstreams-report';
 import { usageReportOf } from '../../functions/lifecycle/usage';
 import {
@@ -25,6 +27,8 @@ import {
   showAccountWebhooks,
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
+import { createLogger, setLogSink } from '../../functions/observability/logger';
+import { setMetricSink } from '../../functions/observability/metrics';
 import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
 import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
 import type { AuditInput } from '../../functions/store/audit';
@@ -36,6 +40,7 @@ import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';
 import type { SecretBox } from '../../functions/webhooks/secret-box';
 import type { Command } from './args';
+import type { FileRemoval } from './removal';
 
 /** `credits show` for a user the table knows nothing about: not a balance of 0. */
 export class UnknownAccountError extends DomainError {
@@ -88,6 +93,56 @@ export interface CommandOptions {
   webhookPolicy?: SourcePolicy;
   /** The box that seals signing secrets (made only for `webhooks secret`). */
   webhookBox?: () => SecretBox;
+  /** Where the target's result files and uploads are removed (made only for `accounts close`). */
+  fileRemoval?: () => FileRemoval;
+}
+
+/** What a closure keeps, and how to finish one (docs/design/accounts.md#closing-an-account). */
+const CLOSE_NOTE =
+  'Sign-in is refused from now on. The balance, the ledger and the audit log are kept (accounting). Tasks still at the provider end as usual: run the command again once they have to delete them.';
+
+/**
+ * Closes the account through the one rule of every front door (functions/lifecycle/close-account.ts),
+ * as the operator. Its log and metric lines (EMF, for a Lambda's CloudWatch) would break the one JSON
+ * object on stdout: warnings and errors (an API Gateway key not given back yet) are reported in the
+ * output instead, the rest dropped.
+ */
+async function closeAccountAsOperator(
+  ctx: StoreContext,
+  userId: string,
+  options: CommandOptions,
+): Promise<Record<string, unknown>> {
+  if (!options.fileRemoval) throw new Error('accounts close needs the storage of results and uploads');
+  // Its settings are checked before the first store call: a bad invocation touches nothing.
+  const removal = options.fileRemoval();
+  if (!(await accountExists(ctx, userId))) throw new UnknownAccountError(userId);
+  const warnings: string[] = [];
+  const previous = setLogSink((line) => {
+    const { level, message } = JSON.parse(line) as { level?: string; message?: string };
+    if ((level === 'warn' || level === 'error') && message) warnings.push(message);
+  });
+  setMetricSink(() => undefined);
+  try {
+    const report = await closeAccount(
+      {
+        ...removal,
+        store: ctx,
+        now: () => new Date(),
+        endCredentials: ({ now }) => endAccountCredentials(ctx, options.usage, { userId, now, actor: OPERATOR }),
+      },
+      { userId, actor: OPERATOR },
+      createLogger({ service: 'admin' }),
+    );
+    return {
+      ...report,
+      complete: report.tasksStillRunning === 0 && warnings.length === 0,
+      ...(warnings.length > 0 ? { warnings } : {}),
+      note: CLOSE_NOTE,
+    };
+  } finally {
+    setLogSink(previous);
+    setMetricSink(undefined);
+  }
 }
 
 const SECRET_NOTE =
@@ -226,6 +281,8 @@ export async function runCommand(
       });
       return { output: { userId: command.userId, sessionsRevoked: sessions }, ok: true };
     }
+    case 'accounts close':
+      return { output: await closeAccountAsOperator(ctx, command.userId, options), ok: true };
     case 'limits set': {
       const plan = await setAccountLimits(ctx, options.usage, {
         userId: command.userId,

@@ -475,7 +475,7 @@ export interface paths {
         };
         /**
          * The account's data as JSON, a page at a time (session only)
-         * @description Tasks (the Task resource, without result URLs), ledger, keys (never a key, its hash or prefix), webhook settings (never the secret) and uploads. Each answer holds at most 4 MiB of JSON; `next` is the cursor of the next page, `null` on the last; the pages concatenate section by section.
+         * @description Tasks (the Task resource, without result URLs), ledger, keys (never a key, its hash or prefix), webhook settings (never the secret), uploads and webhook endpoints (never their secrets). Each answer holds at most 4 MiB of JSON; `next` is the cursor of the next page, `null` on the last; the pages concatenate section by section.
          */
         get: operations["accountExport"];
         put?: never;
@@ -2891,6 +2891,8 @@ export interface operations {
                         webhooks: Record<string, never>[];
                         /** @description Live uploads. */
                         uploads: Record<string, never>[];
+                        /** @description Webhook endpoints: id, url, events (null: all), enabled, description, createdAt, updatedAt, secretCreatedAt; never a secret. */
+                        webhookEndpoints: Record<string, never>[];
                         next: string | null;
                     };
                 };

@@ -246,6 +246,7 @@ export interface AccountExportPage {
   keys: unknown[];
   webhooks: unknown[];
   uploads: unknown[];
+  webhookEndpoints: unknown[];
   next: string | null;
 }
 export const exportAccountPage = (cursor?: string) =>

@@ -1,8 +1,8 @@
 /**
  * An account's data as JSON (GET /api/account/export, docs/design/accounts.md#exporting-an-account):
  * its tasks (deleted ones are gone from the table, so never in it), ledger, keys, webhook settings and
- * uploads, each as the owner sees it and never with a secret: no key, key hash or key prefix, no webhook
- * signing secret, no session. One answer holds at most `EXPORT_PAGE_BYTES` of JSON; a larger account is
+ * uploads, and its self-serve webhook endpoints, each as the owner sees it and never with a secret: no
+ * key, key hash or key prefix, no webhook signing secret (an endpoint's current or previous), no session. One answer holds at most `EXPORT_PAGE_BYTES` of JSON; a larger account is
  * exported in several answers, each naming the next with `next` (an opaque cursor). Lambda's response is
  * bounded (6 MB through API Gateway REST's proxy integration, which streams no body), and so is the
  * function's memory: a page reads at most one Query past its budget.
@@ -29,7 +29,7 @@ type Item = Record<string, unknown>;
 
 /** One section of the export: where its items live and what of each the owner gets. */
 interface Section {
-  name: 'tasks' | 'ledger' | 'keys' | 'webhooks' | 'uploads';
+  name: 'tasks' | 'ledger' | 'keys' | 'webhooks' | 'uploads' | 'webhookEndpoints';
   prefix: string;
   /** The item as exported, or undefined to leave it out (another item under the same prefix, an expired upload). */
   present: (item: Item, now: Date) => Item | undefined;
@@ -90,6 +90,21 @@ const SECTIONS: readonly Section[] = [
         ? pick(item, ['uploadId', 'contentType', 'declaredBytes', 'createdAt', 'expiresAt'])
         : undefined,
   },
+  {
+    // Last, so the cursors of the sections before keep their numbers.
+    name: 'webhookEndpoints',
+    // `WEBHOOKEP#<id>` (store/keys.ts webhookKeys.endpoint); the counter `WEBHOOKEP` has no `#`. Named as
+    // the endpoint API shows them (lifecycle/webhook-endpoints.ts describeEndpoint), without the secrets.
+    prefix: 'WEBHOOKEP#',
+    present: (item) => ({
+      id: item.endpointId,
+      ...pick(item, ['url']),
+      events: item.events ?? null,
+      ...pick(item, ['enabled']),
+      description: item.description ?? null,
+      ...pick(item, ['createdAt', 'updatedAt', 'secretCreatedAt']),
+    }),
+  },
 ];
 
 /** One answer of the export. Each section is a list; the pages of one export concatenate section by section. */
@@ -103,6 +118,8 @@ export interface AccountExportPage {
   keys: Item[];
   webhooks: Item[];
   uploads: Item[];
+  /** The self-serve webhook endpoints (POST /api/webhook-endpoints): url, events, enabled, description, times. */
+  webhookEndpoints: Item[];
   /** The cursor of the next page (`?cursor=`), or null on the last. */
   next: string | null;
 }
@@ -155,6 +172,7 @@ export async function exportAccountPage(
     keys: [],
     webhooks: [],
     uploads: [],
+    webhookEndpoints: [],
     next: null,
   };
   let bytes = 0;

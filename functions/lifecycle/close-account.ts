@@ -1,6 +1,6 @@
 /**
  * Closing an account (docs/design/accounts.md#closing-an-account), one implementation for every front
- * door (POST /api/account/close today; an operator command would call the same function):
+ * door (POST /api/account/close, and the operator CLI's `accounts close`, bin/admin/commands.ts):
  *
  * 1. the closure is recorded (sign-in refuses the account from then on) with its audit entry;
  * 2. every credential ends (`endCredentials`, auth/end-account-credentials.ts): after it, no accept

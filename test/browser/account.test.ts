@@ -1,7 +1,8 @@
 /**
  * The Account page and a task's Delete button in Chromium on the browser project's local stack, with
  * an account of their own (the run's main account stays open for test/browser/dashboard.test.ts): a
- * task submitted with a key is deleted from its page after a confirmation (it is 404 afterwards);
+ * task submitted with a key is deleted from its page after a confirmation (it is 404 afterwards); a
+ * queued one's page says to cancel it first and offers no Delete (the API answers 409);
  * Export downloads the account's JSON (no key in it);
  * Close account is enabled only by the typed confirmation, ends the key and the session, and a new
  * sign-in is refused. Each step waits for the state it asserts, never for a fixed time.
@@ -13,6 +14,7 @@ import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { loadBrowserContext } from './support/context';
+import { withDispatcherHeld } from './support/dispatcher-hold';
 
 const context = loadBrowserContext();
 const base = context.baseUrl;
@@ -88,6 +90,41 @@ test(
     expect(submitted.status).toBe(202);
     expect((await withKey(`/api/ai/tasks/${taskId}`)).status).toBe(404);
     await page.screenshot({ path: join(context.screenshotDir, 'task-deleted.png'), fullPage: true });
+  },
+  STEP_TIMEOUT_MS,
+);
+
+test(
+  "a queued task's page says to cancel it before deleting, and offers no Delete",
+  async () => {
+    await withDispatcherHeld(context, async () => {
+      // Prepare: a task submitted while no dispatcher may send, so it stays queued
+      const submitted = await withKey('/api/ai/image/generate', {
+        method: 'POST',
+        json: { model: 'image-model-1', prompt: 'a queued task' },
+      });
+      const { taskId } = (await submitted.json()) as { taskId: string };
+
+      // Act
+      await page.goto(`${base}/#/tasks/${encodeURIComponent(taskId)}`);
+      await page.locator('.state[data-stage="queued"]').waitFor();
+      const hint = page.getByText('To delete this task, cancel it first.');
+      await hint.waitFor();
+      const deleteButtons = await page.getByRole('button', { name: 'Delete task' }).count();
+      const deleted = await withKey(`/api/ai/tasks/${taskId}`, { method: 'DELETE' });
+      const deleteAnswer = (await deleted.json()) as { error?: string };
+      await page.screenshot({ path: join(context.screenshotDir, 'task-queued-delete-hint.png'), fullPage: true });
+      // Not left to run: the close below would only cancel it.
+      const cancelled = await withKey(`/api/ai/tasks/${taskId}/cancel`, { method: 'POST' });
+
+      // Assert
+      expect(submitted.status).toBe(202);
+      expect(await hint.isVisible()).toBe(true);
+      expect(deleteButtons).toBe(0);
+      expect(deleted.status).toBe(409);
+      expect(deleteAnswer.error).toContain('cancel it first');
+      expect(cancelled.status).toBe(200);
+    });
   },
   STEP_TIMEOUT_MS,
 );

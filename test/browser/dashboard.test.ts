@@ -10,11 +10,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
-import { createDocumentClient } from '../../functions/store/client';
-import { backOff } from '../../functions/store/dispatch';
-import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { tinyPng } from '../support/png';
 import { loadBrowserContext } from './support/context';
+import { withDispatcherHeld } from './support/dispatcher-hold';
 
 const context = loadBrowserContext();
 const base = context.baseUrl;
@@ -441,29 +439,10 @@ test(
   STEP_TIMEOUT_MS,
 );
 
-/**
- * Holds every dispatcher back while `fn` runs: the backoff all of them honour (the capacity item's
- * `backoffUntil`, docs/design/dispatching.md), kept 15 s ahead every second, so a task
- * submitted meanwhile stays queued however slow the machine is; afterwards sends resume within 15 s.
- */
-async function withDispatcherHeld<T>(fn: () => Promise<T>): Promise<T> {
-  const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: context.dynamodbEndpoint });
-  const store = { doc, tableName: context.tableName };
-  const hold = () => backOff(store, { until: Date.now() + 15_000, backoffMs: 15_000 });
-  await hold();
-  const renew = setInterval(() => void hold().catch(() => undefined), 1000);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(renew);
-    doc.destroy();
-  }
-}
-
 test(
   'queued tasks say so with the tasks ahead of them; Cancel in the list and on the task page cancels and refunds each',
   async () => {
-    await withDispatcherHeld(async () => {
+    await withDispatcherHeld(context, async () => {
       // Prepare: two tasks submitted with the key while no dispatcher may send
       const submit = async (prompt: string) => {
         const answer = await withKey(apiKey, '/api/ai/image/generate', {

@@ -22,6 +22,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { inviteAccount } from '../../functions/store/invites';
+import { webhookEndpointKeys } from '../../functions/store/keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { createSession } from '../../functions/store/sessions';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
@@ -123,6 +124,17 @@ describe('GET /api/account/export', () => {
     const mine = await populated(ownerId, owner.headers);
     const strangerId = newUserId();
     const theirs = await populated(strangerId, (await newSession(strangerId)).headers);
+    // A webhook endpoint whose secret is rotated: the current and the previous secret are both sealed in it.
+    const endpoint = await call('POST', '/api/webhooks', owner.headers, {
+      url: 'https://hooks.example.com/orders',
+      events: ['task.completed'],
+      description: 'orders',
+    });
+    const endpointId = String(endpoint.body.id);
+    const rotated = await call('POST', `/api/webhooks/${endpointId}/rotate-secret`, owner.headers, {});
+    const stored = await store.doc.send(
+      new GetCommand({ TableName: stack.tableName, Key: webhookEndpointKeys.endpoint(ownerId, endpointId) }),
+    );
 
     // Act
     const exported = await call('GET', '/api/account/export', owner.headers);
@@ -142,6 +154,31 @@ describe('GET /api/account/export', () => {
     );
     expect(body.keys).toEqual([expect.objectContaining({ keyId: mine.keyId, name: 'export me', revokedAt: null })]);
     expect(body.uploads).toEqual([expect.objectContaining({ uploadId: mine.uploadId, contentType: 'image/png' })]);
+    expect([endpoint.status, rotated.status]).toEqual([201, 200]);
+    expect(body.webhookEndpoints).toEqual([
+      {
+        id: endpointId,
+        url: 'https://hooks.example.com/orders',
+        events: ['task.completed'],
+        enabled: true,
+        description: 'orders',
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        secretCreatedAt: expect.any(String),
+      },
+    ]);
+    const endpointSecrets = [
+      String(endpoint.body.secret),
+      String(rotated.body.secret),
+      String(stored.Item?.sealedSecret),
+      String(stored.Item?.previousSealedSecret),
+    ];
+    expect(endpointSecrets.every((secret) => secret.length > 20)).toBe(true);
+    // The secret, its key bytes without the `whsec_` prefix, and each sealed form: nowhere in the export.
+    for (const secret of endpointSecrets.flatMap((secret) => [secret, secret.replace(/^whsec_/, '')])) {
+      expect(exported.text).not.toContain(secret);
+    }
+    expect(exported.text).not.toMatch(/sealed/i);
     for (const secret of [
       mine.apiKey,
       mine.apiKey.slice(0, 16),
@@ -176,14 +213,14 @@ describe('GET /api/account/export', () => {
 
     // Assert
     expect(pages.length).toBeGreaterThan(3);
-    for (const section of ['tasks', 'ledger', 'keys', 'webhooks', 'uploads'] as const) {
+    for (const section of ['tasks', 'ledger', 'keys', 'webhooks', 'uploads', 'webhookEndpoints'] as const) {
       expect(pages.flatMap((page) => page[section])).toEqual(whole[section]);
     }
   });
 });
 
 describe('POST /api/account/close', () => {
-  it('ends keys and the session at once, removes tasks and uploads, keeps the ledger and refuses sign-in', async () => {
+  it('ends keys and the sessions at once, removes tasks and uploads, keeps the ledger and refuses sign-in', async () => {
     // Prepare: an invited account signed in through the OpenID flow, with a key, a task and an upload.
     const userId = newUserId();
     await inviteAccount(store, { email: SIGN_IN.email, userId });
@@ -192,10 +229,26 @@ describe('POST /api/account/close', () => {
     const sessionId = String(await browser.cookie(stack.baseUrl, '__Host-session'));
     const session = sessionHeaders(sessionId);
     const account = await populated(userId, session);
+    const secondKey = await call('POST', '/api/keys', session, { name: 'second' });
+    // The account signed in on a second device too.
+    const otherDevice = await newSession(userId);
     const gatewayKey = {
       PK: `LOCALAPIKEY#${usageKeyName(stack.tableName, { credential: 'key', keyId: account.keyId })}`,
       SK: 'LOCALAPIKEY',
     };
+    // The API Gateway stand-in's record of every key of the account: each API key's, and the sessions'.
+    const gatewayKeys = [
+      { credential: 'key' as const, keyId: account.keyId },
+      { credential: 'key' as const, keyId: String(secondKey.body.keyId) },
+      { credential: 'session' as const, userId },
+    ].map((subject) => ({ PK: `LOCALAPIKEY#${usageKeyName(stack.tableName, subject)}`, SK: 'LOCALAPIKEY' }));
+    const readGatewayKeys = () =>
+      Promise.all(
+        gatewayKeys.map(
+          async (key) => (await store.doc.send(new GetCommand({ TableName: stack.tableName, Key: key }))).Item,
+        ),
+      );
+    const gatewayKeysBefore = await readGatewayKeys();
     const enrolled = await store.doc.send(new GetCommand({ TableName: stack.tableName, Key: gatewayKey }));
     const ledgerBefore = await listLedger(store, userId);
 
@@ -204,6 +257,9 @@ describe('POST /api/account/close', () => {
     const closed = await call('POST', '/api/account/close', session, CONFIRM);
     const keyAfter = await call('GET', '/api/ai/credits', account.bearer);
     const sessionAfter = await call('GET', '/api/session', session);
+    const otherDeviceAfter = await call('GET', '/api/session', otherDevice.headers);
+    const sessionWriteAfter = await call('POST', '/api/keys', session, { name: 'after close' });
+    const gatewayKeysAfter = await readGatewayKeys();
     const gatewayKeyAfter = await store.doc.send(new GetCommand({ TableName: stack.tableName, Key: gatewayKey }));
     const signInAgain = await signIn(new Browser(), stack.baseUrl, SIGN_IN);
 
@@ -213,8 +269,8 @@ describe('POST /api/account/close', () => {
     expect(closed.body).toMatchObject({
       userId,
       firstClosure: true,
-      keysRevoked: 1,
-      sessionsEnded: 1,
+      keysRevoked: 2,
+      sessionsEnded: 2,
       tasksDeleted: 1,
       tasksStillRunning: 0,
       uploadsDeleted: 1,
@@ -222,6 +278,16 @@ describe('POST /api/account/close', () => {
     });
     expect(keyAfter.status).toBe(401);
     expect(sessionAfter.status).toBe(401);
+    expect(otherDeviceAfter.status).toBe(401);
+    expect(sessionWriteAfter.status).toBe(401);
+    expect(secondKey.status).toBe(201);
+    expect(gatewayKeysBefore.map((item) => item?.deleted)).toEqual([undefined, undefined, undefined]);
+    // Every API Gateway key given back: each key's and the sessions' (the stand-in marks them deleted).
+    expect(gatewayKeysAfter).toEqual([
+      expect.objectContaining({ deleted: true }),
+      expect.objectContaining({ deleted: true }),
+      expect.objectContaining({ deleted: true }),
+    ]);
     // The API Gateway stand-in marks a deleted key (local/usage-plans.ts).
     expect(enrolled.Item).toBeDefined();
     expect(enrolled.Item?.deleted).toBeUndefined();

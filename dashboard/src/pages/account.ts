@@ -15,7 +15,7 @@ async function wholeExport(): Promise<AccountExportPage> {
   const whole = { ...first };
   for (let next = first.next; next; ) {
     const page = await exportAccountPage(next);
-    for (const section of ['tasks', 'ledger', 'keys', 'webhooks', 'uploads'] as const) {
+    for (const section of ['tasks', 'ledger', 'keys', 'webhooks', 'uploads', 'webhookEndpoints'] as const) {
       whole[section] = [...whole[section], ...page[section]];
     }
     next = page.next;
