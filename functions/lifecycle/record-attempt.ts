@@ -1,16 +1,81 @@
 /**
- * Recording an attempt that was made (a task's, an account event's or an endpoint's delivery): the one
- * rule that keeps our own retries from sending a delivery again after it was answered.
+ * Recording an attempt that was made (a task's, an account event's or an endpoint's delivery): what
+ * comes after it, the one rule that keeps our own retries from sending a delivery again after it was
+ * answered, and the queued delivery a freed place wakes. lifecycle/webhooks.ts and
+ * lifecycle/endpoint-deliveries.ts make their attempts differently and record them here alike.
  */
 import { ServiceBusyError } from '../core/errors';
+import { isDelivered, nextAttemptAt } from '../core/webhooks';
+import type { Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
-import { recordAttempt } from '../store/webhooks';
+import { type AttemptRecord, recordAttempt } from '../store/webhook-attempts';
+import type { AfterAttempt } from '../store/webhooks';
+import type { AttemptOutcome } from '../webhooks/send';
+import { wakeQueuedDeliveries } from './webhook-queue';
 
 /** Tries at recording an attempt made (`withRetry`'s attempts) before waiting and trying again. */
 const RECORD_ATTEMPTS = 12;
 
 /** How long an attempt made keeps trying to get recorded against contention (the worker runs 60 s at most). */
 const RECORD_WITHIN_MS = 30_000;
+
+/** An attempt that was made under a claim, and what its delivery's schedule allows after it. */
+export interface FinishedAttempt {
+  /** The claimed delivery (`taskId`: its key, a task's id, an account event's or a `dlv_` id). */
+  ref: { userId: string; taskId: string; claimId: string };
+  /** The attempt's number (1-based). */
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date;
+  outcome: AttemptOutcome;
+  /** Seconds to wait after each failed attempt; undefined: no attempt follows a failure, it ends the delivery. */
+  retryDelays: readonly number[] | undefined;
+  /** The delivery is counted in the account's open deliveries (`countsOpen`). */
+  countsOpen: boolean;
+  /** The account's bound on open deliveries, for promoting the queued delivery a freed place wakes. */
+  maxOpen: number;
+}
+
+/**
+ * Records a finished attempt with what comes next: delivered on a 2xx, else the next time of the
+ * schedule, or failed when the schedule is spent (or there is none). When the delivery ends and its
+ * place in the account's open deliveries frees, the account's oldest queued delivery, whichever
+ * endpoint it is for, takes it.
+ * @returns whether it was recorded (false: the claim was lost, nothing written) and what comes next
+ */
+export async function recordFinishedAttempt(
+  store: StoreContext,
+  input: FinishedAttempt,
+  log: Logger,
+): Promise<{ recorded: boolean; next: AfterAttempt }> {
+  const { ref, outcome, finishedAt } = input;
+  const next = afterAttempt(input);
+  const recorded = await recordMadeAttempt(store, {
+    userId: ref.userId,
+    taskId: ref.taskId,
+    claimId: ref.claimId,
+    attempt: {
+      attempt: input.attempt,
+      at: input.startedAt.toISOString(),
+      durationMs: outcome.durationMs,
+      ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
+      ...(outcome.error === undefined ? {} : { error: outcome.error }),
+    },
+    next,
+    now: finishedAt,
+    countsOpen: input.countsOpen,
+  });
+  if (recorded && next.state !== 'waiting' && input.countsOpen) {
+    await wakeQueuedDeliveries(store, { userId: ref.userId, maxOpen: input.maxOpen, now: finishedAt }, log);
+  }
+  return { recorded, next };
+}
+
+function afterAttempt(input: FinishedAttempt): AfterAttempt {
+  if (isDelivered(input.outcome.statusCode)) return { state: 'delivered' };
+  const dueAt = input.retryDelays ? nextAttemptAt(input.attempt, input.finishedAt, input.retryDelays) : undefined;
+  return dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
+}
 
 /**
  * Records an attempt that was made, trying again while the table answers busy (contention on the
@@ -22,10 +87,7 @@ const RECORD_WITHIN_MS = 30_000;
  * test/integration/webhooks.test.ts) still made the record throw.
  * @returns false when the claim was lost (nothing written)
  */
-export async function recordMadeAttempt(
-  store: StoreContext,
-  input: Parameters<typeof recordAttempt>[1],
-): Promise<boolean> {
+async function recordMadeAttempt(store: StoreContext, input: AttemptRecord): Promise<boolean> {
   const deadline = Date.now() + RECORD_WITHIN_MS;
   for (;;) {
     try {
