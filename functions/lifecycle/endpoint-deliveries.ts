@@ -199,18 +199,11 @@ export async function attemptEndpointDelivery(
   // As a task's attempt: recorded until it is (never made twice by our own retry), and a place freed
   // goes to the account's oldest queued delivery. An ended endpoint or a redelivery (one attempt) has
   // no schedule after a failure.
+  const countsOpen = delivery.countsOpen === true;
+  const last = endsNow || delivery.singleAttempt === true;
   const { recorded, next } = await recordFinishedAttempt(
-    lc.store,
-    {
-      ref,
-      attempt,
-      startedAt,
-      finishedAt: lc.now(),
-      outcome,
-      retryDelays: endsNow || delivery.singleAttempt ? undefined : lc.webhooks.retryDelays,
-      countsOpen: delivery.countsOpen === true,
-      maxOpen: lc.webhooks.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-    },
+    lc,
+    { ref, attempt, startedAt, outcome, countsOpen, last },
     log,
   );
   const fields = { deliveryId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };

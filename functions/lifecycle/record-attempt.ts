@@ -5,7 +5,7 @@
  * lifecycle/endpoint-deliveries.ts make their attempts differently and record them here alike.
  */
 import { ServiceBusyError } from '../core/errors';
-import { isDelivered, nextAttemptAt } from '../core/webhooks';
+import { DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES, isDelivered, nextAttemptAt } from '../core/webhooks';
 import type { Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
 import { type AttemptRecord, recordAttempt } from '../store/webhook-attempts';
@@ -19,21 +19,30 @@ const RECORD_ATTEMPTS = 12;
 /** How long an attempt made keeps trying to get recorded against contention (the worker runs 60 s at most). */
 const RECORD_WITHIN_MS = 30_000;
 
-/** An attempt that was made under a claim, and what its delivery's schedule allows after it. */
+/** What recording needs of the worker: the table, the clock, the retry schedule and the bound. */
+export interface AttemptRecordingContext {
+  store: StoreContext;
+  now: () => Date;
+  webhooks: {
+    /** Seconds to wait after each failed attempt. */
+    retryDelays: readonly number[];
+    /** The account's bound on open deliveries, for promoting the queued delivery a freed place wakes. */
+    maxOpenDeliveries?: number;
+  };
+}
+
+/** An attempt that was made under a claim. */
 export interface FinishedAttempt {
   /** The claimed delivery (`taskId`: its key, a task's id, an account event's or a `dlv_` id). */
   ref: { userId: string; taskId: string; claimId: string };
   /** The attempt's number (1-based). */
   attempt: number;
   startedAt: Date;
-  finishedAt: Date;
   outcome: AttemptOutcome;
-  /** Seconds to wait after each failed attempt; undefined: no attempt follows a failure, it ends the delivery. */
-  retryDelays: readonly number[] | undefined;
   /** The delivery is counted in the account's open deliveries (`countsOpen`). */
   countsOpen: boolean;
-  /** The account's bound on open deliveries, for promoting the queued delivery a freed place wakes. */
-  maxOpen: number;
+  /** No attempt follows this one, whatever its answer (an ended endpoint, a one-attempt redelivery). */
+  last?: boolean;
 }
 
 /**
@@ -44,13 +53,14 @@ export interface FinishedAttempt {
  * @returns whether it was recorded (false: the claim was lost, nothing written) and what comes next
  */
 export async function recordFinishedAttempt(
-  store: StoreContext,
+  lc: AttemptRecordingContext,
   input: FinishedAttempt,
   log: Logger,
 ): Promise<{ recorded: boolean; next: AfterAttempt }> {
-  const { ref, outcome, finishedAt } = input;
-  const next = afterAttempt(input);
-  const recorded = await recordMadeAttempt(store, {
+  const { ref, outcome } = input;
+  const finishedAt = lc.now();
+  const next = afterAttempt(input, finishedAt, input.last ? undefined : lc.webhooks.retryDelays);
+  const recorded = await recordMadeAttempt(lc.store, {
     userId: ref.userId,
     taskId: ref.taskId,
     claimId: ref.claimId,
@@ -66,14 +76,20 @@ export async function recordFinishedAttempt(
     countsOpen: input.countsOpen,
   });
   if (recorded && next.state !== 'waiting' && input.countsOpen) {
-    await wakeQueuedDeliveries(store, { userId: ref.userId, maxOpen: input.maxOpen, now: finishedAt }, log);
+    const maxOpen = lc.webhooks.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES;
+    await wakeQueuedDeliveries(lc.store, { userId: ref.userId, maxOpen, now: finishedAt }, log);
   }
   return { recorded, next };
 }
 
-function afterAttempt(input: FinishedAttempt): AfterAttempt {
+/** Delivered on a 2xx; else the schedule's next time, or failed when it is spent (or there is none). */
+function afterAttempt(
+  input: FinishedAttempt,
+  finishedAt: Date,
+  retryDelays: readonly number[] | undefined,
+): AfterAttempt {
   if (isDelivered(input.outcome.statusCode)) return { state: 'delivered' };
-  const dueAt = input.retryDelays ? nextAttemptAt(input.attempt, input.finishedAt, input.retryDelays) : undefined;
+  const dueAt = retryDelays ? nextAttemptAt(input.attempt, finishedAt, retryDelays) : undefined;
   return dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
 }
 

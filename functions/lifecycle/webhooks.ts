@@ -239,20 +239,8 @@ export async function attemptDelivery(
       outcome = { error: 'The service could not prepare the delivery', durationMs: 0 };
     }
   }
-  const { recorded, next } = await recordFinishedAttempt(
-    lc.store,
-    {
-      ref,
-      attempt,
-      startedAt,
-      finishedAt: lc.now(),
-      outcome,
-      retryDelays: lc.webhooks.retryDelays,
-      countsOpen: delivery.countsOpen === true,
-      maxOpen: lc.webhooks.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-    },
-    log,
-  );
+  const countsOpen = delivery.countsOpen === true;
+  const { recorded, next } = await recordFinishedAttempt(lc, { ref, attempt, startedAt, outcome, countsOpen }, log);
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   if (!recorded) log.warn('Webhook attempt made but its claim was lost; not recorded', fields);
   else if (next.state === 'failed') log.warn('Webhook delivery gave up: the retry schedule is spent', fields);

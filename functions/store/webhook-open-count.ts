@@ -6,7 +6,7 @@
  * (`queuedDeliveries`); those moves are store/webhook-queue.ts's.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { deliveryConditions, update, updateParams } from './conditions';
+import { deliveryConditions, type Expr, update, updateParams } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { webhookKeys } from './keys';
 import type { TransactItem } from './transaction';
@@ -34,36 +34,33 @@ export function openNowCounterUpdate(
   tableName: string,
   input: { userId: string; maxOpen: number; now: string },
 ): TransactItem {
-  return {
-    Update: {
-      TableName: tableName,
-      Key: webhookKeys.openDeliveries(input.userId),
-      ...updateParams(
-        update({
-          set: { userId: input.userId, updatedAt: input.now, maxOpen: input.maxOpen },
-          add: { openDeliveries: 1 },
-        }),
-        webhookConditions.openNow(input.maxOpen),
-      ),
-    },
-  };
+  return takeOpenPlace(tableName, input, { maxOpen: input.maxOpen }, webhookConditions.openNow(input.maxOpen));
 }
 
 /**
  * The counter's part of opening an ended delivery again (a redelivery): one more open, on the condition
- * that the account is below `maxOpen` (a queue ahead does not stop an attempt its owner asked for).
+ * that the account is below `maxOpen` (deliveries queued ahead do not hold it back).
  */
 export function reopenCounterUpdate(
   tableName: string,
   input: { userId: string; maxOpen: number; now: string },
+): TransactItem {
+  return takeOpenPlace(tableName, input, {}, deliveryConditions.openBelow(input.maxOpen));
+}
+
+function takeOpenPlace(
+  tableName: string,
+  input: { userId: string; now: string },
+  alsoSet: Record<string, unknown>,
+  condition: Expr,
 ): TransactItem {
   return {
     Update: {
       TableName: tableName,
       Key: webhookKeys.openDeliveries(input.userId),
       ...updateParams(
-        update({ set: { userId: input.userId, updatedAt: input.now }, add: { openDeliveries: 1 } }),
-        deliveryConditions.openBelow(input.maxOpen),
+        update({ set: { userId: input.userId, updatedAt: input.now, ...alsoSet }, add: { openDeliveries: 1 } }),
+        condition,
       ),
     },
   };
