@@ -36,7 +36,8 @@ import { type RecordedEvent, recordFeedEvents } from '../store/event-feed';
 import { webhookKeys } from '../store/keys';
 import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import * as keys from '../store/task-keys';
-import { createEventDelivery, type DeliveryOpened, getWebhookSettings, type WebhookSettings } from '../store/webhooks';
+import { createEventDelivery, type DeliveryOpened } from '../store/webhook-delivery-opening';
+import { getWebhookSettings, type WebhookSettings } from '../store/webhook-settings';
 import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf } from './event-feed';
 

@@ -5,7 +5,7 @@
  * endpoint whose `events` take the event, each with the event's id as its `webhook-id`. The write that
  * opens it reaches the webhook worker through the table's stream as every delivery does, and
  * `attemptEndpointDelivery` makes the attempt; retries, the sweeper's claims and the bound on open
- * deliveries are store/webhooks.ts's, unchanged.
+ * deliveries are a task's delivery's (store/webhooks.ts and the modules it names), unchanged.
  *
  * The one entry for events (`fanOutToEndpoints(ctx, event)`) is what a feed of ordered events can call
  * as well: it needs the event's id, type, time and subject, nothing about where it came from.
@@ -19,34 +19,27 @@ import {
   endpointTakes,
   isEndpointDeliveryId,
 } from '../core/webhook-endpoints';
-import {
-  DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-  isDelivered,
-  nextAttemptAt,
-  WEBHOOK_CLAIM_SECONDS,
-} from '../core/webhooks';
+import { DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES, WEBHOOK_CLAIM_SECONDS } from '../core/webhooks';
 import type { ResolveHost } from '../media/public-address';
 import type { SourcePolicy } from '../media/source-policy';
 import type { Logger } from '../observability/logger';
 import type { RetryingStoreContext } from '../store/errors';
 import { getTask } from '../store/tasks';
+import { accountEventMarkerPut, type DeliveryOpened, type MarkerPutInput } from '../store/webhook-delivery-opening';
 import { getEndpointDelivery } from '../store/webhook-endpoint-log';
 import {
-  accountEventMarkerPut,
   type EndpointDelivery,
   getEndpoint,
   listEndpoints,
-  type MarkerPutInput,
   openEndpointDelivery,
   type WebhookEndpointRecord,
 } from '../store/webhook-endpoints';
-import type { AfterAttempt, DeliveryOpened } from '../store/webhooks';
+import type { AfterAttempt } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
-import { recordMadeAttempt } from './record-attempt';
-import { wakeQueuedDeliveries } from './webhook-queue';
+import { recordFinishedAttempt } from './record-attempt';
 
 /** A claimed attempt as the stream announces it (`taskId`: the delivery's key, here its `dlv_` id). */
 interface ClaimedDeliveryRef {
@@ -203,42 +196,16 @@ export async function attemptEndpointDelivery(
   } else {
     outcome = await sendToEndpoint(lc, delivery, endpoint, startedAt, log);
   }
-  const finishedAt = lc.now();
-  let next: AfterAttempt;
-  if (isDelivered(outcome.statusCode)) next = { state: 'delivered' };
-  else {
-    const dueAt =
-      endsNow || delivery.singleAttempt ? undefined : nextAttemptAt(attempt, finishedAt, lc.webhooks.retryDelays);
-    next = dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
-  }
   // As a task's attempt: recorded until it is (never made twice by our own retry), and a place freed
-  // goes to the account's oldest queued delivery, whichever endpoint it is for.
-  const recorded = await recordMadeAttempt(lc.store, {
-    userId: ref.userId,
-    taskId: ref.taskId,
-    claimId: ref.claimId,
-    attempt: {
-      attempt,
-      at: startedAt.toISOString(),
-      durationMs: outcome.durationMs,
-      ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
-      ...(outcome.error === undefined ? {} : { error: outcome.error }),
-    },
-    next,
-    now: finishedAt,
-    countsOpen: delivery.countsOpen === true,
-  });
-  if (recorded && next.state !== 'waiting' && delivery.countsOpen === true) {
-    await wakeQueuedDeliveries(
-      lc.store,
-      {
-        userId: ref.userId,
-        maxOpen: lc.webhooks.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-        now: finishedAt,
-      },
-      log,
-    );
-  }
+  // goes to the account's oldest queued delivery. An ended endpoint or a redelivery (one attempt) has
+  // no schedule after a failure.
+  const countsOpen = delivery.countsOpen === true;
+  const last = endsNow || delivery.singleAttempt === true;
+  const { recorded, next } = await recordFinishedAttempt(
+    lc,
+    { ref, attempt, startedAt, outcome, countsOpen, last },
+    log,
+  );
   const fields = { deliveryId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   if (!recorded) log.warn('Webhook endpoint attempt made but its claim was lost; not recorded', fields);
   else log.info('Webhook endpoint attempt recorded', { ...fields, next: next.state });

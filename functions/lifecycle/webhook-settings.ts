@@ -8,13 +8,12 @@ import type { SourcePolicy } from '../media/source-policy';
 import type { StoreContext } from '../store/client';
 import {
   clearWebhookUrl,
-  getDeliveryWithAttempts,
   getWebhookSettings,
-  listAccountEventDeliveries,
   putWebhookSecret,
   setWebhookUrl,
   type WebhookSettings,
-} from '../store/webhooks';
+} from '../store/webhook-settings';
+import { getDeliveryWithAttempts, listAccountEventDeliveries } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { webhookUrlProblem } from '../webhooks/target-policy';
 

@@ -18,8 +18,6 @@ import { TaskStatus } from '../core/task';
 import {
   cancelledByOwner,
   DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-  isDelivered,
-  nextAttemptAt,
   refusedAtFirstSend,
   WEBHOOK_CLAIM_SECONDS,
   webhookEventOf,
@@ -31,22 +29,18 @@ import type { Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
 import { feedOpeningOf, markDeliveriesOpened, type RecordedEvent } from '../store/event-feed';
 import { getTask } from '../store/tasks';
+import { createDelivery } from '../store/webhook-delivery-opening';
+import { allDueDeliveries, claimDelivery } from '../store/webhook-due-deliveries';
 import { countDeliveries } from '../store/webhook-queue';
-import {
-  type AfterAttempt,
-  allDueDeliveries,
-  claimDelivery,
-  createDelivery,
-  getDelivery,
-  getWebhookSettings,
-} from '../store/webhooks';
+import { getWebhookSettings } from '../store/webhook-settings';
+import { type AfterAttempt, getDelivery } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
 import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf, recordTaskEvents, taskEventKey } from './event-feed';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
-import { recordMadeAttempt } from './record-attempt';
+import { recordFinishedAttempt } from './record-attempt';
 import { wakeQueuedDeliveries, wakeQueuedEverywhere } from './webhook-queue';
 
 /** What sending webhooks needs besides the lifecycle (the worker's wiring). */
@@ -245,41 +239,9 @@ export async function attemptDelivery(
       outcome = { error: 'The service could not prepare the delivery', durationMs: 0 };
     }
   }
-  const finishedAt = lc.now();
-  let next: AfterAttempt;
-  if (isDelivered(outcome.statusCode)) next = { state: 'delivered' };
-  else {
-    const dueAt = nextAttemptAt(attempt, finishedAt, lc.webhooks.retryDelays);
-    next = dueAt ? { state: 'waiting', dueAt } : { state: 'failed' };
-  }
-  const recorded = await recordMadeAttempt(lc.store, {
-    userId: ref.userId,
-    taskId: ref.taskId,
-    claimId: ref.claimId,
-    attempt: {
-      attempt,
-      at: startedAt.toISOString(),
-      durationMs: outcome.durationMs,
-      ...(outcome.statusCode === undefined ? {} : { statusCode: outcome.statusCode }),
-      ...(outcome.error === undefined ? {} : { error: outcome.error }),
-    },
-    next,
-    now: finishedAt,
-    countsOpen: delivery.countsOpen === true,
-  });
+  const countsOpen = delivery.countsOpen === true;
+  const { recorded, next } = await recordFinishedAttempt(lc, { ref, attempt, startedAt, outcome, countsOpen }, log);
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
-  // Its place freed: the account's oldest queued delivery takes it.
-  if (recorded && next.state !== 'waiting' && delivery.countsOpen === true) {
-    await wakeQueuedDeliveries(
-      lc.store,
-      {
-        userId: ref.userId,
-        maxOpen: lc.webhooks.maxOpenDeliveries ?? DEFAULT_WEBHOOK_MAX_OPEN_DELIVERIES,
-        now: finishedAt,
-      },
-      log,
-    );
-  }
   if (!recorded) log.warn('Webhook attempt made but its claim was lost; not recorded', fields);
   else if (next.state === 'failed') log.warn('Webhook delivery gave up: the retry schedule is spent', fields);
   else if (next.state === 'waiting') log.info('Webhook attempt failed; retrying later', fields);

@@ -2,7 +2,7 @@
  * The items behind account events (core/account-events.ts): the account's alert settings
  * (`USER#<id>` / `ALERTS`: `lowBalanceThreshold`), and the markers that make each event once-only. A
  * marker is put only in the transaction that opens the event's delivery, on `attribute_not_exists`
- * (store/webhooks.ts `createEventDelivery`), so however many dispatchers see one crossing at once,
+ * (store/webhook-delivery-opening.ts `createEventDelivery`), so however many dispatchers see one crossing at once,
  * exactly one opens its delivery:
  *
  * - a key budget's threshold in a period: `KEYSPEND#<budgetKeyId>#<period>#ALERT<80|100>`, beside the
@@ -20,13 +20,14 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeySpendLimit } from '../core/task';
-import { attr } from './conditions';
+import { attr, withCondition } from './conditions';
 import { lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { accountKeys, webhookKeys } from './keys';
 import { sumSpentShards } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
 import { type TransactItem, transact } from './transaction';
+import * as webhookConditions from './webhook-condition-fragments';
 
 /** The account's alert settings and whether `credits.low` was sent for the current crossing. */
 export interface AccountAlerts {
@@ -138,10 +139,14 @@ export async function rearmLowBalance(ctx: RetryingStoreContext, userId: string,
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: webhookKeys.lowBalanceMarker(userId),
-            UpdateExpression: 'SET #markerId = :rearmed REMOVE #sentAt',
-            ConditionExpression: 'attribute_exists(#sentAt) AND #markerId = :markerId',
-            ExpressionAttributeNames: { '#sentAt': 'sentAt', '#markerId': 'markerId' },
-            ExpressionAttributeValues: { ':markerId': markerId, ':rearmed': `rearm_${randomUUID()}` },
+            ...withCondition(
+              {
+                UpdateExpression: 'SET #markerId = :rearmed REMOVE #sentAt',
+                ExpressionAttributeNames: { '#sentAt': 'sentAt', '#markerId': 'markerId' },
+                ExpressionAttributeValues: { ':rearmed': `rearm_${randomUUID()}` },
+              },
+              webhookConditions.eventMarkerSentAs(markerId),
+            ),
           }),
         ),
       ctx.retry,

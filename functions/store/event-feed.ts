@@ -18,7 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { WebhookEventType } from '../core/webhooks';
-import { attr } from './conditions';
+import * as conditions from './condition-fragments';
+import { attr, conditionParams, update, updateParams, withCondition } from './conditions';
 import {
   backoffDelay,
   cancellationReasons,
@@ -32,6 +33,7 @@ import {
 import { type ItemKey, webhookKeys } from './keys';
 import { decodeCursor, encodeCursor } from './pages';
 import { TABLE } from './table';
+import * as webhookConditions from './webhook-condition-fragments';
 
 /** How long events stay in the feed (TTL), as delivery records. */
 export const EVENT_FEED_DAYS = 30;
@@ -160,14 +162,14 @@ export async function recordFeedEvents(
               Update: {
                 TableName: ctx.tableName,
                 Key: eventFeedKeys.counter(userId),
-                UpdateExpression: 'SET #seq = :next, #userId = :userId',
-                ConditionExpression: last === 0 ? 'attribute_not_exists(#seq)' : '#seq = :last',
-                ExpressionAttributeNames: { '#seq': 'seq', '#userId': 'userId' },
-                ExpressionAttributeValues: {
-                  ':next': next,
-                  ':userId': userId,
-                  ...(last === 0 ? {} : { ':last': last }),
-                },
+                ...withCondition(
+                  {
+                    UpdateExpression: 'SET #seq = :next, #userId = :userId',
+                    ExpressionAttributeNames: { '#seq': 'seq', '#userId': 'userId' },
+                    ExpressionAttributeValues: { ':next': next, ':userId': userId },
+                  },
+                  webhookConditions.feedCounterAt(last),
+                ),
               },
             },
             ...batch.flatMap((input, n) => {
@@ -203,8 +205,7 @@ export async function recordFeedEvents(
                         : webhookKeys.due(feedOpeningDueId(input.sourceId), input.openBy)),
                       [TABLE.ttlAttribute]: ttl,
                     },
-                    ConditionExpression: `attribute_not_exists(${attr('pk')})`,
-                    ExpressionAttributeNames: { [attr('pk')]: TABLE.partitionKey },
+                    ...conditionParams(conditions.itemIsNew()),
                   },
                 },
               ];
@@ -265,9 +266,10 @@ export async function markDeliveriesOpened(ctx: RetryingStoreContext, userId: st
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: eventFeedKeys.source(userId, sourceId),
-            UpdateExpression: `REMOVE ${attr('gsiPk')}, ${attr('gsiSk')}`,
-            ConditionExpression: `attribute_exists(${attr('gsiPk')})`,
-            ExpressionAttributeNames: { [attr('gsiPk')]: index.partitionKey, [attr('gsiSk')]: index.sortKey },
+            ...updateParams(
+              update({ remove: [index.partitionKey, index.sortKey] }),
+              webhookConditions.listedInDueIndex(),
+            ),
           }),
         ),
       ctx.retry,

@@ -9,8 +9,8 @@ import { attr } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { webhookKeys } from './keys';
 import { TABLE } from './table';
-import { type EndpointDelivery, withoutKeys } from './webhook-endpoints';
-import type { DeliveryState, WebhookAttempt } from './webhooks';
+import type { EndpointDelivery } from './webhook-endpoints';
+import { type DeliveryState, type WebhookAttempt, withoutKeys } from './webhooks';
 
 export interface LoggedDelivery {
   delivery: EndpointDelivery;

@@ -7,31 +7,27 @@
  * Query lists an endpoint's deliveries newest first with their attempts, and an event opens at most
  * one delivery per endpoint.
  */
-import {
-  GetCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AccountEventData } from '../core/account-events';
 import type { TaskResource } from '../core/task';
 import { OpenDeliveriesFullError, WebhookEndpointLimitError } from '../core/webhook-endpoint-errors';
 import type { EndpointEventType } from '../core/webhook-endpoints';
 import * as conditions from './condition-fragments';
-import { attr, conditionParams, deliveryConditions, type Expr, update, updateParams } from './conditions';
+import { conditionParams, update, updateParams } from './conditions';
 import {
   cancellationReasons,
-  deliveryOpenFailure,
   isConditionalCheckFailed,
   lostCondition,
   type RetryingStoreContext,
   withRetry,
 } from './errors';
 import { webhookEndpointKeys, webhookKeys } from './keys';
-import { TABLE } from './table';
-import { openNowCounterUpdate, queueDelivery } from './webhook-queue';
-import { type DeliveryOpened, type DeliveryState, WEBHOOK_RECORD_DAYS } from './webhooks';
+import { queryAllWithPrefix } from './pages';
+import type { TransactItem } from './transaction';
+import * as webhookConditions from './webhook-condition-fragments';
+import { type DeliveryOpened, openDeliveryRecord } from './webhook-delivery-opening';
+import { reopenCounterUpdate } from './webhook-open-count';
+import { type DeliveryState, withoutKeys } from './webhooks';
 
 /** An endpoint as stored (the sealed secrets never leave the lifecycle layer). */
 export interface WebhookEndpointRecord {
@@ -79,29 +75,6 @@ export interface EndpointDelivery {
   singleAttempt?: boolean;
 }
 
-const KEY_ATTRIBUTES = [
-  TABLE.partitionKey,
-  TABLE.sortKey,
-  TABLE.pendingIndex.partitionKey,
-  TABLE.pendingIndex.sortKey,
-  TABLE.ttlAttribute,
-];
-
-/** An item without its table keys (the log, store/webhook-endpoint-log.ts, reads the same shape). */
-export function withoutKeys<T>(item: Record<string, unknown>): T {
-  const record: Record<string, unknown> = { ...item };
-  for (const name of KEY_ATTRIBUTES) delete record[name];
-  return record as T;
-}
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-const itemExists: Expr = {
-  expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
-  names: { [attr(TABLE.partitionKey)]: TABLE.partitionKey },
-  values: {},
-};
-
 /**
  * Puts a new endpoint and counts it, in one transaction, on the condition that the account has fewer
  * than `maxEndpoints`.
@@ -131,11 +104,7 @@ export async function putEndpoint(
                   Key: webhookEndpointKeys.endpointCount(endpoint.userId),
                   ...updateParams(
                     update({ set: { userId: endpoint.userId, updatedAt: endpoint.createdAt }, add: { endpoints: 1 } }),
-                    {
-                      expression: `attribute_not_exists(${attr('endpoints')}) OR ${attr('endpoints')} < :maxEndpoints`,
-                      names: { [attr('endpoints')]: 'endpoints' },
-                      values: { ':maxEndpoints': maxEndpoints },
-                    },
+                    webhookConditions.endpointsBelow(maxEndpoints),
                   ),
                 },
               },
@@ -173,31 +142,10 @@ export async function getEndpoint(
 
 /** Every endpoint of the account, oldest first (at most the bound: one page). */
 export async function listEndpoints(ctx: RetryingStoreContext, userId: string): Promise<WebhookEndpointRecord[]> {
-  const prefix = webhookEndpointKeys.endpointPrefix(userId);
-  const endpoints: WebhookEndpointRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await withRetry(
-      () =>
-        ctx.doc.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: `${attr(TABLE.partitionKey)} = :pk AND begins_with(${attr(TABLE.sortKey)}, :sk)`,
-            ExpressionAttributeNames: {
-              [attr(TABLE.partitionKey)]: TABLE.partitionKey,
-              [attr(TABLE.sortKey)]: TABLE.sortKey,
-            },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
-            ConsistentRead: true,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        ),
-      ctx.retry,
-    );
-    for (const item of out.Items ?? []) endpoints.push(withoutKeys<WebhookEndpointRecord>(item));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return endpoints.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  const items = await queryAllWithPrefix(ctx, webhookEndpointKeys.endpointPrefix(userId));
+  return items
+    .map((item) => withoutKeys<WebhookEndpointRecord>(item))
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
 /**
@@ -217,7 +165,7 @@ export async function changeEndpoint(
             Key: webhookEndpointKeys.endpoint(input.userId, input.endpointId),
             ...updateParams(
               update({ set: input.set, ...(input.remove?.length ? { remove: input.remove } : {}) }),
-              itemExists,
+              conditions.itemExists(),
             ),
             ReturnValues: 'ALL_NEW',
           }),
@@ -250,7 +198,7 @@ export async function deleteEndpoint(
                 Delete: {
                   TableName: ctx.tableName,
                   Key: webhookEndpointKeys.endpoint(input.userId, input.endpointId),
-                  ...conditionParams(itemExists),
+                  ...conditionParams(conditions.itemExists()),
                 },
               },
               {
@@ -293,106 +241,45 @@ export interface EndpointDeliveryOpening {
    * default endpoint's: store/webhook-queue.ts); absent (a test event): over the bound it is not written.
    */
   queueOrder?: string;
-  /** An account event's once-only marker, put in the same transaction (store/webhooks.ts createEventDelivery). */
+  /** An account event's once-only marker, put in the same transaction (store/webhook-delivery-opening.ts). */
   markerPut?: TransactItem;
-}
-
-function ttlOf(now: Date): Record<string, number> {
-  return { [TABLE.ttlAttribute]: Math.floor(now.getTime() / 1000) + WEBHOOK_RECORD_DAYS * 86_400 };
 }
 
 /**
  * Opens an endpoint's delivery with its first attempt claimed (`sending`), counted in the account's
- * open deliveries, exactly as store/webhooks.ts opens a task's: past the bound (or behind deliveries
+ * open deliveries, by the rule a task's follows (store/webhook-delivery-opening.ts): past the bound (or behind deliveries
  * queued already) it waits `queued` in the order of `queueOrder`, promoted as places free
  * (store/webhook-queue.ts); without a `queueOrder`, `full` and nothing written. `exists`: this event has
  * a delivery to this endpoint already (or the marker says the account event was opened before).
  */
-export async function openEndpointDelivery(
+export function openEndpointDelivery(
   ctx: RetryingStoreContext,
   input: EndpointDeliveryOpening,
 ): Promise<DeliveryOpened | 'full'> {
-  const now = input.now.toISOString();
-  const leaseIso = input.leaseUntil.toISOString();
-  const base = {
-    userId: input.userId,
-    deliveryId: input.deliveryId,
-    endpointId: input.endpointId,
-    webhookId: input.webhookId,
-    eventType: input.eventType,
-    eventAt: input.eventAt,
-    ...(input.subjectTaskId === undefined ? {} : { subjectTaskId: input.subjectTaskId }),
-    ...(input.data === undefined ? {} : { data: input.data }),
-    url: input.url,
-    attempts: 0,
-    createdAt: now,
-    updatedAt: now,
-  };
-  const key = webhookKeys.delivery(input.userId, input.deliveryId);
-  const { markerPut } = input;
-  const layout = { delivery: 0, counter: 1, ...(markerPut ? { marker: 2 } : {}) };
-  let failure: ReturnType<typeof deliveryOpenFailure>;
-  try {
-    await withRetry(
-      () =>
-        ctx.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: ctx.tableName,
-                  Item: {
-                    ...key,
-                    ...webhookKeys.due(input.deliveryId, leaseIso),
-                    ...base,
-                    deliveryState: 'sending',
-                    claimId: input.claimId,
-                    dueAt: leaseIso,
-                    countsOpen: true,
-                    ...ttlOf(input.now),
-                  },
-                  ...conditionParams(conditions.itemIsNew()),
-                },
-              },
-              openNowCounterUpdate(ctx.tableName, { userId: input.userId, maxOpen: input.maxOpen, now }),
-              ...(markerPut ? [markerPut] : []),
-            ],
-          }),
-        ),
-      ctx.retry,
-    );
-    return 'opened';
-  } catch (error) {
-    failure = deliveryOpenFailure(error, layout);
-  }
-  if (failure === 'exists') return 'exists';
-  if (input.queueOrder === undefined) return 'full';
-  return queueDelivery(ctx, {
+  const { claimId, leaseUntil, now, maxOpen, queueOrder, markerPut } = input;
+  return openDeliveryRecord(ctx, {
     userId: input.userId,
     id: input.deliveryId,
-    order: input.queueOrder,
-    delivery: base,
-    ttl: ttlOf(input.now),
-    maxOpen: input.maxOpen,
+    fields: {
+      userId: input.userId,
+      deliveryId: input.deliveryId,
+      endpointId: input.endpointId,
+      webhookId: input.webhookId,
+      eventType: input.eventType,
+      eventAt: input.eventAt,
+      ...(input.subjectTaskId === undefined ? {} : { subjectTaskId: input.subjectTaskId }),
+      ...(input.data === undefined ? {} : { data: input.data }),
+      url: input.url,
+    },
+    claimId,
+    leaseUntil,
     now,
+    maxOpen,
+    ...(queueOrder === undefined ? {} : { queueOrder }),
     ...(markerPut ? { markerPut } : {}),
   });
 }
 
-function openCounterUpdate(ctx: RetryingStoreContext, userId: string, now: string, maxOpen: number): TransactItem {
-  return {
-    Update: {
-      TableName: ctx.tableName,
-      Key: webhookKeys.openDeliveries(userId),
-      ...updateParams(
-        update({ set: { userId, updatedAt: now }, add: { openDeliveries: 1 } }),
-        deliveryConditions.openBelow(maxOpen),
-      ),
-    },
-  };
-}
-
-/** A delivery in the log, with its attempts oldest first. */
 /**
  * Claims a new attempt of a delivery now (a redelivery): a `waiting` one is claimed where it waits (its
  * schedule goes on after the attempt); a `delivered` or `failed` one is opened again for one attempt
@@ -409,11 +296,7 @@ export async function claimRedelivery(
   const leaseIso = input.leaseUntil.toISOString();
   const now = input.now.toISOString();
   const key = webhookKeys.delivery(delivery.userId, delivery.deliveryId);
-  const asRead: Expr = {
-    expression: `${attr('deliveryState')} = :stateRead AND ${attr('updatedAt')} = :updatedRead`,
-    names: { [attr('deliveryState')]: 'deliveryState', [attr('updatedAt')]: 'updatedAt' },
-    values: { ':stateRead': delivery.deliveryState, ':updatedRead': delivery.updatedAt },
-  };
+  const asRead = webhookConditions.deliveryAsRead(delivery.deliveryState, delivery.updatedAt);
   const claim = {
     deliveryState: 'sending',
     claimId: input.claimId,
@@ -456,7 +339,7 @@ export async function claimRedelivery(
                   ),
                 },
               },
-              openCounterUpdate(ctx, delivery.userId, now, input.maxOpen),
+              reopenCounterUpdate(ctx.tableName, { userId: delivery.userId, maxOpen: input.maxOpen, now }),
             ],
           }),
         ),
@@ -471,52 +354,3 @@ export async function claimRedelivery(
     throw error;
   }
 }
-
-/**
- * The once-only marker of an account event as a transaction's put, when the event opens no delivery to
- * the default endpoint (which puts it itself: store/webhooks.ts `createEventDelivery`, whose rule this
- * repeats): put only when the marker is as the caller read it, missing or re-armed with `markerRead`.
- */
-export function accountEventMarkerPut(
-  ctx: RetryingStoreContext,
-  input: {
-    userId: string;
-    eventId: string;
-    eventType: string;
-    marker: { PK: string; SK: string };
-    markerRead?: string;
-    markerExpiresAt?: number;
-    now: Date;
-  },
-): TransactItem {
-  const condition: Expr =
-    input.markerRead === undefined
-      ? {
-          expression: `attribute_not_exists(${attr('markerPk')})`,
-          names: { [attr('markerPk')]: TABLE.partitionKey },
-          values: {},
-        }
-      : {
-          expression: `${attr('markerId')} = :markerRead AND attribute_not_exists(${attr('sentAt')})`,
-          names: { [attr('markerId')]: 'markerId', [attr('sentAt')]: 'sentAt' },
-          values: { ':markerRead': input.markerRead },
-        };
-  return {
-    Put: {
-      TableName: ctx.tableName,
-      Item: {
-        ...input.marker,
-        userId: input.userId,
-        markerId: input.eventId,
-        eventId: input.eventId,
-        eventType: input.eventType,
-        sentAt: input.now.toISOString(),
-        ...(input.markerExpiresAt === undefined ? {} : { [TABLE.ttlAttribute]: input.markerExpiresAt }),
-      },
-      ...conditionParams(condition),
-    },
-  };
-}
-
-/** An account event's marker as the caller read it (`accountEventMarkerPut` without the time). */
-export type MarkerPutInput = Omit<Parameters<typeof accountEventMarkerPut>[1], 'now'>;

@@ -2,7 +2,7 @@
  * Deliveries past the bound on open deliveries wait, in order, instead of being dropped
  * (docs/api/webhooks.md#ordering-past-the-bound). The account's counter item (`webhookKeys.openDeliveries`)
  * counts both: `openDeliveries` (`sending` or `waiting` for a retry) and `queuedDeliveries` (`queued`:
- * not tried yet, no claim, nothing sent). A delivery opens straight away (store/webhooks.ts) only when
+ * not tried yet, no claim, nothing sent). A delivery opens straight away (store/webhook-delivery-opening.ts) only when
  * the account is below its bound and nothing waits ahead of it; else it is written `queued` with an
  * entry `WHQUEUE#<order>#<id>` (the event's number in the account's feed: the order it happened) in
  * the same transaction that counts it.
@@ -16,19 +16,14 @@
  * under `WEBHOOKQUEUED` while the account has queued deliveries, and the sweeper promotes for every
  * account listed there each minute: a promotion lost to a crash waits at most that long.
  */
-import {
-  DeleteCommand,
-  GetCommand,
-  QueryCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as conditions from './condition-fragments';
-import { attr, conditionParams, type Expr, update, updateParams } from './conditions';
+import { attr, conditionParams, deliveryConditions, update, updateParams } from './conditions';
 import { cancellationReasons, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { webhookKeys } from './keys';
 import { TABLE } from './table';
-import { transact } from './transaction';
+import { type TransactItem, transact } from './transaction';
+import * as webhookConditions from './webhook-condition-fragments';
 
 /** The sweeper's index partition of accounts with queued deliveries (`GSI1PK`; `GSI1SK` = the account). */
 export const QUEUED_ACCOUNTS_PARTITION = 'WEBHOOKQUEUED';
@@ -36,45 +31,6 @@ export const QUEUED_ACCOUNTS_PARTITION = 'WEBHOOKQUEUED';
 /** An account's queued delivery entry: in order of `order` (fixed width), then id. */
 export function queueEntryKey(userId: string, order: string, id: string): { PK: string; SK: string } {
   return { PK: `USER#${userId}`, SK: `WHQUEUE#${order}#${id}` };
-}
-
-/**
- * The account may open a delivery straight away: below its bound, and nothing queued ahead (a missing
- * counter is none of either).
- */
-export function openNowCondition(limit: number): Expr {
-  return {
-    expression:
-      `(attribute_not_exists(${attr('openDeliveries')}) OR ${attr('openDeliveries')} < :openLimit) AND ` +
-      `(attribute_not_exists(${attr('queuedDeliveries')}) OR ${attr('queuedDeliveries')} <= :noneQueued)`,
-    names: { [attr('openDeliveries')]: 'openDeliveries', [attr('queuedDeliveries')]: 'queuedDeliveries' },
-    values: { ':openLimit': limit, ':noneQueued': 0 },
-  };
-}
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-/**
- * The counter's part of opening a delivery straight away: one more open, on `openNowCondition`. It
- * stores the bound too, for the sweeper, which opens what a lost worker record left (and has no setting).
- */
-export function openNowCounterUpdate(
-  tableName: string,
-  input: { userId: string; maxOpen: number; now: string },
-): TransactItem {
-  return {
-    Update: {
-      TableName: tableName,
-      Key: webhookKeys.openDeliveries(input.userId),
-      ...updateParams(
-        update({
-          set: { userId: input.userId, updatedAt: input.now, maxOpen: input.maxOpen },
-          add: { openDeliveries: 1 },
-        }),
-        openNowCondition(input.maxOpen),
-      ),
-    },
-  };
 }
 
 /**
@@ -256,11 +212,10 @@ async function promoteOne(
           Update: {
             TableName: ctx.tableName,
             Key: webhookKeys.openDeliveries(userId),
-            ...updateParams(update({ set: { updatedAt: now }, add: { openDeliveries: 1, queuedDeliveries: -1 } }), {
-              expression: `attribute_not_exists(${attr('openDeliveries')}) OR ${attr('openDeliveries')} < :openLimit`,
-              names: { [attr('openDeliveries')]: 'openDeliveries' },
-              values: { ':openLimit': input.maxOpen },
-            }),
+            ...updateParams(
+              update({ set: { updatedAt: now }, add: { openDeliveries: 1, queuedDeliveries: -1 } }),
+              deliveryConditions.openBelow(input.maxOpen),
+            ),
           },
         },
         {
@@ -279,11 +234,7 @@ async function promoteOne(
                 },
                 remove: ['queueOrder'],
               }),
-              {
-                expression: `${attr('deliveryState')} = :queuedState`,
-                names: { [attr('deliveryState')]: 'deliveryState' },
-                values: { ':queuedState': 'queued' },
-              },
+              webhookConditions.deliveryQueued(),
             ),
           },
         },
@@ -291,11 +242,7 @@ async function promoteOne(
           Delete: {
             TableName: ctx.tableName,
             Key: { PK: `USER#${userId}`, SK: entry.sk },
-            ...conditionParams({
-              expression: `attribute_exists(${attr(TABLE.partitionKey)})`,
-              names: { [attr(TABLE.partitionKey)]: TABLE.partitionKey },
-              values: {},
-            }),
+            ...conditionParams(conditions.itemExists()),
           },
         },
       ],
@@ -331,14 +278,10 @@ async function leaveQueuedIndex(ctx: RetryingStoreContext, userId: string): Prom
           new UpdateCommand({
             TableName: ctx.tableName,
             Key: webhookKeys.openDeliveries(userId),
-            ...updateParams(update({ remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey] }), {
-              expression: `attribute_exists(${attr(TABLE.pendingIndex.partitionKey)}) AND (attribute_not_exists(${attr('queuedDeliveries')}) OR ${attr('queuedDeliveries')} <= :noneQueued)`,
-              names: {
-                [attr(TABLE.pendingIndex.partitionKey)]: TABLE.pendingIndex.partitionKey,
-                [attr('queuedDeliveries')]: 'queuedDeliveries',
-              },
-              values: { ':noneQueued': 0 },
-            }),
+            ...updateParams(
+              update({ remove: [TABLE.pendingIndex.partitionKey, TABLE.pendingIndex.sortKey] }),
+              webhookConditions.listedWithNoneQueued(),
+            ),
           }),
         ),
       ctx.retry,

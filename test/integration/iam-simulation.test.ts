@@ -20,7 +20,7 @@ import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { inviteAccount } from '../../functions/store/invites';
-import { putWebhookSecret, setWebhookUrl } from '../../functions/store/webhooks';
+import { putWebhookSecret, setWebhookUrl } from '../../functions/store/webhook-settings';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { LAMBDAS } from '../../lib/routes';
 import { parseRecording, type Recording } from '../../local/aws-call-recorder';

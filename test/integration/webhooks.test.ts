@@ -33,14 +33,11 @@ import { createDocumentClient } from '../../functions/store/client';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
 import { webhookKeys } from '../../functions/store/keys';
 import { claimRefresh, completeTask, getTask } from '../../functions/store/tasks';
+import { recordAttempt } from '../../functions/store/webhook-attempts';
+import { countOpenDeliveries } from '../../functions/store/webhook-open-count';
 import { countDeliveries } from '../../functions/store/webhook-queue';
-import {
-  countOpenDeliveries,
-  getDelivery,
-  getDeliveryWithAttempts,
-  getWebhookSettings,
-  recordAttempt,
-} from '../../functions/store/webhooks';
+import { getWebhookSettings } from '../../functions/store/webhook-settings';
+import { getDelivery, getDeliveryWithAttempts } from '../../functions/store/webhooks';
 import { createSecretBox } from '../../functions/webhooks/secret-box';
 import { webhookTargetPolicy } from '../../functions/webhooks/target-policy';
 import { startConflictProxy } from '../../local/conflict-proxy';
