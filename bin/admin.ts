@@ -28,7 +28,13 @@ const LOCAL_KEY_COMMANDS = new Set(['keys create', 'keys rotate', 'keys revoke',
 /** Commands that enroll keys in (or move them between) API Gateway usage plans when deployed. */
 const USAGE_COMMANDS = new Set(['keys create', 'keys rotate', 'limits set', 'limits reset', 'accounts close']);
 
-function print(stream: NodeJS.WriteStream, value: unknown): void {
+/** Where the CLI writes: the process's streams, or a caller's (a test calling `main` in its own process). */
+export interface AdminOutput {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+function print(stream: AdminOutput['stdout'], value: unknown): void {
   stream.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
@@ -60,17 +66,21 @@ function localWebhookEnv(env: NodeJS.ProcessEnv, running: LocalStackState | unde
   return { ...env, WEBHOOK_INSECURE_ORIGINS: running.webhookInsecureOrigins };
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+/**
+ * Runs one command on `argv` with the settings in `env`, writing to `output`; resolves to the exit code
+ * and leaves `process.exitCode` alone, so a test can run many commands in its own process.
+ */
+export async function main(argv: string[], env: NodeJS.ProcessEnv, output: AdminOutput = process): Promise<number> {
   const now = new Date();
   let target: Target | undefined;
   try {
     const { command, aws } = parseInvocation(argv, now);
     if (command.kind === 'help') {
-      process.stdout.write(helpText(command.topic));
+      output.stdout.write(helpText(command.topic));
       return 0;
     }
     if (command.kind === 'version') {
-      process.stdout.write(`${version()}\n`);
+      output.stdout.write(`${version()}\n`);
       return 0;
     }
     const [
@@ -120,13 +130,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       webhookBox: () => webhookSecretBox(aws, env, target?.running),
       fileRemoval: () => fileRemoval(aws, env, resolved),
     });
-    print(process.stdout, result.output);
-    if (!result.ok)
-      print(process.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });
+    print(output.stdout, result.output);
+    if (!result.ok) print(output.stderr, { error: 'audit failed: balance differs from the ledger sum or is negative' });
     return result.ok ? 0 : 1;
   } catch (error) {
     // The cap on active keys answers as the API does: the message and the limit it names.
-    print(process.stderr, {
+    print(output.stderr, {
       error: describeFailure(error, target),
       ...(error instanceof KeyLimitError ? { limit: error.limit } : {}),
     });

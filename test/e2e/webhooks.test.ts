@@ -2,20 +2,24 @@
  * Signed webhooks out, black box: a local stack of this file's own (so the suite's stack keeps the real
  * retry schedule) with a short schedule (1 s between attempts) and a test receiver, a real HTTP server
  * on a free port, named as the one local endpoint allowed over plain http. The signing secret comes
- * from the operator CLI, as an operator would get it; every delivery is verified with the
- * `standardwebhooks` package's `Webhook.verify`.
+ * from the operator CLI, as an operator would get it (its `main` in this process: the bin itself is
+ * test/integration/admin-cli.test.ts's); every delivery is verified with the `standardwebhooks`
+ * package's `Webhook.verify`.
+ *
+ * The stack's pollers keep its DynamoDB Local busy for as long as it runs, so this file's CPU follows
+ * its wall clock: the scenarios after the first checks run side by side (`test.concurrent`), each on an
+ * account and a receiver path of its own.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { resolve } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { freePorts } from '../../local/spawn-local-stack';
+import { type AdminRun, adminInProcess } from '../support/admin-cli';
 import { spawnTestStack, type TestStack } from '../support/test-stack';
 import { IMAGE_PATH, taskPath } from './support/api';
 import { loadTarget } from './support/target';
@@ -28,10 +32,10 @@ const WAIT_MS = 120_000;
 const STACK_READY_MS = 180_000;
 /** Jest's limit for a test that waits for `waits` such states, with room for the rest. */
 const timeoutFor = (waits: number) => waits * WAIT_MS + 60_000;
-const ROOT = resolve(__dirname, '../..');
 const TABLE_NAME = 'generation-service-e2e-webhooks';
 const USER = 'e2e-webhooks';
 const HANG_USER = 'e2e-webhooks-default';
+const REFUSED_USER = 'e2e-webhooks-refused';
 const BOUND_USER = 'e2e-webhooks-bound';
 /** This stack's bound on open deliveries per account (WEBHOOK_MAX_OPEN_DELIVERIES). */
 const MAX_OPEN = 2;
@@ -52,7 +56,7 @@ if (target.runs('webhooks')) {
     const keys: Record<string, string> = {};
     let operatorEnv: NodeJS.ProcessEnv;
 
-    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/hang` and `/bound` never answer. */
+    /** The receiver: `/flaky` answers 500 the first time and 200 after, `/bound` always 500, `/hang` never answers. */
     function receive(request: IncomingMessage, response: ServerResponse) {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -62,28 +66,17 @@ if (target.runs('webhooks')) {
           Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
         );
         received.push({ path, headers, body: Buffer.concat(chunks).toString('utf8') });
-        if (path === '/hang' || path === '/bound') {
+        if (path === '/hang') {
           hanging.add(request.socket);
           return;
         }
         const first = received.filter((entry) => entry.path === path).length === 1;
-        response.writeHead(path === '/flaky' && first ? 500 : 200).end('ok');
+        response.writeHead(path === '/bound' || (path === '/flaky' && first) ? 500 : 200).end('ok');
       });
     }
 
-    function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown>; stderr: string }> {
-      return new Promise((done) => {
-        execFile(
-          process.execPath,
-          [resolve(ROOT, 'bin/run-admin.cjs'), ...args],
-          { cwd: ROOT, env: operatorEnv },
-          (error, stdout, stderr) => {
-            const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-            done({ code, json: stdout.trim().startsWith('{') ? JSON.parse(stdout) : {}, stderr });
-          },
-        );
-      });
-    }
+    /** The operator CLI on this file's stack (its table on the stack's DynamoDB Local). */
+    const admin = (args: string[]) => adminInProcess(args, operatorEnv);
 
     async function request(user: string, path: string, init: RequestInit = {}) {
       const response = await fetch(`${stack.baseUrl}${path}`, {
@@ -119,12 +112,18 @@ if (target.runs('webhooks')) {
       return received.filter((entry) => entry.path === path);
     }
 
-    /** The operator's record of the task's deliveries, once it holds an attempt, or WAIT_MS passed. */
-    async function deliveriesWithAttempt(user: string, taskId: string) {
+    /**
+     * The operator's record of the task's deliveries once it holds `attempts` attempts, or WAIT_MS passed
+     * (the receiver gets a request before the worker records its answer).
+     */
+    async function deliveriesWithAttempts(user: string, taskId: string, attempts: number) {
       const deadline = Date.now() + WAIT_MS;
+      const recorded = ({ json }: AdminRun) =>
+        ((json.attempts as unknown[] | undefined)?.length ?? 0) >= attempts &&
+        Number((json.delivery as { attempts?: number } | null | undefined)?.attempts ?? 0) >= attempts;
       let deliveries = await admin(['webhooks', 'deliveries', '--user', user, '--task', taskId]);
-      while ((deliveries.json.attempts as unknown[] | undefined)?.length === 0 && Date.now() < deadline) {
-        await sleep(1000);
+      while (!recorded(deliveries) && Date.now() < deadline) {
+        await sleep(500);
         deliveries = await admin(['webhooks', 'deliveries', '--user', user, '--task', taskId]);
       }
       return deliveries;
@@ -161,7 +160,7 @@ if (target.runs('webhooks')) {
       const doc = createDocumentClient({ ...DYNAMODB_LOCAL_CLIENT_CONFIG, endpoint: stack.dynamodbEndpoint });
       const store = { doc, tableName: TABLE_NAME };
       try {
-        for (const user of [USER, HANG_USER, BOUND_USER]) {
+        for (const user of [USER, HANG_USER, REFUSED_USER, BOUND_USER]) {
           await grantCredits(store, { userId: user, amount: 100, grantId: user });
           keys[user] = (await putApiKey(store, { userId: user, name: 'e2e webhooks' })).apiKey;
         }
@@ -181,7 +180,39 @@ if (target.runs('webhooks')) {
       expect(stack.output()).toContain('run on their deployed triggers (DISPATCH_DRIVER=deployed)');
     });
 
-    test(
+    test('a webhookUrl on a private address, a local name or plain http is a 400 naming the field, and never called', async () => {
+      // Prepare: runs before the scenarios that submit for USER, so its tasks are its own to count
+      const refused = [
+        `https://127.0.0.1:${new URL(origin).port}/private`,
+        'https://10.0.0.7/private',
+        'https://169.254.169.254/private',
+        'https://[::1]/private',
+        `https://localhost:${new URL(origin).port}/private`,
+        'http://example.com/private',
+        'https://user:pw@example.com/private',
+        'not a url',
+      ];
+
+      const tasksBefore = await taskIdsOf(USER);
+
+      // Act
+      const answers = await Promise.all(refused.map((webhookUrl) => submit(USER, { webhookUrl })));
+      // Nothing to wait for: a refused request stores no task, so no delivery can ever follow it.
+      const tasksAfter = await taskIdsOf(USER);
+
+      // Assert
+      for (const answer of answers) {
+        expect(answer.status).toBe(400);
+        expect(answer.body).toMatchObject({
+          error: 'Invalid request',
+          details: { fieldErrors: { webhookUrl: [expect.stringMatching(/^Must /)] } },
+        });
+      }
+      expect(tasksAfter).toEqual(tasksBefore);
+      expect(received.filter((entry) => entry.path === '/private')).toEqual([]);
+    });
+
+    test.concurrent(
       'a completed task is POSTed signed, retried after a 500 with the same webhook-id, both attempts recorded',
       async () => {
         // Prepare: the account's secret, printed once by the CLI
@@ -193,7 +224,7 @@ if (target.runs('webhooks')) {
         const taskId = String(submitted.body.taskId);
         const task = await pollUntilEnded(USER, taskId);
         const [first, second] = await receivedOn('/flaky', 2);
-        const deliveries = await admin(['webhooks', 'deliveries', '--user', USER, '--task', taskId]);
+        const deliveries = await deliveriesWithAttempts(USER, taskId, 2);
 
         // Assert: the secret's form, and the task ended on its own
         expect(made.code).toBe(0);
@@ -226,39 +257,7 @@ if (target.runs('webhooks')) {
       timeoutFor(2),
     );
 
-    test('a webhookUrl on a private address, a local name or plain http is a 400 naming the field, and never called', async () => {
-      // Prepare
-      const refused = [
-        `https://127.0.0.1:${new URL(origin).port}/private`,
-        'https://10.0.0.7/private',
-        'https://169.254.169.254/private',
-        'https://[::1]/private',
-        `https://localhost:${new URL(origin).port}/private`,
-        'http://example.com/private',
-        'https://user:pw@example.com/private',
-        'not a url',
-      ];
-
-      const tasksBefore = await taskIdsOf(USER);
-
-      // Act
-      const answers = await Promise.all(refused.map((webhookUrl) => submit(USER, { webhookUrl })));
-      // Nothing to wait for: a refused request stores no task, so no delivery can ever follow it.
-      const tasksAfter = await taskIdsOf(USER);
-
-      // Assert
-      for (const answer of answers) {
-        expect(answer.status).toBe(400);
-        expect(answer.body).toMatchObject({
-          error: 'Invalid request',
-          details: { fieldErrors: { webhookUrl: [expect.stringMatching(/^Must /)] } },
-        });
-      }
-      expect(tasksAfter).toEqual(tasksBefore);
-      expect(received.filter((entry) => entry.path === '/private')).toEqual([]);
-    });
-
-    test(
+    test.concurrent(
       'a receiver that never answers does not hold up the task; the attempt ends at its deadline and is recorded',
       async () => {
         // Prepare: the account's default endpoint hangs
@@ -271,7 +270,7 @@ if (target.runs('webhooks')) {
         const task = await pollUntilEnded(HANG_USER, taskId);
         const calls = await receivedOn('/hang', 1);
         // The attempt is recorded when the product's own deadline (10 s) ends it: the product times out.
-        const deliveries = await deliveriesWithAttempt(HANG_USER, taskId);
+        const deliveries = await deliveriesWithAttempts(HANG_USER, taskId, 1);
 
         // Assert
         expect(set.json).toMatchObject({ url: `${origin}/hang`, hasSecret: true });
@@ -286,26 +285,29 @@ if (target.runs('webhooks')) {
       timeoutFor(3),
     );
 
-    test(
+    test.concurrent(
       'a task the provider refused at its first send sends no webhook; the next task of the account does',
       async () => {
-        // Prepare
-        await admin(['webhooks', 'secret', '--user', USER]);
+        // Prepare: an account of its own (a secret made here would rotate another scenario's)
+        await admin(['webhooks', 'secret', '--user', REFUSED_USER]);
 
         // Act: the refused one first, then one that completes, both to the same endpoint
-        const refused = await submit(USER, {
+        const refused = await submit(REFUSED_USER, {
           webhookUrl: `${origin}/refused`,
           providerInput: { mockOutcome: 'reject' },
         });
-        const later = await submit(USER, { webhookUrl: `${origin}/refused`, providerInput: { mockDelayMs: 200 } });
+        const later = await submit(REFUSED_USER, {
+          webhookUrl: `${origin}/refused`,
+          providerInput: { mockDelayMs: 200 },
+        });
         // The dispatcher sends after the 202: the refusal is learnt by polling.
-        const refusedTask = await pollUntilEnded(USER, String(refused.body.taskId));
+        const refusedTask = await pollUntilEnded(REFUSED_USER, String(refused.body.taskId));
         const [event] = await receivedOn('/refused', 1);
         const refusedDelivery = await admin([
           'webhooks',
           'deliveries',
           '--user',
-          USER,
+          REFUSED_USER,
           '--task',
           String(refused.body.taskId),
         ]);
@@ -321,10 +323,11 @@ if (target.runs('webhooks')) {
       timeoutFor(2),
     );
 
-    test(
+    test.concurrent(
       'past the account bound on open deliveries, the next one waits queued and goes out once an earlier one gave up',
       async () => {
-        // Prepare: the endpoint never answers, so every delivery stays open for its whole schedule
+        // Prepare: the endpoint answers 500 to every attempt, so every delivery stays open for its whole
+        // schedule (an endpoint that never answers would hold each attempt for the 10 s deadline instead)
         await admin(['webhooks', 'secret', '--user', BOUND_USER]);
         await admin(['webhooks', 'set', '--user', BOUND_USER, '--url', `${origin}/bound`]);
 

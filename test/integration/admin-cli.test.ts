@@ -1,63 +1,41 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorizeKey } from '../../functions/auth/authorize-key';
 import { usageKeyName } from '../../functions/core/rate-plan';
+import { hashSessionId } from '../../functions/core/session';
 import { acceptTask } from '../../functions/money/accept';
 import { getAccountAlerts, setLowBalanceThreshold } from '../../functions/store/account-events';
 import { getBalance, grantCredits } from '../../functions/store/accounts';
 import { listApiKeys } from '../../functions/store/api-keys';
 import { webhookKeys } from '../../functions/store/keys';
+import { createSession, getSessionByHash } from '../../functions/store/sessions';
 import * as keys from '../../functions/store/task-keys';
 import { writeStackState } from '../../local/stack-state';
+import { type AdminRun, adminInProcess, adminSubprocess } from '../support/admin-cli';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { newTask } from '../support/store-fixtures';
 
-// Each command is a fresh Node process running the bundled CLI (the first one builds it).
+// Most commands run through the CLI's `main` in this process (test/support/admin-cli.ts); the tests
+// marked "as the bin" run `node bin/run-admin.cjs`, what `npm run admin` runs, as a process of its own:
+// its exit codes, stdout and stderr, and settings read from its environment.
 jest.setTimeout(120_000);
 
-const ROOT = resolve(__dirname, '../..');
-/** `npm run admin` runs exactly this. */
-const CLI = resolve(ROOT, 'bin/run-admin.cjs');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed; the CLI prints exactly one JSON object. */
-  json: Record<string, unknown>;
-  /** stderr parsed when it is not empty. */
-  error?: Record<string, unknown>;
-}
-
-import { hashSessionId } from '../../functions/core/session';
-import { createSession, getSessionByHash } from '../../functions/store/sessions';
-
-describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => {
+describe('operator CLI (bin/admin.ts) on DynamoDB Local', () => {
   let store: TestStore;
   let env: NodeJS.ProcessEnv;
 
-  function admin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
-    return new Promise((resolveRun) => {
-      execFile(
-        process.execPath,
-        [CLI, ...args],
-        { cwd: ROOT, env: { ...env, ...extraEnv } },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-          resolveRun({
-            code,
-            stdout,
-            stderr,
-            json: stdout.trim().startsWith('{') ? JSON.parse(stdout) : {},
-            ...(stderr.trim() ? { error: JSON.parse(stderr) } : {}),
-          });
-        },
-      );
-    });
+  /** One command through the CLI's `main`, on the test's table unless `extraEnv` says otherwise. */
+  function admin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<AdminRun> {
+    return adminInProcess(args, { ...env, ...extraEnv });
+  }
+
+  /** One command as `npm run admin` runs it: a Node process of its own. */
+  function adminBin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<AdminRun> {
+    return adminSubprocess(args, { ...env, ...extraEnv });
   }
 
   beforeAll(async () => {
@@ -70,11 +48,13 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     await store.dispose();
   });
 
-  it('--help lists every command in plain text, <command> --help explains one, --version prints the version', async () => {
-    // Act
-    const all = await admin(['--help']);
-    const one = await admin(['keys', 'rotate', '--help']);
-    const version = await admin(['--version']);
+  it('as the bin: --help lists every command in plain text, <command> --help explains one, --version prints the version', async () => {
+    // Act: three processes at once (they read nothing of one another)
+    const [all, one, version] = await Promise.all([
+      adminBin(['--help']),
+      adminBin(['keys', 'rotate', '--help']),
+      adminBin(['--version']),
+    ]);
 
     // Assert
     expect([all.code, one.code, version.code]).toEqual([0, 0, 0]);
@@ -91,12 +71,14 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(version.stdout.trim()).toBe((require('../../package.json') as { version: string }).version);
   });
 
-  it('credits grant adds to the balance and credits show reads it; both print { userId, balance }', async () => {
+  it('as the bin: credits grant adds to the balance and credits show reads it; both print { userId, balance }', async () => {
     // Act
-    const first = await admin(['credits', 'grant', '--user', 'cli-user-1', '--amount', '50']);
-    const second = await admin(['credits', 'grant', '--user=cli-user-1', '--amount=30']);
-    const shown = await admin(['credits', 'show', '--user', 'cli-user-1']);
-    const nobody = await admin(['credits', 'show', '--user', 'cli-nobody']);
+    const first = await adminBin(['credits', 'grant', '--user', 'cli-user-1', '--amount', '50']);
+    const second = await adminBin(['credits', 'grant', '--user=cli-user-1', '--amount=30']);
+    const [shown, nobody] = await Promise.all([
+      adminBin(['credits', 'show', '--user', 'cli-user-1']),
+      adminBin(['credits', 'show', '--user', 'cli-nobody']),
+    ]);
 
     // Assert
     expect([first.code, second.code, shown.code, nobody.code]).toEqual([0, 0, 0, 1]);
@@ -154,15 +136,15 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(await getBalance(store, 'cli-user-2')).toBe(0);
   });
 
-  it('keys create beyond MAX_ACTIVE_KEYS is refused naming the limit, as the API refuses it; keys revoke frees a place and deletes the API Gateway key in the local stand-in', async () => {
-    // Prepare
+  it('as the bin: keys create beyond MAX_ACTIVE_KEYS is refused naming the limit, as the API refuses it; keys revoke frees a place and deletes the API Gateway key in the local stand-in', async () => {
+    // Prepare: the cap is read from the process's environment, so these run as processes of their own
     const cap = { MAX_ACTIVE_KEYS: '1' };
-    const first = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'first'], cap);
+    const first = await adminBin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'first'], cap);
 
     // Act
-    const refused = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'second'], cap);
-    const revoked = await admin(['keys', 'revoke', '--key-id', String(first.json.keyId)], cap);
-    const afterRevoke = await admin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'third'], cap);
+    const refused = await adminBin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'second'], cap);
+    const revoked = await adminBin(['keys', 'revoke', '--key-id', String(first.json.keyId)], cap);
+    const afterRevoke = await adminBin(['keys', 'create', '--user', 'cli-user-cap', '--name', 'third'], cap);
     const standIn = await store.doc.send(
       new GetCommand({
         TableName: store.tableName,
@@ -566,7 +548,9 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     expect(broken.error).toEqual({ error: expect.stringContaining('audit failed') });
   });
 
-  it('follows the running npm start (its recorded DynamoDB Local and table) unless told otherwise', async () => {
+  // As the bin: a connection refused reaches `main` as the SDK's wrapper of an Error of another realm
+  // under jest, not as the ECONNREFUSED the bin explains, so the unreachable cases run as processes.
+  it('as the bin: follows the running npm start (its recorded DynamoDB Local and table) unless told otherwise', async () => {
     // Prepare
     const dataDir = await mkdtemp(join(tmpdir(), 'cli-state-'));
     await grantCredits(store, { userId: 'cli-follow', amount: 7 });
@@ -579,10 +563,12 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     const unset = { TABLE_NAME: '', DYNAMODB_PORT: '', DATA_DIR: dataDir };
 
     // Act
-    const followed = await admin(['credits', 'show', '--user', 'cli-follow'], unset);
-    const overridden = await admin(['credits', 'show', '--user', 'cli-follow'], { ...unset, DYNAMODB_PORT: '1' });
+    const [followed, overridden] = await Promise.all([
+      adminBin(['credits', 'show', '--user', 'cli-follow'], unset),
+      adminBin(['credits', 'show', '--user', 'cli-follow'], { ...unset, DYNAMODB_PORT: '1' }),
+    ]);
     remove();
-    const stopped = await admin(['credits', 'show', '--user', 'cli-follow'], {
+    const stopped = await adminBin(['credits', 'show', '--user', 'cli-follow'], {
       ...unset,
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:1',
     });
@@ -639,11 +625,13 @@ describe('operator CLI (bin/admin.ts) as a subprocess on DynamoDB Local', () => 
     await rm(runDir, { recursive: true, force: true });
   });
 
-  it('explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {
-    // Act
-    const unreachable = await admin(['credits', 'show', '--user', 'u'], { DYNAMODB_PORT: '1' });
-    const missingTable = await admin(['credits', 'show', '--user', 'u'], { TABLE_NAME: `${store.tableName}-none` });
-    const awsWithoutTable = await admin(['credits', 'show', '--user', 'u', '--aws'], { TABLE_NAME: '' });
+  it('as the bin: explains a stopped local stack and a missing table, and requires TABLE_NAME with --aws', async () => {
+    // Act: three processes at once (each on settings of its own)
+    const [unreachable, missingTable, awsWithoutTable] = await Promise.all([
+      adminBin(['credits', 'show', '--user', 'u'], { DYNAMODB_PORT: '1' }),
+      adminBin(['credits', 'show', '--user', 'u'], { TABLE_NAME: `${store.tableName}-none` }),
+      adminBin(['credits', 'show', '--user', 'u', '--aws'], { TABLE_NAME: '' }),
+    ]);
 
     // Assert
     expect(unreachable.code).toBe(1);
