@@ -12,10 +12,12 @@ import { parseCreateRateLimit } from '../core/provider-capacity';
 import {
   DISPATCH_WAKE_QUEUE_URL,
   type Env,
+  PROVIDER_COOL_OFF_MS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_REFUSALS_PER_TASK,
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
+  PROVIDER_MIN_BACKOFF_MS,
   readEnv,
   WEBHOOK_MAX_OPEN_DELIVERIES,
 } from '../environment/environment';
@@ -37,19 +39,23 @@ const SAFETY_MARGIN_MS = 10_000;
 
 /**
  * The dispatcher's settings from `PROVIDER_CREATE_RATE_LIMIT` and `PROVIDER_MAX_IN_FLIGHT` (checked at
- * synth and at start), `PROVIDER_MAX_RETRY_AFTER_SECONDS` and `PROVIDER_MAX_REFUSALS_PER_TASK` (the
- * code's defaults when unset).
+ * synth and at start), `PROVIDER_MAX_RETRY_AFTER_SECONDS`, `PROVIDER_MAX_REFUSALS_PER_TASK`,
+ * `PROVIDER_MIN_BACKOFF_MS` and `PROVIDER_COOL_OFF_MS` (the code's defaults when unset).
  */
 export function dispatchSettingsFromEnv(env?: Env): DispatchSettings {
   const text = readEnv(PROVIDER_CREATE_RATE_LIMIT, env);
   const maxInFlight = readEnv(PROVIDER_MAX_IN_FLIGHT, env);
   const maxRetryAfterSeconds = readEnv(PROVIDER_MAX_RETRY_AFTER_SECONDS, env);
   const maxRefusalsPerTask = readEnv(PROVIDER_MAX_REFUSALS_PER_TASK, env);
+  const minBackoffMs = readEnv(PROVIDER_MIN_BACKOFF_MS, env);
+  const coolOffMs = readEnv(PROVIDER_COOL_OFF_MS, env);
   return {
     ...(text === undefined ? {} : { createRateLimit: parseCreateRateLimit(text, PROVIDER_CREATE_RATE_LIMIT.name) }),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
     ...(maxRetryAfterSeconds === undefined ? {} : { maxRetryAfterSeconds }),
     ...(maxRefusalsPerTask === undefined ? {} : { maxRefusalsPerTask }),
+    ...(minBackoffMs === undefined ? {} : { minBackoffMs }),
+    ...(coolOffMs === undefined ? {} : { coolOffMs }),
   };
 }
 

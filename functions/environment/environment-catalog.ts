@@ -77,6 +77,10 @@ export const ENVIRONMENT_DOCS: Readonly<Record<ContractVariable, string>> = {
     'Capacity refusals (503) of one task before it fails PROVIDER_UNAVAILABLE, refunded (default 5, lifecycle/dispatch.ts).',
   PROVIDER_UPSTREAMS:
     'The upstreams, a JSON list (core/upstreams.ts: name, profile, baseUrl, key, capacity, models, priority); unset: one upstream from PROVIDER_BASE_URL and the capacity settings (docs/guides/upstreams.md).',
+  PROVIDER_MIN_BACKOFF_MS:
+    "The dispatcher's shortest backoff in milliseconds, 10 to 60000 (default 1000, lifecycle/dispatch.ts): every dispatcher pauses this long after a failed send, and a refusal without `Retry-After` backs off this long first, doubling while refusals repeat.",
+  PROVIDER_COOL_OFF_MS:
+    'The first cool-off in milliseconds of an upstream of a list whose send failed, 10 to 60000 (default 5000, lifecycle/dispatch.ts), doubled while failures repeat (at most 60 s); then one send probes it.',
   MAX_QUEUED_TASKS_PER_ACCOUNT:
     'Tasks one account may have queued for the provider (default 1000, core/queue-bound.ts); then 429 Queue full.',
   DISPATCH_WAKE_QUEUE_URL:

@@ -288,6 +288,14 @@ export const PROVIDER_MAX_REFUSALS_PER_TASK = /* @__PURE__ */ variable(
 
 export const PROVIDER_UPSTREAMS = /* @__PURE__ */ variable('PROVIDER_UPSTREAMS', 'stack-when-configured', text);
 
+export const PROVIDER_MIN_BACKOFF_MS = /* @__PURE__ */ variable(
+  'PROVIDER_MIN_BACKOFF_MS',
+  'default',
+  integer(10, 60_000),
+);
+
+export const PROVIDER_COOL_OFF_MS = /* @__PURE__ */ variable('PROVIDER_COOL_OFF_MS', 'default', integer(10, 60_000));
+
 export const MAX_QUEUED_TASKS_PER_ACCOUNT = /* @__PURE__ */ variable(
   'MAX_QUEUED_TASKS_PER_ACCOUNT',
   'stack',

@@ -74,6 +74,17 @@ export interface DispatchSettings {
    * upstream off and goes back to the queue for that one, not counted against the task.
    */
   failoverFor?: (model: string) => boolean;
+  /**
+   * The shortest backoff (ms): every dispatcher pauses this long after a failed send, and a refusal
+   * without `Retry-After` backs off this long first, doubling while refusals repeat. Default
+   * {@link MIN_BACKOFF_MS} (`PROVIDER_MIN_BACKOFF_MS`; tests shorten it).
+   */
+  minBackoffMs?: number;
+  /**
+   * The first cool-off (ms) of an upstream of a list whose send failed, doubled while failures repeat.
+   * Default {@link COOL_OFF_MS} (`PROVIDER_COOL_OFF_MS`; tests shorten it).
+   */
+  coolOffMs?: number;
 }
 
 /** The first cool-off of an upstream whose send failed, doubled while failures repeat (at most 60 s). */
@@ -117,8 +128,11 @@ export type DispatchStep =
   /** Another dispatcher took the slot or the task first: try again at once. */
   | { kind: 'contended' };
 
-/** The shortest and longest backoff after the upstream refused a create without saying how long to wait. */
-const MIN_BACKOFF_MS = 1_000;
+/**
+ * The shortest backoff (the default of {@link DispatchSettings.minBackoffMs}) and the longest, after a
+ * failed send or a refusal without `Retry-After`.
+ */
+export const MIN_BACKOFF_MS = 1_000;
 const MAX_BACKOFF_MS = 60_000;
 /** A refusal this soon after the previous backoff ended counts as a repeat: the backoff doubles. */
 const REPEAT_WITHIN_MS = 10_000;
@@ -359,11 +373,12 @@ async function notCreated(
   const { task, ref, state, settings, error } = input;
   if (error instanceof ProviderUnavailableError && error.outcomeUnknown) {
     log.warn('The answer to a create was lost: the task waits for the callback, never sent again', { error });
-    // A pause of 1 s for every dispatcher, as after any failed send (with an upstreams list, a cool-off
-    // of this upstream: the others go on). The task stays this upstream's, never sent to another.
+    // The shortest backoff (1 s by default) for every dispatcher, as after any failed send (with an
+    // upstreams list, a cool-off of this upstream: the others go on). The task stays this upstream's, never sent to another.
     if (settings.upstream === undefined) {
-      await backOff(lc.store, { until: lc.now().getTime() + MIN_BACKOFF_MS, backoffMs: MIN_BACKOFF_MS });
-    } else await coolOff(lc, state, log, error);
+      const pauseMs = settings.minBackoffMs ?? MIN_BACKOFF_MS;
+      await backOff(lc.store, { until: lc.now().getTime() + pauseMs, backoffMs: pauseMs });
+    } else await coolOff(lc, { state, settings }, log, error);
     await outcomeUnknown(lc, task, ref, log);
     return { kind: 'unknown', taskId: task.taskId };
   }
@@ -391,7 +406,7 @@ async function notCreated(
   const throttled = error.throttled !== undefined;
   if (!throttled && settings.failoverFor?.(task.model)) {
     // Another upstream serves the model: this one cools off, the task goes back for that one, uncounted.
-    const coolOffMs = await coolOff(lc, state, log, error);
+    const coolOffMs = await coolOff(lc, { state, settings }, log, error);
     await leaveIfHeld(lc, task);
     await releaseSend(lc.store, { userId: task.userId, taskId: task.taskId, failed: false });
     return { kind: 'wait', waitMs: coolOffMs };
@@ -401,6 +416,7 @@ async function notCreated(
     return { kind: 'failed', taskId: task.taskId };
   }
   const now = lc.now().getTime();
+  const minBackoffMs = settings.minBackoffMs ?? MIN_BACKOFF_MS;
   const asked = error.throttled?.retryAfterSeconds;
   const bound = settings.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
   const honoured = asked === undefined ? undefined : boundRetryAfter(asked, bound);
@@ -411,16 +427,17 @@ async function notCreated(
       honouredSeconds: honoured.seconds,
     });
   }
-  // Without a Retry-After: 1 s, doubling while refusals repeat, at most 60 s (or the bound, when shorter).
+  // Without a Retry-After: the shortest backoff (1 s by default), doubling while refusals repeat, at most
+  // 60 s (or the bound, when shorter).
   const doubling = (previous: { until?: number; ms?: number } | undefined) =>
     Math.min(
       previous?.until !== undefined && previous.ms !== undefined && now - previous.until < REPEAT_WITHIN_MS
         ? previous.ms * 2
-        : MIN_BACKOFF_MS,
+        : minBackoffMs,
       MAX_BACKOFF_MS,
       bound * 1000,
     );
-  const askedMs = honoured === undefined ? undefined : Math.max(honoured.seconds * 1000, MIN_BACKOFF_MS);
+  const askedMs = honoured === undefined ? undefined : Math.max(honoured.seconds * 1000, minBackoffMs);
   if (error.throttled?.status === 503) {
     return refusedModel(
       lc,
@@ -429,9 +446,9 @@ async function notCreated(
     );
   }
   // Over capacity (429): the wait it asked for (bounded), else the doubling one. Any other failure: a
-  // pause of 1 s for everyone; the task's own failures are bounded (maxSendAttempts).
+  // pause of the shortest backoff for everyone; the task's own failures are bounded (maxSendAttempts).
   const backoffMs = !throttled
-    ? MIN_BACKOFF_MS
+    ? minBackoffMs
     : (askedMs ??
       doubling({
         ...(state.backoffUntil === undefined ? {} : { until: state.backoffUntil }),
@@ -450,11 +467,17 @@ async function notCreated(
  * failures repeat (at most 60 s); when it ends, the upstream is probed with a single send.
  * @returns the cool-off (ms)
  */
-async function coolOff(lc: ProviderLifecycle, state: CapacityState, log: Logger, error: unknown): Promise<number> {
+async function coolOff(
+  lc: ProviderLifecycle,
+  { state, settings }: { state: CapacityState; settings: DispatchSettings },
+  log: Logger,
+  error: unknown,
+): Promise<number> {
   const now = lc.now().getTime();
+  const first = settings.coolOffMs ?? COOL_OFF_MS;
   const repeated =
     state.unhealthySince !== undefined && state.backoffMs !== undefined && state.backoffUntil !== undefined;
-  const ms = Math.min(repeated ? (state.backoffMs ?? COOL_OFF_MS) * 2 : COOL_OFF_MS, MAX_BACKOFF_MS);
+  const ms = Math.min(repeated ? (state.backoffMs ?? first) * 2 : first, MAX_BACKOFF_MS);
   log.warn('A send to the upstream failed; it is out for a cool-off, the other upstreams go on', {
     coolOffMs: ms,
     error,

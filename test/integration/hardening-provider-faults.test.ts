@@ -16,6 +16,7 @@ import { sweepPendingTasks } from '../../functions/lifecycle/sweep';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { sourcePolicyFromEnv } from '../../functions/media/source-policy';
 import { logger } from '../../functions/observability/logger';
+import { readCapacity } from '../../functions/store/dispatch-capacity';
 import { auditUser } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';
 import { handler as submitImage } from '../../functions/submit-image/handler';
@@ -40,7 +41,17 @@ import {
 // are server-wide), then for the tasks' ends on the wall-clock budget of a loaded machine.
 jest.setTimeout(jestTimeoutFor());
 
-const INTERVAL_MS = 1000;
+/**
+ * The product's refresh interval here (PROVIDER_REFRESH_INTERVAL_SECONDS takes fractions): each poll
+ * round below waits one, so that it may query the provider.
+ */
+const INTERVAL_MS = 500;
+/**
+ * The dispatcher's shortest backoff (PROVIDER_MIN_BACKOFF_MS, deployed 1 s): the pause after every
+ * failed send and the first step of a refusal's doubling backoff. Short, so the many failed sends below
+ * cost little; the rules on it are the deployed ones.
+ */
+const MIN_BACKOFF_MS = 200;
 const MAX_SEND_ATTEMPTS = 2;
 /**
  * Short, so the `timeout` fault costs little; the adapter reads PROVIDER_TIMEOUT_MS. Not shorter: on a
@@ -50,7 +61,7 @@ const MAX_SEND_ATTEMPTS = 2;
 const PROVIDER_TIMEOUT_MS = 2000;
 const TASKS_AT_ONCE = 3;
 /** How long a create whose answer never came waits for a callback (none here: callbacks are off). */
-const UNKNOWN_OUTCOME_LIMIT_SECONDS = 3;
+const UNKNOWN_OUTCOME_LIMIT_SECONDS = 1;
 /**
  * Create faults that leave the outcome unknown: the request went out and no answer came back, or a
  * success status came back that names no task (unreadable, or without its id).
@@ -78,6 +89,7 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
     h = await startServiceHarness({
       refreshIntervalSeconds: INTERVAL_MS / 1000,
       maxSendAttempts: MAX_SEND_ATTEMPTS,
+      minBackoffMs: MIN_BACKOFF_MS,
       unknownOutcomeLimitSeconds: UNKNOWN_OUTCOME_LIMIT_SECONDS,
       // The upstream as it is: Kie's create rate, enforced by the mock, kept to by the dispatcher.
       providerLimits: { createRateLimit: { requests: 20, windowSeconds: 10 } },
@@ -210,16 +222,28 @@ describe('provider faults: tasks fail refunded or stay pending and recover; neve
       const createCalls = h.provider.stats.createTaskCalls;
       h.provider.setFaults({ createFault: 'http_429' });
 
-      // Act: three rounds of polls (each waits one refresh interval) while the upstream refuses
+      // Act: polls (each waits one refresh interval) while the upstream refuses, until the dispatcher's
+      // backoff has doubled twice (its state, not a time: the refusals that led there are counted)
       const taskIds = await submitMany(user, TASKS_AT_ONCE);
-      const during = await pollAll(user, taskIds, 3);
+      let during = await pollAll(user, taskIds, 1);
+      const deadline = Date.now() + TASK_END_BUDGET_MS;
+      const doubledTwice = async () =>
+        h.provider.stats.createTaskCalls > createCalls &&
+        ((await readCapacity(h.store)).backoffMs ?? 0) >= 4 * MIN_BACKOFF_MS;
+      while (!(await doubledTwice()) && Date.now() < deadline) {
+        await sleep(INTERVAL_MS + 100);
+        during = await pollAll(user, taskIds, 1);
+      }
+      const backoffMs = (await readCapacity(h.store)).backoffMs;
       const refusedCalls = h.provider.stats.createTaskCalls - createCalls;
       await expectNoLostCredit(user, taskIds);
       h.provider.clearFaults();
       const after = await pollAll(user, taskIds);
 
-      // Assert: a backoff of 1 s, then 2 s, ...: a handful of refused calls, not one per poll or per task
+      // Assert: a backoff of the shortest one, then twice that, ...: a handful of refused calls (those
+      // sent at once before the first backoff was written, then one per backoff), not one per poll or task
       for (const task of during) expect(task).toMatchObject({ status: 0, creditsRefunded: false });
+      expect(backoffMs).toBeGreaterThanOrEqual(4 * MIN_BACKOFF_MS);
       expect(refusedCalls).toBeGreaterThan(0);
       expect(refusedCalls).toBeLessThanOrEqual(6);
       for (const task of after) expect(task).toMatchObject({ status: 1, creditsRefunded: false });

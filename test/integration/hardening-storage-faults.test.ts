@@ -39,6 +39,12 @@ const RECOVERY_TIMEOUT_MS = 150_000;
 const LOAD_WAIT_MS = 60_000;
 const INITIAL_CREDITS = 10_000;
 const LOOPS_PER_USER = 2;
+/**
+ * The pause of each load loop between its requests: four loops keep requests in flight at every moment
+ * (the outage meets them), and each request through the gateway, the authorizer and DynamoDB Local
+ * costs CPU on a machine the rest of the suite shares (at 50 ms the loops sent several times more).
+ */
+const LOAD_PAUSE_MS = 250;
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
@@ -131,7 +137,7 @@ describe('storage faults: DynamoDB Local stopped and restarted under load', () =
         const taskId = ids[i % Math.max(1, ids.length)];
         if (taskId) await call('get', `/api/ai/tasks/${encodeURIComponent(taskId)}`, user.apiKey);
       }
-      await sleep(50);
+      await sleep(LOAD_PAUSE_MS);
     }
   }
 
@@ -147,7 +153,9 @@ describe('storage faults: DynamoDB Local stopped and restarted under load', () =
         // A create the upstream took while the table was down cannot record its id: its outcome is
         // unknown (never resent), and its callback, sent during the outage, was lost. It ends at this
         // limit, refunded, instead of the deployed default's 10 minutes.
-        PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS: '5',
+        PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS: '2',
+        // The dispatcher's pause after a failed send (deployed 1 s): short, the recovery waits less.
+        PROVIDER_MIN_BACKOFF_MS: '200',
         // No authorizer cache (there is none since the authorizer takes session cookies too): during the
         // outage the authorizer itself meets the stopped table, and must answer a clean 500 as well.
         LOG_LEVEL: 'warn',

@@ -33,11 +33,13 @@ import {
   MEDIA_COPY_TIMEOUT_MS,
   MEDIA_SOURCE_INSECURE_ORIGINS,
   METRICS,
+  PROVIDER_COOL_OFF_MS,
   PROVIDER_CREATE_RATE_LIMIT,
   PROVIDER_MAX_IN_FLIGHT,
   PROVIDER_MAX_REFUSALS_PER_TASK,
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
   PROVIDER_MAX_SEND_ATTEMPTS,
+  PROVIDER_MIN_BACKOFF_MS,
   PROVIDER_SECRET_ARN,
   PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
   PROVIDER_UPSTREAMS,
@@ -82,6 +84,10 @@ export interface ServiceHarnessOptions {
   unknownOutcomeLimitSeconds?: number;
   /** PROVIDER_MAX_REFUSALS_PER_TASK; default unset (the code's default, 5). */
   maxRefusalsPerTask?: number;
+  /** PROVIDER_MIN_BACKOFF_MS; default unset (the code's default, 1000). */
+  minBackoffMs?: number;
+  /** PROVIDER_COOL_OFF_MS; default unset (the code's default, 5000). */
+  coolOffMs?: number;
   /** MAX_QUEUED_TASKS_PER_ACCOUNT; default the deployed default (1000). */
   maxQueuedTasksPerAccount?: number;
   /** Runs the media worker on the table's stream (default true); false leaves copies to the test. */
@@ -179,6 +185,8 @@ const CLEARED_ENV = [
   PROVIDER_MAX_RETRY_AFTER_SECONDS,
   PROVIDER_MAX_REFUSALS_PER_TASK,
   PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
+  PROVIDER_MIN_BACKOFF_MS,
+  PROVIDER_COOL_OFF_MS,
 ].map((v) => v.name);
 
 /** Drops the cached wiring so the next invocation builds it from the current environment. */
@@ -304,6 +312,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     setting(PROVIDER_MAX_RETRY_AFTER_SECONDS, options.maxRetryAfterSeconds),
     setting(PROVIDER_MAX_REFUSALS_PER_TASK, options.maxRefusalsPerTask),
     setting(PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS, options.unknownOutcomeLimitSeconds),
+    setting(PROVIDER_MIN_BACKOFF_MS, options.minBackoffMs),
+    setting(PROVIDER_COOL_OFF_MS, options.coolOffMs),
     // The mock's files are tiny: a copy that takes this long is a hung source (the worker retries it,
     // then fails the task), even on a loaded machine, where 3 s could pass for a healthy copy.
     setting(MEDIA_COPY_TIMEOUT_MS, 10_000),
