@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';

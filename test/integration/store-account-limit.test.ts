@@ -1,9 +1,11 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SpendLimitError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
+import { setAccountSpendLimit } from '../../functions/money/account-limit';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { getAccountSpendLimit } from '../../functions/store/account-limit';
+import { getBalance } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { createTestStore, type TestStore } from '../support/dynamodb';
