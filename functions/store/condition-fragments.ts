@@ -344,3 +344,44 @@ export const sortKeyBefore = (bound: string, attribute: string = TABLE.sortKey):
   names: namesOf(attribute),
   values: { ':sortBefore': bound },
 });
+
+/** The capacity item is at version `n` as read (0: it was never written). */
+export const capacityVersionIs = (n: number): Expr =>
+  n === 0
+    ? { expression: `attribute_not_exists(${attr('n')})`, names: namesOf('n'), values: {} }
+    : { expression: `${attr('n')} = :version`, names: namesOf('n'), values: { ':version': n } };
+
+/** The upstream's backoff is absent or over by `now` (a slot may be taken). */
+export const notBackingOffAt = (now: number): Expr => ({
+  expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} <= :slotNow`,
+  names: namesOf('backoffUntil'),
+  values: { ':slotNow': now },
+});
+
+/** The capacity item has no map of tasks in flight yet. */
+export const noRunningMap = (): Expr => ({
+  expression: `attribute_not_exists(${attr('running')})`,
+  names: namesOf('running'),
+  values: {},
+});
+
+/** Fewer than `cap` tasks are in flight (the map of `running` is smaller). */
+export const runningBelow = (cap: number): Expr => ({
+  expression: `size(${attr('running')}) < :runningCap`,
+  names: namesOf('running'),
+  values: { ':runningCap': cap },
+});
+
+/** Nobody claimed the look at `running` since `before` (epoch ms), or nobody ever did. */
+export const healDue = (before: number): Expr => ({
+  expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
+  names: namesOf('healAt'),
+  values: { ':healBefore': before },
+});
+
+/** No wake-up is pending before `at`: none, one already past at `now`, or one later than `at`. */
+export const wakeFree = (at: number, now: number): Expr => ({
+  expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
+  names: namesOf('wakeAt'),
+  values: { ':wakeNow': now, ':wakeAt': at },
+});

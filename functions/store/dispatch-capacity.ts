@@ -167,22 +167,15 @@ export async function takeSlot(
 ): Promise<number | undefined> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
   const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
-  const version: Expr =
-    input.state.n === 0
-      ? { expression: `attribute_not_exists(${attr('n')})`, names: { [attr('n')]: 'n' }, values: {} }
-      : { expression: `${attr('n')} = :version`, names: { [attr('n')]: 'n' }, values: { ':version': input.state.n } };
-  const notBackingOff: Expr = {
-    expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} <= :slotNow`,
-    names: { [attr('backoffUntil')]: 'backoffUntil' },
-    values: { ':slotNow': input.now },
-  };
+  const version = conditions.capacityVersionIs(input.state.n);
+  const notBackingOff = conditions.notBackingOffAt(input.now);
   const slot = update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } });
   const reservation = input.maxInFlight === undefined ? undefined : reserve(input.state, input.now, input.maxInFlight);
   const change: Expr = reservation
     ? {
         expression: `${slot.expression}, ${reservation.set}`,
-        names: { ...slot.names, ...reservation.condition.names },
-        values: { ...slot.values, ...reservation.condition.values, ...reservation.values },
+        names: { ...slot.names, ...reservation.names },
+        values: { ...slot.values, ...reservation.values },
       }
     : slot;
   const condition = reservation ? and(version, notBackingOff, reservation.condition) : and(version, notBackingOff);
@@ -199,23 +192,21 @@ function reserve(
   state: CapacityState,
   now: number,
   cap: number,
-): { set: string; values: Record<string, unknown>; condition: Expr } {
+): { set: string; names: Record<string, string>; values: Record<string, unknown>; condition: Expr } {
   const key = slotKey(state.n + 1);
   if (state.running === undefined) {
     return {
       set: `${attr('running')} = :runningNew`,
+      names: RUNNING,
       values: { ':runningNew': { [key]: { sentAt: now } } },
-      condition: { expression: `attribute_not_exists(${attr('running')})`, names: RUNNING, values: {} },
+      condition: conditions.noRunningMap(),
     };
   }
   return {
     set: `${attr('running')}.${attr('runningSlot')} = :runningSlotEntry`,
+    names: { ...RUNNING, [attr('runningSlot')]: key },
     values: { ':runningSlotEntry': { sentAt: now } },
-    condition: {
-      expression: `size(${attr('running')}) < :runningCap`,
-      names: { ...RUNNING, [attr('runningSlot')]: key },
-      values: { ':runningCap': cap },
-    },
+    condition: conditions.runningBelow(cap),
   };
 }
 
@@ -295,11 +286,7 @@ async function updateRunning(ctx: CapacityContext, params: CapacityUpdate): Prom
  */
 export async function claimHeal(ctx: CapacityContext, input: { now: number; before: number }): Promise<boolean> {
   return updateCapacity(ctx, {
-    ...updateParams(update({ set: { healAt: input.now } }), {
-      expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
-      names: { [attr('healAt')]: 'healAt' },
-      values: { ':healBefore': input.before },
-    }),
+    ...updateParams(update({ set: { healAt: input.now } }), conditions.healDue(input.before)),
   });
 }
 
@@ -399,10 +386,6 @@ export async function backOffModel(
  */
 export async function claimWake(ctx: CapacityContext, input: { at: number; now: number }): Promise<boolean> {
   return updateCapacity(ctx, {
-    ...updateParams(update({ set: { wakeAt: input.at } }), {
-      expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
-      names: { [attr('wakeAt')]: 'wakeAt' },
-      values: { ':wakeNow': input.now, ':wakeAt': input.at },
-    }),
+    ...updateParams(update({ set: { wakeAt: input.at } }), conditions.wakeFree(input.at, input.now)),
   });
 }
