@@ -3,8 +3,9 @@
  * - `APIKEY#<sha256>` / `APIKEY`: what the authorizer reads on every cache miss (one GetItem);
  * - `USER#<userId>` / `KEY#<keyId>`: the owner's listing (prefix for display, never the key or its hash);
  * - `KEYID#<keyId>` / `KEYID`: key id -> owner and hash, so operators revoke and rotate by key id.
- * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`. The same
- * transactions keep the account's active-key count (store/key-count.ts): the listing says `counted`.
+ * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey` (money/key-end.ts).
+ * The same transactions keep the account's active-key count (store/key-count.ts): the listing says
+ * `counted`.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
