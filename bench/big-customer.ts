@@ -34,9 +34,9 @@ interface Customer {
 
 async function customer(store: StoreContext, variant: Variant, credits: number): Promise<Customer> {
   const { randomUUID } = await import('node:crypto');
-  const { grantCredits } = await import('../functions/store/accounts');
+  const { grantCredits } = await import('../functions/money/grant');
   const { putApiKey, getApiKeyById } = await import('../functions/store/api-keys');
-  const { setAccountSpendLimit } = await import('../functions/store/account-limit');
+  const { setAccountSpendLimit } = await import('../functions/money/account-limit');
   const { spendLimitContext } = await import('../functions/core/spend-limit');
   const userId = `bench-${randomUUID()}`;
   await grantCredits(store, { userId, amount: credits, grantId: `bench-${randomUUID()}` });

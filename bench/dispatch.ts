@@ -14,7 +14,7 @@
  * - In both: createTask calls refused (goal: at most 5%), non-202 answers, and the money of every
  *   account afterwards.
  */
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';

@@ -9,7 +9,7 @@
  * a 30 s interval a GET never asks the provider, so it only observes what callbacks, the media worker
  * and the sweeper did.
  */
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { createDocumentClient } from '../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';

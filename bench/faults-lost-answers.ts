@@ -8,7 +8,7 @@
  * - Upstream creates per task (goal: 1.00), tasks completed, tasks failed.
  * - Money: every account's ledger equals its balance, and the balance is what the completed tasks cost.
  */
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { auditUser } from '../functions/store/ledger';
 import { goal, ms, out, startPacedBenchStack, table } from './support';

@@ -13,7 +13,7 @@
  * - Creates whose answer is lost, 2 of 20 (bench/faults-lost-answers.ts, on a stack of its own):
  *   upstream creates per task (goal: 1.00) and the money.
  */
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { auditUser } from '../functions/store/ledger';
 import { lostAnswerFigures } from './faults-lost-answers';

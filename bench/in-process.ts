@@ -141,7 +141,7 @@ export async function createUser(
   store: StoreContext,
   credits: number,
 ): Promise<{ userId: string; keyId: string; apiKey: string }> {
-  const { grantCredits } = await import('../functions/store/accounts');
+  const { grantCredits } = await import('../functions/money/grant');
   const { putApiKey } = await import('../functions/store/api-keys');
   const userId = `bench-${randomUUID()}`;
   await grantCredits(store, { userId, amount: credits, grantId: `bench-${randomUUID()}` });

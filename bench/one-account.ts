@@ -89,7 +89,7 @@ function describeOthers(others: Map<number, number>): string {
 
 /** Write units of one accept transaction, as DynamoDB reports them. */
 async function writeUnits(store: StoreContext, prompt: string, promptTwice: boolean): Promise<number> {
-  const { grantCredits } = await import('../functions/store/accounts');
+  const { grantCredits } = await import('../functions/money/grant');
   const { acceptTask } = await import('../functions/money/accept');
   const userId = `wcu-${randomUUID()}`;
   await grantCredits(store, { userId, amount: TABLE.balanceShards * COST });

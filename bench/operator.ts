@@ -6,7 +6,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { createDocumentClient } from '../functions/store/client';
 import { ensureTable } from '../functions/store/ensure-table';

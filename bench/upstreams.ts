@@ -10,7 +10,7 @@
  * - The money of both accounts afterwards (the ledger audit, balance = grants - debits).
  */
 import { createServer } from 'node:net';
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';

@@ -9,7 +9,7 @@
  * - `estimatedStartAt` of a queued burst across two accounts against the actual start (the moment the
  *   task's record first shows it at the provider, read every 250 ms): median and p95 of the error.
  */
-import { grantCredits } from '../functions/store/accounts';
+import { grantCredits } from '../functions/money/grant';
 import { putApiKey } from '../functions/store/api-keys';
 import { getTask } from '../functions/store/tasks';
 import { goal, ms, note, out, percentile, startPacedBenchStack, table } from './support';

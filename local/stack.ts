@@ -37,8 +37,8 @@ import {
   WEBHOOK_SECRETS_KEY,
 } from '../functions/environment/environment';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
+import { grantCredits } from '../functions/money/grant';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
-import { grantCredits } from '../functions/store/accounts';
 import { listApiKeys, putApiKey } from '../functions/store/api-keys';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';

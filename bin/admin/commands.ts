@@ -27,14 +27,16 @@ import {
   showAccountWebhooks,
 } from '../../functions/lifecycle/webhook-settings';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../../functions/media/source-policy';
+import { setAccountSpendLimit } from '../../functions/money/account-limit';
+import { grantCredits } from '../../functions/money/grant';
+import { setSpendLimit } from '../../functions/money/key-limit';
 import { createLogger, setLogSink } from '../../functions/observability/logger';
 import { setMetricSink } from '../../functions/observability/metrics';
-import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
-import { accountExists, getBalance, grantCredits } from '../../functions/store/accounts';
+import { getAccountSpendLimit } from '../../functions/store/account-limit';
+import { accountExists, getBalance } from '../../functions/store/accounts';
 import type { AuditInput } from '../../functions/store/audit';
 import type { StoreContext } from '../../functions/store/client';
 import { generateUserId, getInvite, inviteAccount } from '../../functions/store/invites';
-import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditAll, auditUser } from '../../functions/store/ledger';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { revokeAllSessions } from '../../functions/store/sessions';

@@ -7,7 +7,7 @@
  */
 import { parseAccountLimit } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
-import { setAccountSpendLimit } from '../store/account-limit';
+import { setAccountSpendLimit } from '../money/account-limit';
 import { storeFromEnv } from '../store/from-env';
 
 export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, async (req) => {

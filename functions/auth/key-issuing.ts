@@ -12,6 +12,7 @@
  */
 import { ControlPlaneBusyError } from '../core/errors';
 import { type UsageSubject, usageKeyName, usageKeyOf } from '../core/rate-plan';
+import { type RevokedApiKey, type RotatedApiKey, revokeApiKey, rotateApiKey } from '../money/key-end';
 import { type Logger, logger } from '../observability/logger';
 import {
   type ApiKeyRecord,
@@ -22,10 +23,6 @@ import {
   type KeyAction,
   type PutApiKeyInput,
   putApiKey,
-  type RevokedApiKey,
-  type RotatedApiKey,
-  revokeApiKey,
-  rotateApiKey,
 } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
 import { clearGatewayKey, type DueGatewayKey, dueGatewayKeys, scheduleGatewayKey } from '../store/gateway-keys';

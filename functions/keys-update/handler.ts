@@ -9,8 +9,8 @@ import { KeyNotFoundError } from '../core/errors';
 import { parseUpdateKey } from '../core/key-requests';
 import { apiHandler } from '../http/api-handler';
 import { describeKeys } from '../http/key-views';
+import { setSpendLimit } from '../money/key-limit';
 import { storeFromEnv } from '../store/from-env';
-import { setSpendLimit } from '../store/key-spend-limit';
 
 export const handler = apiHandler({ jsonBody: true, credentials: 'session' }, async (req) => {
   const keyId = req.pathParameters.keyId ?? '';

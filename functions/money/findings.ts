@@ -61,3 +61,55 @@ export type GrantFinding = { kind: 'grant-recorded' };
 
 /** The grant's precedence. */
 export const GRANT_PRECEDENCE = ['grant-recorded'] as const satisfies ReadonlyArray<GrantFinding['kind']>;
+
+/**
+ * What a contributor to a key's end (a revocation, a rotation) found:
+ * - `key-limit`: the account's active-key count is at its limit (a rotation with grace adds a key).
+ * - `key-changed`: the old key's item was revoked, rotated or removed since it was read.
+ * - `listing-moved`: the old key's listing left the count state read (a retirement raced it).
+ * - `key-taken`: a new key's item exists already (an id or hash collision).
+ */
+export type KeyEndFinding =
+  | { kind: 'key-limit' }
+  | { kind: 'key-changed' }
+  | { kind: 'listing-moved' }
+  | { kind: 'key-taken' };
+
+/**
+ * The revocation's precedence: the key item changed (revoked meanwhile: that end stands, or the key is
+ * gone) before a listing that only moved (read it again and retry).
+ */
+export const REVOKE_PRECEDENCE = ['key-changed', 'listing-moved'] as const satisfies ReadonlyArray<
+  KeyEndFinding['kind']
+>;
+
+/**
+ * The rotation's precedence: the key count at its limit names the limit (409) whatever else failed; any
+ * other failed condition means the old key changed while rotating it (revoked or rotated: try again).
+ */
+export const ROTATE_PRECEDENCE = [
+  'key-limit',
+  'key-changed',
+  'listing-moved',
+  'key-taken',
+] as const satisfies ReadonlyArray<KeyEndFinding['kind']>;
+
+/**
+ * What a contributor to a limit change found:
+ * - `key-changed`: the key's item was revoked, rotated or given another limit since it was read.
+ * - `listing-missing`: the key's listing is gone.
+ * - `newer-limit`: a key in its rotation grace (or the account's setting) already carries a newer
+ *   version of the limit: a later change finished first, and it stands.
+ */
+export type LimitFinding = { kind: 'key-changed' } | { kind: 'listing-missing' } | { kind: 'newer-limit' };
+
+/** The key limit change's precedence: the key item's state first, then its listing. */
+export const KEY_LIMIT_PRECEDENCE = ['key-changed', 'listing-missing'] as const satisfies ReadonlyArray<
+  LimitFinding['kind']
+>;
+
+/**
+ * The precedence of a limit followed (a key in grace taking its chain's limit) or shown (the account's
+ * setting): only a newer version already written, which stands.
+ */
+export const NEWER_LIMIT_PRECEDENCE = ['newer-limit'] as const satisfies ReadonlyArray<LimitFinding['kind']>;

@@ -4,6 +4,8 @@
  * The partition is always the caller's own, so no cursor can reach another account's items.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import * as conditions from './condition-fragments';
+import { withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { USER } from './keys';
 import { TABLE } from './table';
@@ -19,9 +21,7 @@ export async function accountItemsAfter(
       ctx.doc.send(
         new QueryCommand({
           TableName: ctx.tableName,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-          ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey },
-          ExpressionAttributeValues: { ':pk': pk, ':prefix': input.prefix },
+          ...withKeyCondition({}, conditions.partitionIs(pk), conditions.sortKeyBeginsWith(input.prefix)),
           Limit: input.limit,
           // Closing lists the tasks right after ending the credentials: a task accepted just before must be seen.
           ConsistentRead: true,

@@ -1,7 +1,7 @@
 /**
- * The account-wide monthly spend limit (docs/api/spend-limits-and-usage.md#spend-limits): set and read here, off the
- * request
- * path; enforced by the accept (store/tasks.ts) through what it learns from the balance shards.
+ * The account-wide monthly spend limit (docs/api/spend-limits-and-usage.md#spend-limits): its items and reads
+ * here, off the request path; a change is composed in money/account-limit.ts; enforced by the accept
+ * (money/accept.ts) through what it learns from the balance shards.
  *
  * The limit lives in two places. `USER#<id>` / `SPENDLIMIT` holds it as set, with a version that grows
  * with every change. Each of the 32 balance shards carries a stamp of it (`acctLimitVersion`,
@@ -19,20 +19,14 @@
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { spendPeriodOf } from '../core/spend-limit';
-import { type AuditInput, auditPut } from './audit';
-import {
-  cancellationReasons,
-  isConditionalCheckFailed,
-  isRetryable,
-  lostCondition,
-  type RetryingStoreContext,
-  withRetry,
-} from './errors';
+import * as conditions from './condition-fragments';
+import { update, updateParams } from './conditions';
+import { isConditionalCheckFailed, isRetryable, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { accountKeys } from './keys';
-import { ACCOUNT_BUDGET, accountBudget, readSpent, rebalanceSpendCounters } from './spend';
+import { accountBudget, readSpent } from './spend';
 import { TABLE } from './table';
 import * as keys from './task-keys';
-import { transact } from './transaction';
+import type { TransactItem } from './transaction';
 
 /** The account's limit as the API and the CLI show it; null when there is none. */
 export interface AccountSpendLimit {
@@ -44,7 +38,7 @@ export interface AccountSpendLimit {
 }
 
 /** The setting: the limit shown (`credits`, `version`) and the highest version handed out (`issued`). */
-async function readSetting(
+export async function readAccountLimitSetting(
   ctx: RetryingStoreContext,
   userId: string,
 ): Promise<{ version: number; credits: number | undefined; issued: number }> {
@@ -67,7 +61,7 @@ export async function getAccountSpendLimit(
   userId: string,
   now: Date,
 ): Promise<AccountSpendLimit | null> {
-  const { credits } = await readSetting(ctx, userId);
+  const { credits } = await readAccountLimitSetting(ctx, userId);
   if (credits === undefined) return null;
   const spent = await readSpent(ctx, userId, accountBudget(credits), now);
   const resetsAt = spendPeriodOf('month', now).resetsAt ?? now;
@@ -75,7 +69,7 @@ export async function getAccountSpendLimit(
 }
 
 /** Stamps version `version` of the limit on every balance shard of `userId`; a newer stamp stands. */
-async function stampShards(
+export async function stampAccountLimit(
   ctx: RetryingStoreContext,
   input: { userId: string; version: number; credits: number | undefined },
 ): Promise<void> {
@@ -88,21 +82,17 @@ async function stampShards(
             new UpdateCommand({
               TableName: ctx.tableName,
               Key: keys.balanceShard(input.userId, shard),
-              UpdateExpression:
-                input.credits === undefined
-                  ? 'SET #version = :version, #userId = :userId REMOVE #credits'
-                  : 'SET #version = :version, #userId = :userId, #credits = :credits',
-              ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
-              ExpressionAttributeNames: {
-                '#version': 'acctLimitVersion',
-                '#credits': 'acctLimitCredits',
-                '#userId': 'userId',
-              },
-              ExpressionAttributeValues: {
-                ':version': input.version,
-                ':userId': input.userId,
-                ...(input.credits === undefined ? {} : { ':credits': input.credits }),
-              },
+              ...updateParams(
+                update({
+                  set: {
+                    acctLimitVersion: input.version,
+                    userId: input.userId,
+                    ...(input.credits === undefined ? {} : { acctLimitCredits: input.credits }),
+                  },
+                  remove: input.credits === undefined ? ['acctLimitCredits'] : [],
+                }),
+                conditions.accountLimitStampOlderThan(input.version),
+              ),
             }),
           ),
         retry,
@@ -114,72 +104,24 @@ async function stampShards(
   await Promise.all(Array.from({ length: TABLE.balanceShards }, (_, shard) => stamp(shard)));
 }
 
-/**
- * Sets (`credits`) or removes (`null`) the account's monthly limit, audited, and stamps it on the
- * balance shards; from its return on, every accept is judged by it, and not before it is shown (see
- * above). Only accepts that hold a limit add to the month's counter (`KEYSPEND#ACCOUNT#<month>`), so
- * what counts is spending from the moment a limit is set, as for a key's limit (a limit removed and
- * set again keeps what was counted).
- */
-export async function setAccountSpendLimit(
-  ctx: RetryingStoreContext,
-  input: { userId: string; credits: number | null; now: Date; audit?: Omit<AuditInput, 'details'> },
-): Promise<AccountSpendLimit | null> {
-  const credits = input.credits ?? undefined;
-  const version = await reserveVersion(ctx, input.userId, input.now);
-  try {
-    await enforce(ctx, { userId: input.userId, version, credits, now: input.now });
-  } catch (error) {
-    // Part way: the shards reached carry terms nobody is shown. Put the shown ones back on every shard
-    // (best effort: when this fails too, the next save stamps over both).
-    await restoreShown(ctx, input.userId, input.now).catch(() => undefined);
-    throw error;
-  }
-  const details = { credits: input.credits ?? 'none', budget: ACCOUNT_BUDGET };
-  await show(ctx, {
-    userId: input.userId,
-    version,
-    credits,
-    now: input.now,
-    ...(input.audit ? { audit: { ...input.audit, details } } : {}),
-  });
-  return getAccountSpendLimit(ctx, input.userId, input.now);
-}
-
-/** Stamps `credits` as version `version` on every shard and fits the counter shards to its shares. */
-async function enforce(
-  ctx: RetryingStoreContext,
-  input: { userId: string; version: number; credits: number | undefined; now: Date },
-): Promise<void> {
-  await stampShards(ctx, input);
-  // The month's counter shards within the new limit's shares (a lowered limit shrinks them; store/spend.ts).
-  if (input.credits !== undefined) {
-    await rebalanceSpendCounters(ctx, { userId: input.userId, limit: accountBudget(input.credits), now: input.now });
-  }
-}
-
-/** Stamps the limit shown now on every shard, under a version of its own, and records that version. */
-async function restoreShown(ctx: RetryingStoreContext, userId: string, now: Date): Promise<void> {
-  const version = await reserveVersion(ctx, userId, now);
-  const { credits } = await readSetting(ctx, userId);
-  await enforce(ctx, { userId, version, credits, now });
-  await show(ctx, { userId, version, credits, now });
-}
-
 /** The next version, reserved on the item (`pendingVersion`) without changing what it shows. */
-async function reserveVersion(ctx: RetryingStoreContext, userId: string, now: Date): Promise<number> {
+export async function reserveAccountLimitVersion(
+  ctx: RetryingStoreContext,
+  userId: string,
+  now: Date,
+): Promise<number> {
   for (let attempt = 1; ; attempt++) {
-    const current = await readSetting(ctx, userId);
+    const current = await readAccountLimitSetting(ctx, userId);
     const version = current.issued + 1;
     try {
       await ctx.doc.send(
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: accountKeys.accountSpendLimit(userId),
-          UpdateExpression: 'SET #pending = :version, #userId = :userId, #updatedAt = :now',
-          ConditionExpression: 'attribute_not_exists(#pending) OR #pending < :version',
-          ExpressionAttributeNames: { '#pending': 'pendingVersion', '#userId': 'userId', '#updatedAt': 'updatedAt' },
-          ExpressionAttributeValues: { ':version': version, ':userId': userId, ':now': now.toISOString() },
+          ...updateParams(
+            update({ set: { pendingVersion: version, userId, updatedAt: now.toISOString() } }),
+            conditions.limitReservationBelow(version),
+          ),
         }),
       );
       return version;
@@ -193,35 +135,28 @@ async function reserveVersion(ctx: RetryingStoreContext, userId: string, now: Da
 }
 
 /**
- * Shows `credits` as version `version`, once every shard enforces it; a newer version already shown
- * stands (a later change finished first). Audited in the same transaction.
+ * The update that shows `credits` (undefined: none) as version `version`, on the condition that no newer
+ * version is shown already (a later change finished first): once every shard enforces it.
  */
-async function show(
+export function shownLimitUpdate(
   ctx: RetryingStoreContext,
-  input: { userId: string; version: number; credits: number | undefined; now: Date; audit?: AuditInput },
-): Promise<void> {
-  const update = {
-    TableName: ctx.tableName,
-    Key: accountKeys.accountSpendLimit(input.userId),
-    UpdateExpression:
-      input.credits === undefined
-        ? 'SET #version = :version, #updatedAt = :now REMOVE #credits'
-        : 'SET #version = :version, #updatedAt = :now, #credits = :credits',
-    ConditionExpression: 'attribute_not_exists(#version) OR #version < :version',
-    ExpressionAttributeNames: { '#version': 'version', '#credits': 'credits', '#updatedAt': 'updatedAt' },
-    ExpressionAttributeValues: {
-      ':version': input.version,
-      ':now': input.now.toISOString(),
-      ...(input.credits === undefined ? {} : { ':credits': input.credits }),
+  input: { userId: string; version: number; credits: number | undefined; now: Date },
+): TransactItem {
+  return {
+    Update: {
+      TableName: ctx.tableName,
+      Key: accountKeys.accountSpendLimit(input.userId),
+      ...updateParams(
+        update({
+          set: {
+            version: input.version,
+            updatedAt: input.now.toISOString(),
+            ...(input.credits === undefined ? {} : { credits: input.credits }),
+          },
+          remove: input.credits === undefined ? ['credits'] : [],
+        }),
+        conditions.limitShownOlderThan(input.version),
+      ),
     },
   };
-  try {
-    await transact(
-      ctx,
-      [{ Update: update }, ...(input.audit ? [auditPut(ctx, input.userId, input.audit, input.now)] : [])],
-      ctx.retry,
-    );
-  } catch (error) {
-    if (!(cancellationReasons(error)?.[0]?.Code === 'ConditionalCheckFailed')) throw error;
-  }
 }

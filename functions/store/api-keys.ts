@@ -3,12 +3,13 @@
  * - `APIKEY#<sha256>` / `APIKEY`: what the authorizer reads on every cache miss (one GetItem);
  * - `USER#<userId>` / `KEY#<keyId>`: the owner's listing (prefix for display, never the key or its hash);
  * - `KEYID#<keyId>` / `KEYID`: key id -> owner and hash, so operators revoke and rotate by key id.
- * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey`. The same
- * transactions keep the account's active-key count (store/key-count.ts): the listing says `counted`.
+ * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey` (money/key-end.ts).
+ * The same transactions keep the account's active-key count (store/key-count.ts): the listing says
+ * `counted`.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { epochSeconds, generateApiKey, hashApiKey, isKeyExpired, keyPrefix } from '../core/api-key';
+import { epochSeconds, generateApiKey, hashApiKey, keyPrefix } from '../core/api-key';
 import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
 import type { SpendLimitInput } from '../core/spend-limit';
 import {
@@ -25,12 +26,11 @@ import {
   withOptional,
 } from './api-key-records';
 import { type AuditInput, auditPut } from './audit';
-import { markKeyEnd } from './balance';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
-import { and, keyCountConditions, update } from './conditions';
-import { busy, cancellationReasons, keyCountFailure } from './errors';
-import { assertRoomForKey, ensureKeyCount, isKeyCounted, keyCountUpdate, listingUpdate } from './key-count';
+import { and, conditionParams, type Expr, update, updateParams } from './conditions';
+import { cancellationReasons, keyCountFailure } from './errors';
+import { assertRoomForKey, keyCountUpdate } from './key-count';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
 import { transact } from './transaction';
@@ -79,21 +79,6 @@ export interface KeyAction {
   audit?: AuditInput;
 }
 
-export interface RevokedApiKey {
-  keyId: string;
-  userId: string;
-  /** Epoch seconds of the revocation (the earlier one when the key was already revoked). */
-  revokedAt: number;
-  alreadyRevoked: boolean;
-}
-
-export interface RotatedApiKey {
-  /** The new key (plaintext shown once). */
-  issued: IssuedApiKey;
-  /** The old key's end: `revokedAt` when the grace was 0, else its new `expiresAt`. */
-  previous: { keyId: string; expiresAt?: number; revokedAt?: number };
-}
-
 /** No key has this id (or its records are gone). */
 export class ApiKeyNotFoundError extends KeyNotFoundError {
   override readonly name: string = 'ApiKeyNotFoundError';
@@ -114,8 +99,8 @@ export { epochSeconds };
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** The three puts that create a key; every one must not exist yet. */
-function createItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, prefix: string): TransactItem[] {
-  const notExists = { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: names('#pk') };
+export function newKeyItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, prefix: string): TransactItem[] {
+  const notExists = conditionParams(conditions.itemIsNew());
   return [
     { Put: { TableName: ctx.tableName, Item: { ...accountKeys.apiKey(keyHash), ...record }, ...notExists } },
     {
@@ -139,6 +124,11 @@ function createItems(ctx: StoreContext, record: ApiKeyRecord, keyHash: string, p
       },
     },
   ];
+}
+
+/** An update of the key's authorizer item (`APIKEY#<hash>`) on a named condition. */
+export function keyItemUpdate(ctx: StoreContext, keyHash: string, change: Expr, condition: Expr): TransactItem {
+  return { Update: { TableName: ctx.tableName, Key: accountKeys.apiKey(keyHash), ...updateParams(change, condition) } };
 }
 
 function withoutUserId(record: ApiKeyRecord): Omit<ApiKeyRecord, 'userId'> {
@@ -182,7 +172,7 @@ export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promi
   const limit = input.maxActiveKeys;
   if (limit !== undefined) await assertRoomForKey(ctx, input.userId, limit, now);
   await input.beforeCommit?.({ keyId, userId: input.userId });
-  const items = [...createItems(ctx, record, hashApiKey(apiKey), prefix), keyCountUpdate(ctx, input.userId, 1, limit)];
+  const items = [...newKeyItems(ctx, record, hashApiKey(apiKey), prefix), keyCountUpdate(ctx, input.userId, 1, limit)];
   try {
     await transact(ctx, [...items, ...audit]);
   } catch (error) {
@@ -263,185 +253,6 @@ export async function getApiKeyById(ctx: StoreContext, keyId: string): Promise<A
   }
 }
 
-/**
- * Revokes a key at once: the authorizer refuses it on its next store lookup, and every accept with it
- * is refused from now on, even behind an Allow the authorizer cache still holds (the end is marked in
- * the owner's balance shards, which every accept checks). Revoking a revoked key changes nothing and
- * reports the original revocation time. Unknown key id: ApiKeyNotFoundError.
- */
-export async function revokeApiKey(ctx: StoreContext, input: KeyAction): Promise<RevokedApiKey> {
-  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
-  const now = input.now ?? new Date();
-  const revokedAt = epochSeconds(now);
-  const audit = input.audit ? [auditPut(ctx, ref.userId, withKey(input.audit, ref.keyId), now)] : [];
-  // The guards first: from the moment the key item says `revokedAt`, every accept with the key already
-  // fails (an accept that races the marking either commits before the revocation is recorded, or fails).
-  await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: revokedAt });
-  // The listing's `counted` is read first: revoking a counted key takes it out of the account's
-  // active-key count in the same transaction. A retirement racing in between fails the listing's
-  // condition, and the revocation is tried again on what it left.
-  for (let attempt = 1; ; attempt++) {
-    const counted = await isKeyCounted(ctx, ref.userId, ref.keyId);
-    try {
-      await transact(ctx, [
-        {
-          Update: {
-            TableName: ctx.tableName,
-            Key: accountKeys.apiKey(ref.keyHash),
-            UpdateExpression: 'SET #revokedAt = :now',
-            ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
-            ExpressionAttributeNames: names('#pk', '#revokedAt'),
-            ExpressionAttributeValues: { ':now': revokedAt },
-          },
-        },
-        listingUpdate(
-          ctx,
-          ref,
-          update({ set: { revokedAt }, remove: counted ? ['counted'] : [] }),
-          and(conditions.itemExists(), counted ? keyCountConditions.counted() : keyCountConditions.notCounted()),
-        ),
-        ...(counted ? [keyCountUpdate(ctx, ref.userId, -1)] : []),
-        ...audit,
-      ]);
-      break;
-    } catch (error) {
-      if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
-      const current = await getApiKeyByHash(ctx, ref.keyHash);
-      if (current === undefined) throw new ApiKeyNotFoundError(ref.keyId);
-      if (current.revokedAt !== undefined) {
-        // Revoked earlier: that end stands (an earlier end always wins on the guards).
-        await markKeyEnd(ctx, { userId: ref.userId, keyId: ref.keyId, endSeconds: current.revokedAt });
-        return { keyId: ref.keyId, userId: ref.userId, revokedAt: current.revokedAt, alreadyRevoked: true };
-      }
-      // Only the listing's count state moved on (a retirement): read it again.
-      if (attempt >= 3) throw busy(error);
-    }
-  }
-  return { keyId: ref.keyId, userId: ref.userId, revokedAt, alreadyRevoked: false };
-}
-
-/**
- * Replaces a key with a new one for the same user, name, allowlist and expiry, in one transaction.
- * The old key ends at `now + graceSeconds` (never later than its own expiry), or is revoked at once when
- * `graceSeconds` is 0; accepts honour that end exactly, as for a revocation. Only the newest key of a chain can be rotated; a revoked or expired key cannot
- * (ApiKeyStateError). The new plaintext key is in the result, once.
- */
-export async function rotateApiKey(
-  ctx: StoreContext,
-  input: KeyAction & { graceSeconds: number; beforeCommit?: BeforeCommit; maxActiveKeys?: number },
-): Promise<RotatedApiKey> {
-  if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
-    throw new UsageError('graceSeconds must be a non-negative integer');
-  }
-  const now = input.now ?? new Date();
-  const nowSeconds = epochSeconds(now);
-  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
-  const old = await getApiKeyByHash(ctx, ref.keyHash);
-  if (!old) throw new ApiKeyNotFoundError(input.keyId);
-  if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
-  if (old.replacedBy !== undefined) {
-    throw new ApiKeyStateError(`API key ${old.keyId} was already rotated; rotate ${old.replacedBy} instead`);
-  }
-  if (isKeyExpired(old.expiresAt, now)) {
-    throw new ApiKeyStateError(`API key ${old.keyId} has expired`);
-  }
-
-  const { apiKey, keyId } = generateApiKey();
-  const record = withOptional<ApiKeyRecord>(
-    { keyId, userId: old.userId, name: old.name, allowedCidrs: old.allowedCidrs, createdAt: now.toISOString() },
-    // The budget and its counter go with the key: the replacement (and the old key, during its grace)
-    // spend into the same counter (`budgetKeyId`), so rotating never resets what was spent.
-    {
-      expiresAt: old.expiresAt,
-      rotatedFrom: old.keyId,
-      spendLimit: old.spendLimit,
-      spendLimitVersion: old.spendLimitVersion,
-    },
-  );
-  const prefix = keyPrefix(apiKey);
-
-  const previous: RotatedApiKey['previous'] =
-    input.graceSeconds === 0
-      ? { keyId: old.keyId, revokedAt: nowSeconds }
-      : {
-          keyId: old.keyId,
-          expiresAt: Math.min(old.expiresAt ?? Number.POSITIVE_INFINITY, nowSeconds + input.graceSeconds),
-        };
-  const endField = previous.revokedAt !== undefined ? '#revokedAt' : '#expiresAt';
-  const endValue = previous.revokedAt ?? previous.expiresAt;
-  const endOld = (key: { PK: string; SK: string }, condition: string): TransactItem => ({
-    Update: {
-      TableName: ctx.tableName,
-      Key: key,
-      UpdateExpression: `SET ${endField} = :end, #replacedBy = :next`,
-      ConditionExpression: condition,
-      ExpressionAttributeNames: names('#pk', '#revokedAt', '#replacedBy', endField),
-      ExpressionAttributeValues: { ':end': endValue, ':next': keyId },
-    },
-  });
-
-  // The account's active-key count: the new key is in it; the old one leaves it now only when it ends
-  // now (no grace), else when it is retired after its end. So a rotation with grace needs a free place.
-  const limit = input.maxActiveKeys;
-  if (limit !== undefined) await ensureKeyCount(ctx, old.userId, now);
-  const oldCounted = await isKeyCounted(ctx, old.userId, old.keyId);
-  const oldLeaves = previous.revokedAt !== undefined && oldCounted;
-  const delta = oldLeaves ? 0 : 1;
-  if (limit !== undefined && delta > 0) await assertRoomForKey(ctx, old.userId, limit, now);
-  await input.beforeCommit?.({ keyId, userId: old.userId });
-  // Without grace the old key ends now, as a revocation does: guards first (see revokeApiKey). With grace
-  // its end is in the future, so the guards can follow the rotation.
-  if (previous.revokedAt !== undefined) {
-    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: previous.revokedAt });
-  }
-  try {
-    await transact(ctx, [
-      ...createItems(ctx, record, hashApiKey(apiKey), prefix),
-      // The same conditions as the checks above, so two racing rotations cannot both win.
-      endOld(
-        accountKeys.apiKey(ref.keyHash),
-        'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy)',
-      ),
-      listingUpdate(
-        ctx,
-        ref,
-        update({ set: { [endField.slice(1)]: endValue, replacedBy: keyId }, remove: oldLeaves ? ['counted'] : [] }),
-        and(
-          conditions.itemExists(),
-          keyCountConditions.notRevoked(),
-          oldCounted ? keyCountConditions.counted() : keyCountConditions.notCounted(),
-        ),
-      ),
-      ...(delta > 0 ? [keyCountUpdate(ctx, old.userId, delta, limit)] : []),
-      ...(input.audit
-        ? [
-            auditPut(
-              ctx,
-              ref.userId,
-              {
-                ...withKey(input.audit, old.keyId),
-                details: { ...input.audit.details, newKeyId: keyId, graceSeconds: input.graceSeconds },
-              },
-              now,
-            ),
-          ]
-        : []),
-    ]);
-  } catch (error) {
-    // The new key's three puts come first, then the old key's two updates, then the count (when it grows).
-    const limited = keyCountFailure(error, { counter: delta > 0 ? 5 : undefined, limit });
-    if (limited !== error) throw limited;
-    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
-      throw new ApiKeyStateError(`API key ${old.keyId} changed while rotating it (revoked or rotated); try again`);
-    }
-    throw error;
-  }
-  if (previous.expiresAt !== undefined) {
-    await markKeyEnd(ctx, { userId: old.userId, keyId: old.keyId, endSeconds: previous.expiresAt });
-  }
-  return { issued: { ...record, apiKey, prefix }, previous };
-}
-
 /** How often a key's `lastUsedAt` is written: a write per request would double the authorizer's cost. */
 export const KEY_USE_RECORD_INTERVAL_SECONDS = 60;
 
@@ -459,23 +270,20 @@ export async function recordKeyUse(
   input: { keyHash: string; userId: string; keyId: string; now: Date },
 ): Promise<boolean> {
   const nowSeconds = epochSeconds(input.now);
-  const update = (key: { PK: string; SK: string }): TransactItem => ({
+  const use = (key: { PK: string; SK: string }): TransactItem => ({
     Update: {
       TableName: ctx.tableName,
       Key: key,
-      UpdateExpression: 'SET #lastUsedAt = :now',
-      ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#lastUsedAt) OR #lastUsedAt <= :due)',
-      ExpressionAttributeNames: names('#pk', '#lastUsedAt'),
-      ExpressionAttributeValues: { ':now': nowSeconds, ':due': nowSeconds - KEY_USE_RECORD_INTERVAL_SECONDS },
+      ...updateParams(
+        update({ set: { lastUsedAt: nowSeconds } }),
+        and(conditions.itemExists(), conditions.keyUseDue(nowSeconds - KEY_USE_RECORD_INTERVAL_SECONDS)),
+      ),
     },
   });
   try {
     await ctx.doc.send(
       new TransactWriteCommand({
-        TransactItems: [
-          update(accountKeys.apiKey(input.keyHash)),
-          update(accountKeys.keyListing(input.userId, input.keyId)),
-        ],
+        TransactItems: [use(accountKeys.apiKey(input.keyHash)), use(accountKeys.keyListing(input.userId, input.keyId))],
       }),
     );
     return true;

@@ -179,3 +179,209 @@ export const identityUnboundOr = (identity: string): Expr => ({
   names: namesOf('identity'),
   values: { ':identity': identity },
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Keys, limits, sessions, upstream capacity and query keys (issue #36: no condition written inline)
+// ---------------------------------------------------------------------------------------------------
+
+/** An `attribute` is absent or below `value` (`placeholder`: the fragment's own value placeholder). */
+const absentOrBelow = (attribute: string, placeholder: string, value: unknown): Expr => ({
+  expression: `attribute_not_exists(${attr(attribute)}) OR ${attr(attribute)} < ${placeholder}`,
+  names: namesOf(attribute),
+  values: { [placeholder]: value },
+});
+
+/** The item (an API key, a session) has not been revoked. */
+export const notRevoked = (): Expr => ({
+  expression: `attribute_not_exists(${attr('revokedAt')})`,
+  names: namesOf('revokedAt'),
+  values: {},
+});
+
+/** The API key has not been replaced by a rotation. */
+export const keyNotReplaced = (): Expr => ({
+  expression: `attribute_not_exists(${attr('replacedBy')})`,
+  names: namesOf('replacedBy'),
+  values: {},
+});
+
+/** The key's use was never recorded, or last at or before `dueSeconds` (one write a minute at most). */
+export const keyUseDue = (dueSeconds: number): Expr => ({
+  expression: `attribute_not_exists(${attr('lastUsedAt')}) OR ${attr('lastUsedAt')} <= :useDue`,
+  names: namesOf('lastUsedAt'),
+  values: { ':useDue': dueSeconds },
+});
+
+/** The key item carries limit version `version`, as read (undefined: it never had one). */
+export const spendLimitVersionIs = (version: number | undefined): Expr =>
+  version === undefined
+    ? {
+        expression: `attribute_not_exists(${attr('spendLimitVersion')})`,
+        names: namesOf('spendLimitVersion'),
+        values: {},
+      }
+    : {
+        expression: `${attr('spendLimitVersion')} = :readLimitVersion`,
+        names: namesOf('spendLimitVersion'),
+        values: { ':readLimitVersion': version },
+      };
+
+/** The key item carries no limit version newer than `version` (a later change of the chain stands). */
+export const spendLimitVersionAtMost = (version: number): Expr => ({
+  expression: `NOT (${attr('spendLimitVersion')} > :limitVersionAtMost)`,
+  names: namesOf('spendLimitVersion'),
+  values: { ':limitVersionAtMost': version },
+});
+
+/** A balance shard carries no account-limit stamp, or an older one than `version` (a newer stamp stands). */
+export const accountLimitStampOlderThan = (version: number): Expr =>
+  absentOrBelow('acctLimitVersion', ':acctLimitStamp', version);
+
+/** The account limit's setting has no version reserved, or a lower one than `version`. */
+export const limitReservationBelow = (version: number): Expr =>
+  absentOrBelow('pendingVersion', ':reservedVersion', version);
+
+/** The account limit's setting shows no version, or an older one than `version` (a newer one shown stands). */
+export const limitShownOlderThan = (version: number): Expr => absentOrBelow('version', ':shownVersion', version);
+
+/** A session's idle expiry is before `idleExpiresAt` (it only ever moves forward). */
+export const idleExpiryBefore = (idleExpiresAt: number): Expr => ({
+  expression: `${attr('idleExpiresAt')} < :idleExpiresAt`,
+  names: namesOf('idleExpiresAt'),
+  values: { ':idleExpiresAt': idleExpiresAt },
+});
+
+/** The upstream's backoff is absent or ends before `until` (a backoff that reaches further is kept). */
+export const backoffEndsBefore = (until: number): Expr => absentOrBelow('backoffUntil', ':until', until);
+
+/** The upstream is marked unhealthy (`unhealthySince` is set). */
+export const upstreamUnhealthy = (): Expr => ({
+  expression: `attribute_exists(${attr('unhealthySince')})`,
+  names: namesOf('unhealthySince'),
+  values: {},
+});
+
+/** The capacity item holds its map of tasks in flight (`running`). */
+export const runningMapExists = (): Expr => ({
+  expression: `attribute_exists(${attr('running')})`,
+  names: namesOf('running'),
+  values: {},
+});
+
+/** The entry `key` of the tasks in flight was sent at `sentAt`, as read (not written again since). */
+export const runningEntrySentAt = (key: string, sentAt: number): Expr => ({
+  expression: `${attr('running')}.${attr('runningKey')}.${attr('sentAt')} = :runningSentAt`,
+  names: { ...namesOf('running', 'sentAt'), [attr('runningKey')]: key },
+  values: { ':runningSentAt': sentAt },
+});
+
+/** The answer time `attribute` is absent or records a slot before `slot` (a late write never replaces a newer one). */
+export const answeredBefore = (attribute: string, slot: number): Expr => ({
+  expression: `attribute_not_exists(#answered) OR #answered.${attr('slot')} < :slot`,
+  names: { '#answered': attribute, ...namesOf('slot') },
+  values: { ':slot': slot },
+});
+
+/** The models' backoff map exists, and `model`'s backoff in it is absent or ends before `until`. */
+export const modelBackoffEndsBefore = (model: string, until: number): Expr => ({
+  expression: 'attribute_exists(#mb) AND (attribute_not_exists(#mb.#model) OR #mb.#model.#until < :until)',
+  names: { '#mb': 'modelBackoff', '#model': model, '#until': 'until' },
+  values: { ':until': until },
+});
+
+/** The capacity item has no models' backoff map yet. */
+export const noModelBackoffs = (): Expr => ({
+  expression: 'attribute_not_exists(#mb)',
+  names: { '#mb': 'modelBackoff' },
+  values: {},
+});
+
+/** A query's partition: its key `attribute` (the table's unless an index's) is `value`. */
+export const partitionIs = (value: string, attribute: string = TABLE.partitionKey): Expr => ({
+  expression: `${attr(attribute)} = :partition`,
+  names: namesOf(attribute),
+  values: { ':partition': value },
+});
+
+/** A query's sort key begins with `prefix`. */
+export const sortKeyBeginsWith = (prefix: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `begins_with(${attr(attribute)}, :sortPrefix)`,
+  names: namesOf(attribute),
+  values: { ':sortPrefix': prefix },
+});
+
+/** A query's sort key is `value` exactly. */
+export const sortKeyIs = (value: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `${attr(attribute)} = :sortIs`,
+  names: namesOf(attribute),
+  values: { ':sortIs': value },
+});
+
+/** A query's sort key is from `from` to `to`, both included. */
+export const sortKeyBetween = (from: string, to: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `${attr(attribute)} BETWEEN :sortFrom AND :sortTo`,
+  names: namesOf(attribute),
+  values: { ':sortFrom': from, ':sortTo': to },
+});
+
+/** A query's sort key comes after `after` (a page's resumption). */
+export const sortKeyAfter = (after: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `${attr(attribute)} > :sortAfter`,
+  names: namesOf(attribute),
+  values: { ':sortAfter': after },
+});
+
+/** A query's sort key is at most `bound`. */
+export const sortKeyAtMost = (bound: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `${attr(attribute)} <= :sortAtMost`,
+  names: namesOf(attribute),
+  values: { ':sortAtMost': bound },
+});
+
+/** A query's sort key is before `bound`. */
+export const sortKeyBefore = (bound: string, attribute: string = TABLE.sortKey): Expr => ({
+  expression: `${attr(attribute)} < :sortBefore`,
+  names: namesOf(attribute),
+  values: { ':sortBefore': bound },
+});
+
+/** The capacity item is at version `n` as read (0: it was never written). */
+export const capacityVersionIs = (n: number): Expr =>
+  n === 0
+    ? { expression: `attribute_not_exists(${attr('n')})`, names: namesOf('n'), values: {} }
+    : { expression: `${attr('n')} = :version`, names: namesOf('n'), values: { ':version': n } };
+
+/** The upstream's backoff is absent or over by `now` (a slot may be taken). */
+export const notBackingOffAt = (now: number): Expr => ({
+  expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} <= :slotNow`,
+  names: namesOf('backoffUntil'),
+  values: { ':slotNow': now },
+});
+
+/** The capacity item has no map of tasks in flight yet. */
+export const noRunningMap = (): Expr => ({
+  expression: `attribute_not_exists(${attr('running')})`,
+  names: namesOf('running'),
+  values: {},
+});
+
+/** Fewer than `cap` tasks are in flight (the map of `running` is smaller). */
+export const runningBelow = (cap: number): Expr => ({
+  expression: `size(${attr('running')}) < :runningCap`,
+  names: namesOf('running'),
+  values: { ':runningCap': cap },
+});
+
+/** Nobody claimed the look at `running` since `before` (epoch ms), or nobody ever did. */
+export const healDue = (before: number): Expr => ({
+  expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
+  names: namesOf('healAt'),
+  values: { ':healBefore': before },
+});
+
+/** No wake-up is pending before `at`: none, one already past at `now`, or one later than `at`. */
+export const wakeFree = (at: number, now: number): Expr => ({
+  expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
+  names: namesOf('wakeAt'),
+  values: { ':wakeNow': now, ':wakeAt': at },
+});

@@ -221,6 +221,25 @@ export function withCondition<
   return { ...params, ConditionExpression: condition.expression, ...placeholderParams([own, condition]) };
 }
 
+/**
+ * A query whose key condition is named: the partition's fragment and, optionally, the sort key's
+ * (condition-fragments.ts `partitionIs`, `sortKeyBeginsWith`, ...), their placeholders merged into the
+ * request's own (a filter's, a projection's). Joined without parentheses: a key condition is the
+ * partition's equality and at most one sort key condition, nothing more.
+ */
+export function withKeyCondition<
+  P extends { ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> },
+>(params: P, partition: Expr, sort?: Expr): P & PlaceholderParams & { KeyConditionExpression: string } {
+  const own: Expr = {
+    expression: '',
+    names: params.ExpressionAttributeNames ?? {},
+    values: params.ExpressionAttributeValues ?? {},
+  };
+  const parts = sort ? [own, partition, sort] : [own, partition];
+  const expression = sort ? `${partition.expression} AND ${sort.expression}` : partition.expression;
+  return { ...params, KeyConditionExpression: expression, ...placeholderParams(parts) };
+}
+
 function placeholderParams(parts: Expr[]): PlaceholderParams {
   const { names, values } = mergePlaceholders(parts);
   return {

@@ -5,7 +5,8 @@
  * exactly one of them (the item's version `n`).
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { and, attr, type Expr, update, updateParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { and, attr, type Expr, update, updateParams, withCondition } from './conditions';
 import { isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import type { ItemKey } from './keys';
 
@@ -166,22 +167,15 @@ export async function takeSlot(
 ): Promise<number | undefined> {
   const sends = [...input.state.sends, input.now].slice(-Math.max(1, input.keep));
   const tokens = input.tokensLeft === undefined ? {} : { tokens: input.tokensLeft, tokensAt: input.now };
-  const version: Expr =
-    input.state.n === 0
-      ? { expression: `attribute_not_exists(${attr('n')})`, names: { [attr('n')]: 'n' }, values: {} }
-      : { expression: `${attr('n')} = :version`, names: { [attr('n')]: 'n' }, values: { ':version': input.state.n } };
-  const notBackingOff: Expr = {
-    expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} <= :slotNow`,
-    names: { [attr('backoffUntil')]: 'backoffUntil' },
-    values: { ':slotNow': input.now },
-  };
+  const version = conditions.capacityVersionIs(input.state.n);
+  const notBackingOff = conditions.notBackingOffAt(input.now);
   const slot = update({ set: { sends, ...tokens, lastServed: input.account, n: input.state.n + 1 } });
   const reservation = input.maxInFlight === undefined ? undefined : reserve(input.state, input.now, input.maxInFlight);
   const change: Expr = reservation
     ? {
         expression: `${slot.expression}, ${reservation.set}`,
-        names: { ...slot.names, ...reservation.condition.names },
-        values: { ...slot.values, ...reservation.condition.values, ...reservation.values },
+        names: { ...slot.names, ...reservation.names },
+        values: { ...slot.values, ...reservation.values },
       }
     : slot;
   const condition = reservation ? and(version, notBackingOff, reservation.condition) : and(version, notBackingOff);
@@ -198,23 +192,21 @@ function reserve(
   state: CapacityState,
   now: number,
   cap: number,
-): { set: string; values: Record<string, unknown>; condition: Expr } {
+): { set: string; names: Record<string, string>; values: Record<string, unknown>; condition: Expr } {
   const key = slotKey(state.n + 1);
   if (state.running === undefined) {
     return {
       set: `${attr('running')} = :runningNew`,
+      names: RUNNING,
       values: { ':runningNew': { [key]: { sentAt: now } } },
-      condition: { expression: `attribute_not_exists(${attr('running')})`, names: RUNNING, values: {} },
+      condition: conditions.noRunningMap(),
     };
   }
   return {
     set: `${attr('running')}.${attr('runningSlot')} = :runningSlotEntry`,
+    names: { ...RUNNING, [attr('runningSlot')]: key },
     values: { ':runningSlotEntry': { sentAt: now } },
-    condition: {
-      expression: `size(${attr('running')}) < :runningCap`,
-      names: { ...RUNNING, [attr('runningSlot')]: key },
-      values: { ':runningCap': cap },
-    },
+    condition: conditions.runningBelow(cap),
   };
 }
 
@@ -226,16 +218,21 @@ export async function holdInFlight(
   ctx: CapacityContext,
   input: { slot: number; userId: string; taskId: string; sentAt: number },
 ): Promise<void> {
-  await updateRunning(ctx, {
-    UpdateExpression: `REMOVE ${attr('running')}.${attr('runningFrom')} SET ${attr('running')}.${attr('runningTo')} = :runningEntry`,
-    ConditionExpression: `attribute_exists(${attr('running')})`,
-    ExpressionAttributeNames: {
-      ...RUNNING,
-      [attr('runningFrom')]: slotKey(input.slot),
-      [attr('runningTo')]: input.taskId,
-    },
-    ExpressionAttributeValues: { ':runningEntry': { sentAt: input.sentAt, userId: input.userId } },
-  });
+  await updateRunning(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: `REMOVE ${attr('running')}.${attr('runningFrom')} SET ${attr('running')}.${attr('runningTo')} = :runningEntry`,
+        ExpressionAttributeNames: {
+          ...RUNNING,
+          [attr('runningFrom')]: slotKey(input.slot),
+          [attr('runningTo')]: input.taskId,
+        },
+        ExpressionAttributeValues: { ':runningEntry': { sentAt: input.sentAt, userId: input.userId } },
+      },
+      conditions.runningMapExists(),
+    ),
+  );
 }
 
 /**
@@ -244,21 +241,18 @@ export async function holdInFlight(
  * entry as it was read (a dispatcher's heal must not remove an entry written again since).
  */
 export async function leaveInFlight(ctx: CapacityContext, input: { key: string; sentAt?: number }): Promise<void> {
-  const names = { ...RUNNING, [attr('runningKey')]: input.key };
+  const removal = {
+    UpdateExpression: `REMOVE ${attr('running')}.${attr('runningKey')}`,
+    ExpressionAttributeNames: { ...RUNNING, [attr('runningKey')]: input.key },
+  };
   await updateRunning(
     ctx,
-    input.sentAt === undefined
-      ? {
-          UpdateExpression: `REMOVE ${attr('running')}.${attr('runningKey')}`,
-          ConditionExpression: `attribute_exists(${attr('running')})`,
-          ExpressionAttributeNames: names,
-        }
-      : {
-          UpdateExpression: `REMOVE ${attr('running')}.${attr('runningKey')}`,
-          ConditionExpression: `${attr('running')}.${attr('runningKey')}.${attr('sentAt')} = :runningSentAt`,
-          ExpressionAttributeNames: { ...names, [attr('sentAt')]: 'sentAt' },
-          ExpressionAttributeValues: { ':runningSentAt': input.sentAt },
-        },
+    withCondition(
+      removal,
+      input.sentAt === undefined
+        ? conditions.runningMapExists()
+        : conditions.runningEntrySentAt(input.key, input.sentAt),
+    ),
   );
 }
 
@@ -292,11 +286,7 @@ async function updateRunning(ctx: CapacityContext, params: CapacityUpdate): Prom
  */
 export async function claimHeal(ctx: CapacityContext, input: { now: number; before: number }): Promise<boolean> {
   return updateCapacity(ctx, {
-    ...updateParams(update({ set: { healAt: input.now } }), {
-      expression: `attribute_not_exists(${attr('healAt')}) OR ${attr('healAt')} <= :healBefore`,
-      names: { [attr('healAt')]: 'healAt' },
-      values: { ':healBefore': input.before },
-    }),
+    ...updateParams(update({ set: { healAt: input.now } }), conditions.healDue(input.before)),
   });
 }
 
@@ -310,12 +300,17 @@ export async function recordAnswered(
   input: { slot: number; at: number; ring: number },
 ): Promise<void> {
   const name = answeredAttribute(input.slot, input.ring);
-  await updateCapacity(ctx, {
-    UpdateExpression: 'SET #answered = :answered',
-    ConditionExpression: 'attribute_not_exists(#answered) OR #answered.#slot < :slot',
-    ExpressionAttributeNames: { '#answered': name, '#slot': 'slot' },
-    ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at }, ':slot': input.slot },
-  });
+  await updateCapacity(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: 'SET #answered = :answered',
+        ExpressionAttributeNames: { '#answered': name },
+        ExpressionAttributeValues: { ':answered': { slot: input.slot, at: input.at } },
+      },
+      conditions.answeredBefore(name, input.slot),
+    ),
+  );
 }
 
 /**
@@ -324,11 +319,10 @@ export async function recordAnswered(
  */
 export async function backOff(ctx: CapacityContext, input: { until: number; backoffMs: number }): Promise<void> {
   await updateCapacity(ctx, {
-    ...updateParams(update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }), {
-      expression: `attribute_not_exists(${attr('backoffUntil')}) OR ${attr('backoffUntil')} < :until`,
-      names: { [attr('backoffUntil')]: 'backoffUntil' },
-      values: { ':until': input.until },
-    }),
+    ...updateParams(
+      update({ set: { backoffUntil: input.until, backoffMs: input.backoffMs } }),
+      conditions.backoffEndsBefore(input.until),
+    ),
   });
 }
 
@@ -347,28 +341,43 @@ export async function backOffModel(
   const staleNames = Object.fromEntries(stale.map((model, index) => [`#stale${index}`, model]));
   const remove = stale.length === 0 ? '' : ` REMOVE ${stale.map((_, index) => `#mb.#stale${index}`).join(', ')}`;
   // The map exists: set the model's entry in it, unless a longer backoff of the model is there.
-  const inMap = await updateCapacity(ctx, {
-    UpdateExpression: `SET #mb.#model = :entry${remove}`,
-    ConditionExpression: 'attribute_exists(#mb) AND (attribute_not_exists(#mb.#model) OR #mb.#model.#until < :until)',
-    ExpressionAttributeNames: { '#mb': 'modelBackoff', '#model': input.model, '#until': 'until', ...staleNames },
-    ExpressionAttributeValues: { ':entry': entry, ':until': input.until },
-  });
+  const inMap = await updateCapacity(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: `SET #mb.#model = :entry${remove}`,
+        ExpressionAttributeNames: { '#mb': 'modelBackoff', '#model': input.model, ...staleNames },
+        ExpressionAttributeValues: { ':entry': entry },
+      },
+      conditions.modelBackoffEndsBefore(input.model, input.until),
+    ),
+  );
   if (inMap) return;
   // No map yet (a nested path cannot be set without its map): create it with the entry. When another
   // dispatcher created it meanwhile, this fails too, and the first write is tried once more.
-  const created = await updateCapacity(ctx, {
-    UpdateExpression: 'SET #mb = :map',
-    ConditionExpression: 'attribute_not_exists(#mb)',
-    ExpressionAttributeNames: { '#mb': 'modelBackoff' },
-    ExpressionAttributeValues: { ':map': { [input.model]: entry } },
-  });
+  const created = await updateCapacity(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: 'SET #mb = :map',
+        ExpressionAttributeNames: {},
+        ExpressionAttributeValues: { ':map': { [input.model]: entry } },
+      },
+      conditions.noModelBackoffs(),
+    ),
+  );
   if (created) return;
-  await updateCapacity(ctx, {
-    UpdateExpression: 'SET #mb.#model = :entry',
-    ConditionExpression: 'attribute_exists(#mb) AND (attribute_not_exists(#mb.#model) OR #mb.#model.#until < :until)',
-    ExpressionAttributeNames: { '#mb': 'modelBackoff', '#model': input.model, '#until': 'until' },
-    ExpressionAttributeValues: { ':entry': entry, ':until': input.until },
-  });
+  await updateCapacity(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: 'SET #mb.#model = :entry',
+        ExpressionAttributeNames: {},
+        ExpressionAttributeValues: { ':entry': entry },
+      },
+      conditions.modelBackoffEndsBefore(input.model, input.until),
+    ),
+  );
 }
 
 /**
@@ -377,10 +386,6 @@ export async function backOffModel(
  */
 export async function claimWake(ctx: CapacityContext, input: { at: number; now: number }): Promise<boolean> {
   return updateCapacity(ctx, {
-    ...updateParams(update({ set: { wakeAt: input.at } }), {
-      expression: `attribute_not_exists(${attr('wakeAt')}) OR ${attr('wakeAt')} <= :wakeNow OR ${attr('wakeAt')} > :wakeAt`,
-      names: { [attr('wakeAt')]: 'wakeAt' },
-      values: { ':wakeNow': input.now, ':wakeAt': input.at },
-    }),
+    ...updateParams(update({ set: { wakeAt: input.at } }), conditions.wakeFree(input.at, input.now)),
   });
 }

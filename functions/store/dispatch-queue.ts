@@ -7,7 +7,8 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_MAX_QUEUED_TASKS_PER_ACCOUNT } from '../core/queue-bound';
 import { QUEUED_AHEAD_CAP } from '../core/task';
 import { type Env, MAX_QUEUED_TASKS_PER_ACCOUNT, readEnv } from '../environment/environment';
-import { attr } from './conditions';
+import * as conditions from './condition-fragments';
+import { attr, namesOf, withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, queueAccount } from './keys';
 import { TABLE } from './table';
@@ -59,18 +60,11 @@ export async function nextQueued(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression:
-              after === undefined ? `${attr('PK')} = :queue` : `${attr('PK')} = :queue AND ${attr('SK')} > :after`,
-            ExpressionAttributeNames: {
-              [attr('PK')]: TABLE.partitionKey,
-              ...(after === undefined ? {} : { [attr('SK')]: TABLE.sortKey }),
-              ...filter?.names,
-            },
-            ExpressionAttributeValues: {
-              ':queue': DISPATCH_QUEUE,
-              ...(after === undefined ? {} : { ':after': after }),
-              ...filter?.values,
-            },
+            ...withKeyCondition(
+              { ExpressionAttributeNames: { ...filter?.names }, ExpressionAttributeValues: { ...filter?.values } },
+              conditions.partitionIs(DISPATCH_QUEUE),
+              after === undefined ? undefined : conditions.sortKeyAfter(after),
+            ),
             ...(filter ? { FilterExpression: filter.FilterExpression } : {}),
             ConsistentRead: true,
             Limit: limit,
@@ -174,9 +168,11 @@ async function countQueueRange(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
-            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
-            ExpressionAttributeValues: { ':queue': DISPATCH_QUEUE, ':from': input.from, ':to': input.to },
+            ...withKeyCondition(
+              {},
+              conditions.partitionIs(DISPATCH_QUEUE),
+              conditions.sortKeyBetween(input.from, input.to),
+            ),
             Select: 'COUNT',
             ConsistentRead: input.consistent ?? true,
             ...(input.limit === undefined ? {} : { Limit: input.limit - count }),
@@ -209,17 +205,11 @@ export async function queuedTaskIds(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: `${attr('PK')} = :queue AND ${attr('SK')} BETWEEN :from AND :to`,
-            ExpressionAttributeNames: {
-              [attr('PK')]: TABLE.partitionKey,
-              [attr('SK')]: TABLE.sortKey,
-              [attr('taskId')]: 'taskId',
-            },
-            ExpressionAttributeValues: {
-              ':queue': DISPATCH_QUEUE,
-              ':from': `${account}#${input.from}`,
-              ':to': `${account}#${input.to}#\uffff`,
-            },
+            ...withKeyCondition(
+              { ExpressionAttributeNames: namesOf('taskId') },
+              conditions.partitionIs(DISPATCH_QUEUE),
+              conditions.sortKeyBetween(`${account}#${input.from}`, `${account}#${input.to}#\uffff`),
+            ),
             ProjectionExpression: attr('taskId'),
             ConsistentRead: true,
             ...(start ? { ExclusiveStartKey: start } : {}),

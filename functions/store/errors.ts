@@ -3,7 +3,7 @@
  * check failures become domain outcomes here, and the transient failures the SDK does not retry
  * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
-import { KeyLimitError, ServiceBusyError, UsageError } from '../core/errors';
+import { KeyLimitError, ServiceBusyError } from '../core/errors';
 import type { StoreContext } from './client';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
@@ -69,15 +69,6 @@ export type SpendScope = 'key' | 'account';
 export function completionLost(error: unknown, layout: { task: number }): true {
   const reasons = cancellationReasons(error);
   if (reasons && failedCondition(reasons, layout.task)) return true;
-  throw error;
-}
-
-/** Maps a failed grant: the same grant id at the same instant was recorded already. */
-export function grantFailure(error: unknown, layout: { ledger: number; grantId: string }): never {
-  const reasons = cancellationReasons(error);
-  if (reasons && failedCondition(reasons, layout.ledger)) {
-    throw new UsageError(`Grant ${layout.grantId} is already recorded`);
-  }
   throw error;
 }
 

@@ -9,7 +9,8 @@
  */
 import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoreContext } from './client';
-import { attr, conditionParams } from './conditions';
+import * as conditions from './condition-fragments';
+import { attr, conditionParams, withKeyCondition } from './conditions';
 import { isConditionalCheckFailed, withRetry } from './errors';
 import { accountKeys, GATEWAY_KEY_DUE, userIdFromPk } from './keys';
 import { TABLE } from './table';
@@ -92,12 +93,11 @@ export async function dueGatewayKeys(ctx: StoreContext, now: Date, limit = 100):
         TableName: ctx.tableName,
         IndexName: index.name,
         // `<time>#<keyId>` sorts by time; '$' follows '#', so this takes every key due up to now.
-        KeyConditionExpression: `${attr(index.partitionKey)} = :due AND ${attr(index.sortKey)} < :upTo`,
-        ExpressionAttributeNames: {
-          [attr(index.partitionKey)]: index.partitionKey,
-          [attr(index.sortKey)]: index.sortKey,
-        },
-        ExpressionAttributeValues: { ':due': GATEWAY_KEY_DUE, ':upTo': `${now.toISOString()}$` },
+        ...withKeyCondition(
+          {},
+          conditions.partitionIs(GATEWAY_KEY_DUE, index.partitionKey),
+          conditions.sortKeyBefore(`${now.toISOString()}$`, index.sortKey),
+        ),
         ScanIndexForward: true,
         Limit: limit,
       }),

@@ -1,204 +1,51 @@
 /**
- * A key's spend limit. The limit belongs to the budget, which is the rotation chain's: every key of a
- * chain spends into one counter (`budgetKeyId`), and a change of the limit applies to every key of the
- * chain at once, the keys still in their rotation grace included. Otherwise tightening the new key's
- * limit after a leak would leave the leaked key spending on the old terms until its grace ends.
+ * The items of a key's spend limit change: the key's authorizer item and its listing take the new limit
+ * (or lose it) under a new version, on named conditions. The change itself (which keys of the rotation
+ * chain, in which order, what a failure means) is composed in money/key-limit.ts.
  */
-import { isKeyExpired } from '../core/api-key';
-import type { SpendLimitInput } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
-import { names } from './api-key-records';
-import {
-  ApiKeyNotFoundError,
-  type ApiKeyRecord,
-  ApiKeyStateError,
-  cancellationCodes,
-  getApiKeyByHash,
-  getApiKeyById,
-  getKeyRef,
-  type KeyAction,
-  withKey,
-} from './api-keys';
-import { auditPut } from './audit';
+import type { KeyRef } from './api-keys';
 import type { StoreContext } from './client';
+import { type Expr, update, updateParams } from './conditions';
 import { accountKeys } from './keys';
-import { rebalanceSpendCounters, stampLimitVersion } from './spend';
-import { transact } from './transaction';
+import type { TransactItem } from './transaction';
 
-/** How far back a chain is followed: far more rotations than any grace can overlap. */
-const MAX_CHAIN = 50;
-
-/**
- * Sets (or, with `null`, removes) the spend limit of a key's budget. Only the newest key of a rotation
- * chain can be asked (ApiKeyStateError for an older one); the change reaches every key of the chain that
- * is still in its grace:
- *
- * 1. each key in grace has a new limit version stamped on its key-end guards, so from then on none of
- *    its accepts holding the old terms can commit (each answers busy, 503, until step 3);
- * 2. the newest key changes as before (its guards stamped, the counter shards rebalanced to the new
- *    shares, its items written);
- * 3. each key in grace takes what the newest key now holds, with the version stamped in step 1. This
- *    runs whether step 2 succeeded or not, so a failed change leaves the chain on its former limit,
- *    never a key blocked by a stamp its item does not carry.
- */
-export async function setSpendLimit(
-  ctx: StoreContext,
-  input: KeyAction & { spendLimit: SpendLimitInput | null },
-): Promise<ApiKeyRecord> {
-  const now = input.now ?? new Date();
-  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
-  const newest = await getApiKeyByHash(ctx, ref.keyHash);
-  if (!newest) throw new ApiKeyNotFoundError(input.keyId);
-  // A change that will be refused stamps nothing on the older keys.
-  if (newest.revokedAt !== undefined || newest.replacedBy !== undefined) {
-    return setNewestKeyLimit(ctx, input, now);
-  }
-  const stamped: Array<{ key: ApiKeyRecord; version: number }> = [];
-  for (const key of await keysInGrace(ctx, newest, now)) {
-    const version = (key.spendLimitVersion ?? 0) + 1;
-    await stampLimitVersion(ctx, { userId: ref.userId, keyId: key.keyId, version, now });
-    stamped.push({ key, version });
-  }
-  try {
-    return await setNewestKeyLimit(ctx, input, now);
-  } finally {
-    if (stamped.length > 0) {
-      const current = await getApiKeyByHash(ctx, ref.keyHash);
-      for (const { key, version } of stamped) await followNewest(ctx, key, version, current?.spendLimit);
-    }
-  }
-}
-
-/** The older keys of `newest`'s chain that can still be used at `now` (in their rotation grace). */
-async function keysInGrace(ctx: StoreContext, newest: ApiKeyRecord, now: Date): Promise<ApiKeyRecord[]> {
-  const live: ApiKeyRecord[] = [];
-  let from = newest.rotatedFrom;
-  for (let step = 0; from !== undefined && step < MAX_CHAIN; step++) {
-    const key = await getApiKeyById(ctx, from);
-    if (!key) break;
-    if (key.revokedAt === undefined && !isKeyExpired(key.expiresAt, now)) live.push(key);
-    from = key.rotatedFrom;
-  }
-  return live;
-}
+/** The key whose limit changes: its id, owner and hash (store/api-keys.ts `getKeyRef`). */
+export type LimitedKey = KeyRef;
 
 /**
- * A key in grace takes the chain's limit (or none) with the version stamped on its guards. A newer
- * version already written stays (a later change of the chain wrote it).
+ * The two updates of a key's limit: its authorizer item on `keyCondition`, its listing on
+ * `listingCondition`, each taking `spendLimit` (undefined: removed) as version `version`.
  */
-async function followNewest(
+export function keyLimitUpdate(
   ctx: StoreContext,
-  key: ApiKeyRecord,
-  version: number,
-  spendLimit: KeySpendLimit | undefined,
-): Promise<void> {
-  const ref = await getKeyRef(ctx, key.keyId);
-  const change = spendLimit
-    ? { UpdateExpression: 'SET #spendLimit = :limit, #spendLimitVersion = :version' }
-    : { UpdateExpression: 'SET #spendLimitVersion = :version REMOVE #spendLimit' };
-  const params = {
-    ...change,
-    ConditionExpression: 'attribute_exists(#pk) AND NOT (#spendLimitVersion > :version)',
-    ExpressionAttributeNames: names('#pk', '#spendLimit', '#spendLimitVersion'),
-    ExpressionAttributeValues: { ':version': version, ...(spendLimit ? { ':limit': spendLimit } : {}) },
-  };
-  try {
-    await transact(ctx, [
-      { Update: { TableName: ctx.tableName, Key: accountKeys.apiKey(ref.keyHash), ...params } },
-      { Update: { TableName: ctx.tableName, Key: accountKeys.keyListing(ref.userId, ref.keyId), ...params } },
-    ]);
-  } catch (error) {
-    if (!cancellationCodes(error)?.includes('ConditionalCheckFailed')) throw error;
-  }
-}
-
-/**
- * The newest key's part of `setSpendLimit`. The new version is stamped on the key's key-end guards
- * before the key items take the new limit, so no accept holding the old limit can commit after the
- * change is recorded (store/spend.ts).
- */
-async function setNewestKeyLimit(
-  ctx: StoreContext,
-  input: KeyAction & { spendLimit: SpendLimitInput | null },
-  now: Date,
-): Promise<ApiKeyRecord> {
-  const ref = await getKeyRef(ctx, input.keyId, input.ownerId);
-  const old = await getApiKeyByHash(ctx, ref.keyHash);
-  if (!old) throw new ApiKeyNotFoundError(input.keyId);
-  if (old.revokedAt !== undefined) throw new ApiKeyStateError(`API key ${old.keyId} is revoked`);
-  if (old.replacedBy !== undefined) {
-    throw new ApiKeyStateError(`API key ${old.keyId} was rotated; change the limit of ${old.replacedBy} instead`);
-  }
-  const version = (old.spendLimitVersion ?? 0) + 1;
-  const spendLimit: KeySpendLimit | undefined = input.spendLimit
-    ? {
-        credits: input.spendLimit.credits,
-        period: input.spendLimit.period,
-        budgetKeyId: old.spendLimit?.budgetKeyId ?? old.keyId,
-      }
-    : undefined;
-  await stampLimitVersion(ctx, { userId: ref.userId, keyId: ref.keyId, version, now });
-  // No accept of the key commits from here until the key takes the new limit: the counter shards are
-  // brought within the new limit's shares first (a lowered limit shrinks them; store/spend.ts).
-  if (spendLimit) await rebalanceSpendCounters(ctx, { userId: ref.userId, limit: spendLimit, now });
-  const change = spendLimit
-    ? { UpdateExpression: 'SET #spendLimit = :limit, #spendLimitVersion = :version' }
-    : { UpdateExpression: 'SET #spendLimitVersion = :version REMOVE #spendLimit' };
-  const sameVersion =
-    old.spendLimitVersion === undefined
-      ? 'attribute_not_exists(#spendLimitVersion)'
-      : '#spendLimitVersion = :previousVersion';
-  const values = {
-    ':version': version,
-    ...(spendLimit ? { ':limit': spendLimit } : {}),
-    ...(old.spendLimitVersion === undefined ? {} : { ':previousVersion': old.spendLimitVersion }),
-  };
-  const keyNames = names('#pk', '#spendLimit', '#spendLimitVersion');
-  try {
-    await transact(ctx, [
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.apiKey(ref.keyHash),
-          ...change,
-          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND attribute_not_exists(#replacedBy) AND ${sameVersion}`,
-          ExpressionAttributeNames: { ...keyNames, ...names('#revokedAt', '#replacedBy') },
-          ExpressionAttributeValues: values,
-        },
+  input: {
+    key: LimitedKey;
+    spendLimit: KeySpendLimit | undefined;
+    version: number;
+    keyCondition: Expr;
+    listingCondition: Expr;
+  },
+): [TransactItem, TransactItem] {
+  const change = update({
+    set: { spendLimitVersion: input.version, ...(input.spendLimit ? { spendLimit: input.spendLimit } : {}) },
+    remove: input.spendLimit ? [] : ['spendLimit'],
+  });
+  const { key } = input;
+  return [
+    {
+      Update: {
+        TableName: ctx.tableName,
+        Key: accountKeys.apiKey(key.keyHash),
+        ...updateParams(change, input.keyCondition),
       },
-      {
-        Update: {
-          TableName: ctx.tableName,
-          Key: accountKeys.keyListing(ref.userId, ref.keyId),
-          ...change,
-          ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: keyNames,
-          ExpressionAttributeValues: { ':version': version, ...(spendLimit ? { ':limit': spendLimit } : {}) },
-        },
+    },
+    {
+      Update: {
+        TableName: ctx.tableName,
+        Key: accountKeys.keyListing(key.userId, key.keyId),
+        ...updateParams(change, input.listingCondition),
       },
-      ...(input.audit
-        ? [
-            auditPut(
-              ctx,
-              ref.userId,
-              {
-                ...withKey(input.audit, ref.keyId),
-                details: {
-                  ...input.audit.details,
-                  spendLimit: input.spendLimit ? `${input.spendLimit.credits}/${input.spendLimit.period}` : 'none',
-                },
-              },
-              now,
-            ),
-          ]
-        : []),
-    ]);
-  } catch (error) {
-    if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
-      throw new ApiKeyStateError(`API key ${old.keyId} changed meanwhile (revoked, rotated or limited); try again`);
-    }
-    throw error;
-  }
-  const { spendLimit: _previous, ...rest } = old;
-  return { ...rest, ...(spendLimit ? { spendLimit } : {}), spendLimitVersion: version };
+    },
+  ];
 }

@@ -5,9 +5,10 @@
  * forged cursor can only move within the caller's data.
  */
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import * as conditions from './condition-fragments';
+import { withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import type { ItemKey } from './keys';
-import { TABLE } from './table';
 
 /** Sort keys are printable ASCII in this table; a cursor longer than this never came from us. */
 const MAX_CURSOR_CHARS = 700;
@@ -66,18 +67,15 @@ export async function queryPage<T>(
         new QueryCommand({
           TableName: ctx.tableName,
           ...(listing.indexName ? { IndexName: listing.indexName } : {}),
-          KeyConditionExpression: prefixed ? '#pk = :pk AND begins_with(#sk, :sk)' : '#pk = :pk',
           FilterExpression: options.filter?.FilterExpression,
-          ExpressionAttributeNames: {
-            '#pk': listing.partitionKeyName,
-            ...(prefixed ? { '#sk': listing.sortKeyName } : {}),
-            ...options.filter?.ExpressionAttributeNames,
-          },
-          ExpressionAttributeValues: {
-            ':pk': listing.partitionKey,
-            ...(prefixed ? { ':sk': listing.sortKeyPrefix } : {}),
-            ...options.filter?.ExpressionAttributeValues,
-          },
+          ...withKeyCondition(
+            {
+              ExpressionAttributeNames: { ...options.filter?.ExpressionAttributeNames },
+              ExpressionAttributeValues: { ...options.filter?.ExpressionAttributeValues },
+            },
+            conditions.partitionIs(listing.partitionKey, listing.partitionKeyName),
+            prefixed ? conditions.sortKeyBeginsWith(listing.sortKeyPrefix, listing.sortKeyName) : undefined,
+          ),
           ScanIndexForward: false,
           Limit: options.limit,
           ...(options.consistent ? { ConsistentRead: true } : {}),
@@ -119,9 +117,11 @@ export async function queryAllWithPrefix(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
-            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey, ...projected },
-            ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+            ...withKeyCondition(
+              { ExpressionAttributeNames: projected },
+              conditions.partitionIs(prefix.PK),
+              conditions.sortKeyBeginsWith(prefix.SK),
+            ),
             ...(projection ? { ProjectionExpression: Object.keys(projected).join(', ') } : {}),
             ConsistentRead: true,
             ...(startKey ? { ExclusiveStartKey: startKey } : {}),

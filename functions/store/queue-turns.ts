@@ -4,7 +4,8 @@
  * `<account>#<createdAt>#<taskId>`, accounts in key order).
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { attr } from './conditions';
+import * as conditions from './condition-fragments';
+import { attr, namesOf, withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { DISPATCH_QUEUE, queueAccount } from './keys';
 import { TABLE } from './table';
@@ -33,14 +34,12 @@ export async function otherAccountsQueued(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression:
-              after === undefined ? `${attr('PK')} = :queue` : `${attr('PK')} = :queue AND ${attr('SK')} > :after`,
-            ExpressionAttributeNames: { [attr('PK')]: TABLE.partitionKey, [attr('SK')]: TABLE.sortKey },
-            ExpressionAttributeValues: {
-              ':queue': DISPATCH_QUEUE,
-              ...(after === undefined ? {} : { ':after': after }),
-            },
-            ProjectionExpression: attr('SK'),
+            ...withKeyCondition(
+              { ExpressionAttributeNames: namesOf(TABLE.sortKey) },
+              conditions.partitionIs(DISPATCH_QUEUE),
+              after === undefined ? undefined : conditions.sortKeyAfter(after),
+            ),
+            ProjectionExpression: attr(TABLE.sortKey),
             Limit: PAGE,
           }),
         ),

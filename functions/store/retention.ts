@@ -7,6 +7,8 @@
  * entry whose task was never accepted (refused, crashed) is dropped when it comes due.
  */
 import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import * as conditions from './condition-fragments';
+import { withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 
 /** Partitions of the schedule. */
@@ -51,10 +53,12 @@ export async function dueRetentions(
       ctx.doc.send(
         new QueryCommand({
           TableName: ctx.tableName,
-          KeyConditionExpression: '#pk = :pk AND #sk <= :due',
-          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
           // '~' sorts after every task id character: entries due at exactly `now` are included.
-          ExpressionAttributeValues: { ':pk': `${PREFIX}${input.shard}`, ':due': `${input.now.toISOString()}#~` },
+          ...withKeyCondition(
+            {},
+            conditions.partitionIs(`${PREFIX}${input.shard}`),
+            conditions.sortKeyAtMost(`${input.now.toISOString()}#~`),
+          ),
           Limit: input.limit,
         }),
       ),

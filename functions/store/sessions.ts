@@ -13,7 +13,7 @@ import { extendedIdleExpiry, generateOpaqueId, hashSessionId, type SessionTimes 
 import { type AuditInput, auditPut } from './audit';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
-import { conditionParams } from './conditions';
+import { and, conditionParams, update, updateParams, withKeyCondition } from './conditions';
 import { isConditionalCheckFailed } from './errors';
 import { accountKeys } from './keys';
 import { TABLE } from './table';
@@ -118,10 +118,10 @@ export async function touchSession(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: accountKeys.session(input.sessionHash),
-        UpdateExpression: 'SET #idle = :idle',
-        ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt) AND #idle < :idle',
-        ExpressionAttributeNames: { '#pk': 'PK', '#idle': 'idleExpiresAt', '#revokedAt': 'revokedAt' },
-        ExpressionAttributeValues: { ':idle': idleExpiresAt },
+        ...updateParams(
+          update({ set: { idleExpiresAt } }),
+          and(conditions.itemExists(), conditions.notRevoked(), conditions.idleExpiryBefore(idleExpiresAt)),
+        ),
       }),
     );
     return true;
@@ -136,10 +136,7 @@ function revokeItem(ctx: StoreContext, sessionHash: string, revokedAt: number): 
     Update: {
       TableName: ctx.tableName,
       Key: accountKeys.session(sessionHash),
-      UpdateExpression: 'SET #revokedAt = :revokedAt',
-      ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#revokedAt)',
-      ExpressionAttributeNames: { '#pk': 'PK', '#revokedAt': 'revokedAt' },
-      ExpressionAttributeValues: { ':revokedAt': revokedAt },
+      ...updateParams(update({ set: { revokedAt } }), and(conditions.itemExists(), conditions.notRevoked())),
     },
   };
 }
@@ -182,9 +179,11 @@ export async function revokeAllSessions(
     const page = await ctx.doc.send(
       new QueryCommand({
         TableName: ctx.tableName,
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :sk)',
-        ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#hash': 'sessionHash' },
-        ExpressionAttributeValues: { ':pk': prefix.PK, ':sk': prefix.SK },
+        ...withKeyCondition(
+          { ExpressionAttributeNames: { '#hash': 'sessionHash' } },
+          conditions.partitionIs(prefix.PK),
+          conditions.sortKeyBeginsWith(prefix.SK),
+        ),
         ProjectionExpression: '#hash',
         ConsistentRead: true,
         ExclusiveStartKey: startKey,

@@ -34,7 +34,7 @@ import { spendPeriodOf } from '../core/spend-limit';
 import type { KeySpendLimit } from '../core/task';
 import type { TransactItem } from './balance';
 import * as conditions from './condition-fragments';
-import { and } from './conditions';
+import { and, withCondition } from './conditions';
 import { isRetryable, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import type { ItemKey } from './keys';
 import { queryAllWithPrefix } from './pages';
@@ -102,29 +102,28 @@ export function spendCounterChange(
   const take = -input.delta;
   const room = (spendCaps(input.limit.credits)[input.shard] ?? 0) - take;
   const guarded = take >= 0;
-  return {
-    Update: {
-      TableName: ctx.tableName,
-      Key: spendShardKey(key, input.shard),
-      UpdateExpression: `SET #userId = :spendUser${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :spendTtl)'} ADD #spent :spendCost`,
-      ...(guarded
-        ? {
-            ConditionExpression: conditions.spentAtMost(room).expression,
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-          }
-        : {}),
-      ExpressionAttributeNames: {
-        '#spent': 'spent',
-        '#userId': 'userId',
-        ...(ttl === undefined ? {} : { '#ttl': TABLE.ttlAttribute }),
-      },
-      ExpressionAttributeValues: {
-        ':spendUser': input.userId,
-        ':spendCost': take,
-        ...(guarded ? { ':spendRoom': room } : {}),
-        ...(ttl === undefined ? {} : { ':spendTtl': ttl }),
-      },
+  const change = {
+    TableName: ctx.tableName,
+    Key: spendShardKey(key, input.shard),
+    UpdateExpression: `SET #userId = :spendUser${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :spendTtl)'} ADD #spent :spendCost`,
+    ExpressionAttributeNames: {
+      '#spent': 'spent',
+      '#userId': 'userId',
+      ...(ttl === undefined ? {} : { '#ttl': TABLE.ttlAttribute }),
     },
+    ExpressionAttributeValues: {
+      ':spendUser': input.userId,
+      ':spendCost': take,
+      ...(ttl === undefined ? {} : { ':spendTtl': ttl }),
+    },
+  };
+  return {
+    Update: guarded
+      ? {
+          ...withCondition(change, conditions.spentAtMost(room)),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+        }
+      : change,
   };
 }
 
@@ -218,23 +217,24 @@ export async function rebalanceSpendCounters(
       const next = cap - (wanted[shard] ?? 0);
       if (next === was) continue;
       items.push({
-        Update: {
-          TableName: ctx.tableName,
-          Key: spendShardKey(key, shard),
-          UpdateExpression: `SET #spent = :next, #userId = :userId${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :ttl)'}`,
-          ConditionExpression: conditions.spentIs(was).expression,
-          ExpressionAttributeNames: {
-            '#spent': 'spent',
-            '#userId': 'userId',
-            ...(ttl === undefined ? {} : { '#ttl': TABLE.ttlAttribute }),
+        Update: withCondition(
+          {
+            TableName: ctx.tableName,
+            Key: spendShardKey(key, shard),
+            UpdateExpression: `SET #spent = :next, #userId = :userId${ttl === undefined ? '' : ', #ttl = if_not_exists(#ttl, :ttl)'}`,
+            ExpressionAttributeNames: {
+              '#spent': 'spent',
+              '#userId': 'userId',
+              ...(ttl === undefined ? {} : { '#ttl': TABLE.ttlAttribute }),
+            },
+            ExpressionAttributeValues: {
+              ':next': next,
+              ':userId': input.userId,
+              ...(ttl === undefined ? {} : { ':ttl': ttl }),
+            },
           },
-          ExpressionAttributeValues: {
-            ':next': next,
-            ':was': was,
-            ':userId': input.userId,
-            ...(ttl === undefined ? {} : { ':ttl': ttl }),
-          },
-        },
+          conditions.spentIs(was),
+        ),
       });
     }
     try {
@@ -307,22 +307,25 @@ export async function stampLimitVersion(
       await withRetry(
         () =>
           ctx.doc.send(
-            new UpdateCommand({
-              ...base,
-              UpdateExpression: 'SET #limitVersion = :version, #userId = :userId, #ttl = :ttl',
-              ConditionExpression: and(conditions.keyEndNotRecorded(), newer).expression,
-              ExpressionAttributeNames: {
-                '#limitVersion': 'limitVersion',
-                '#userId': 'userId',
-                '#ttl': TABLE.ttlAttribute,
-                '#endsAt': 'endsAt',
-              },
-              ExpressionAttributeValues: {
-                ':version': input.version,
-                ':userId': input.userId,
-                ':ttl': Math.floor(input.now.getTime() / 1000) + LIMIT_STAMP_SECONDS,
-              },
-            }),
+            new UpdateCommand(
+              withCondition(
+                {
+                  ...base,
+                  UpdateExpression: 'SET #limitVersion = :version, #userId = :userId, #ttl = :ttl',
+                  ExpressionAttributeNames: {
+                    '#limitVersion': 'limitVersion',
+                    '#userId': 'userId',
+                    '#ttl': TABLE.ttlAttribute,
+                  },
+                  ExpressionAttributeValues: {
+                    ':version': input.version,
+                    ':userId': input.userId,
+                    ':ttl': Math.floor(input.now.getTime() / 1000) + LIMIT_STAMP_SECONDS,
+                  },
+                },
+                and(conditions.keyEndNotRecorded(), newer),
+              ),
+            ),
           ),
         retry,
       );
@@ -335,13 +338,17 @@ export async function stampLimitVersion(
       await withRetry(
         () =>
           ctx.doc.send(
-            new UpdateCommand({
-              ...base,
-              UpdateExpression: 'SET #limitVersion = :version',
-              ConditionExpression: newer.expression,
-              ExpressionAttributeNames: { '#limitVersion': 'limitVersion' },
-              ExpressionAttributeValues: { ':version': input.version },
-            }),
+            new UpdateCommand(
+              withCondition(
+                {
+                  ...base,
+                  UpdateExpression: 'SET #limitVersion = :version',
+                  ExpressionAttributeNames: { '#limitVersion': 'limitVersion' },
+                  ExpressionAttributeValues: { ':version': input.version },
+                },
+                newer,
+              ),
+            ),
           ),
         retry,
       );

@@ -7,7 +7,7 @@
 import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type TaskRecord, TaskStatus } from '../core/task';
 import * as conditions from './condition-fragments';
-import { and, conditionParams, update, updateParams } from './conditions';
+import { and, conditionParams, update, updateParams, withKeyCondition } from './conditions';
 import { busy, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { USER } from './keys';
 import * as keys from './task-keys';
@@ -92,9 +92,11 @@ export async function accountItemsPage(
       ctx.doc.send(
         new QueryCommand({
           TableName: ctx.tableName,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
-          ExpressionAttributeValues: { ':pk': `${USER}${input.userId}`, ':prefix': input.prefix },
+          ...withKeyCondition(
+            {},
+            conditions.partitionIs(`${USER}${input.userId}`),
+            conditions.sortKeyBeginsWith(input.prefix),
+          ),
           ...(input.cursor ? { ExclusiveStartKey: input.cursor } : {}),
           Limit: input.limit ?? 100,
         }),

@@ -11,7 +11,7 @@ import { type KeySpendLimit, type TaskRecord, TaskStatus, type TaskType } from '
 import { usageDay } from '../core/usage';
 import { randomShard, type TransactItem } from './balance';
 import * as conditions from './condition-fragments';
-import { and, attr, refreshConditions, update, updateParams } from './conditions';
+import { and, refreshConditions, update, updateParams, withKeyCondition } from './conditions';
 import { completionLost, lostCondition, type RetryingStoreContext, withRetry } from './errors';
 import { pendingShardKey, userIdFromPk } from './keys';
 import { TABLE } from './table';
@@ -335,9 +335,7 @@ export async function listPendingTasks(
         new QueryCommand({
           TableName: ctx.tableName,
           IndexName: index.name,
-          KeyConditionExpression: `${attr(index.partitionKey)} = :shard`,
-          ExpressionAttributeNames: { [attr(index.partitionKey)]: index.partitionKey },
-          ExpressionAttributeValues: { ':shard': pendingShardKey(input.shard) },
+          ...withKeyCondition({}, conditions.partitionIs(pendingShardKey(input.shard), index.partitionKey)),
           ScanIndexForward: true,
           Limit: input.limit ?? 100,
           ...(input.cursor ? { ExclusiveStartKey: decodeCursor(input.cursor) } : {}),

@@ -13,7 +13,7 @@
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { UploadQuotaError } from '../core/uploads';
 import * as conditions from './condition-fragments';
-import { conditionParams, update, updateParams } from './conditions';
+import { conditionParams, update, updateParams, withKeyCondition } from './conditions';
 import { cancellationReasons, isConditionalCheckFailed, type RetryingStoreContext, withRetry } from './errors';
 import { TABLE } from './table';
 import { transact } from './transaction';
@@ -74,9 +74,7 @@ async function recount(ctx: RetryingStoreContext, userId: string, now: Date): Pr
       ctx.doc.send(
         new QueryCommand({
           TableName: ctx.tableName,
-          KeyConditionExpression: '#pk = :pk AND #sk = :sk',
-          ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey },
-          ExpressionAttributeValues: { ':pk': `USER#${userId}`, ':sk': 'UPLOADCOUNT' },
+          ...withKeyCondition({}, conditions.partitionIs(`USER#${userId}`), conditions.sortKeyIs('UPLOADCOUNT')),
           ConsistentRead: true,
         }),
       ),
@@ -91,20 +89,15 @@ async function recount(ctx: RetryingStoreContext, userId: string, now: Date): Pr
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
             FilterExpression: '#counted = :yes AND #expiresAt > :now',
-            ExpressionAttributeNames: {
-              '#pk': TABLE.partitionKey,
-              '#sk': TABLE.sortKey,
-              '#counted': 'counted',
-              '#expiresAt': 'expiresAt',
-            },
-            ExpressionAttributeValues: {
-              ':pk': `USER#${userId}`,
-              ':prefix': 'UPLOAD#',
-              ':yes': true,
-              ':now': now.toISOString(),
-            },
+            ...withKeyCondition(
+              {
+                ExpressionAttributeNames: { '#counted': 'counted', '#expiresAt': 'expiresAt' },
+                ExpressionAttributeValues: { ':yes': true, ':now': now.toISOString() },
+              },
+              conditions.partitionIs(`USER#${userId}`),
+              conditions.sortKeyBeginsWith('UPLOAD#'),
+            ),
             Select: 'COUNT',
             ConsistentRead: true,
             ...(start ? { ExclusiveStartKey: start } : {}),

@@ -8,8 +8,11 @@
  */
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_UPSTREAM } from '../core/upstreams';
+import * as conditions from './condition-fragments';
+import { attr, namesOf, withCondition, withKeyCondition } from './conditions';
 import { type CapacityContext, updateCapacity } from './dispatch-capacity';
 import { type RetryingStoreContext, withRetry } from './errors';
+import { TABLE } from './table';
 
 /**
  * Takes the upstream out until `until` (a cool-off of `ms`, doubled by the caller while failures
@@ -20,21 +23,28 @@ export async function markUnhealthy(
   ctx: CapacityContext,
   input: { now: number; until: number; ms: number },
 ): Promise<void> {
-  await updateCapacity(ctx, {
-    UpdateExpression: 'SET #until = :until, #ms = :ms, #since = if_not_exists(#since, :now)',
-    ConditionExpression: 'attribute_not_exists(#until) OR #until < :until',
-    ExpressionAttributeNames: { '#until': 'backoffUntil', '#ms': 'backoffMs', '#since': 'unhealthySince' },
-    ExpressionAttributeValues: { ':until': input.until, ':ms': input.ms, ':now': input.now },
-  });
+  await updateCapacity(
+    ctx,
+    withCondition(
+      {
+        UpdateExpression: 'SET #until = :until, #ms = :ms, #since = if_not_exists(#since, :now)',
+        ExpressionAttributeNames: { '#until': 'backoffUntil', '#ms': 'backoffMs', '#since': 'unhealthySince' },
+        ExpressionAttributeValues: { ':until': input.until, ':ms': input.ms, ':now': input.now },
+      },
+      conditions.backoffEndsBefore(input.until),
+    ),
+  );
 }
 
 /** The upstream answered a send (its probe, or any send): it is back in. */
 export async function markHealthy(ctx: CapacityContext): Promise<void> {
-  await updateCapacity(ctx, {
-    UpdateExpression: 'REMOVE #since',
-    ConditionExpression: 'attribute_exists(#since)',
-    ExpressionAttributeNames: { '#since': 'unhealthySince' },
-  });
+  await updateCapacity(
+    ctx,
+    withCondition(
+      { UpdateExpression: 'REMOVE #since', ExpressionAttributeNames: { '#since': 'unhealthySince' } },
+      conditions.upstreamUnhealthy(),
+    ),
+  );
 }
 
 /** The latencies kept per upstream for its p50: the last this many creates. */
@@ -114,9 +124,12 @@ export async function upstreamsWithCapacity(ctx: RetryingStoreContext): Promise<
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :create)',
-            ExpressionAttributeValues: { ':pk': 'DISPATCH#CAPACITY', ':create': 'CREATE' },
-            ProjectionExpression: 'SK',
+            ...withKeyCondition(
+              { ExpressionAttributeNames: namesOf(TABLE.sortKey) },
+              conditions.partitionIs('DISPATCH#CAPACITY'),
+              conditions.sortKeyBeginsWith('CREATE'),
+            ),
+            ProjectionExpression: attr(TABLE.sortKey),
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         ),

@@ -15,6 +15,8 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { type UsageCounterItem, type UsageMetric, usageAttributes, usageDay } from '../core/usage';
 import type { TransactItem } from './balance';
+import * as conditions from './condition-fragments';
+import { withKeyCondition } from './conditions';
 import { type RetryingStoreContext, withRetry } from './errors';
 import { USAGE } from './keys';
 import { TABLE } from './table';
@@ -103,14 +105,12 @@ export async function readUsageCounters(
         ctx.doc.send(
           new QueryCommand({
             TableName: ctx.tableName,
-            KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
-            ExpressionAttributeNames: { '#pk': TABLE.partitionKey, '#sk': TABLE.sortKey },
-            ExpressionAttributeValues: {
-              ':pk': keys.usageCounter(input.userId, input.from, 0).PK,
-              ':from': `${USAGE}${input.from}#`,
+            ...withKeyCondition(
+              {},
+              conditions.partitionIs(keys.usageCounter(input.userId, input.from, 0).PK),
               // `~` sorts after every shard number.
-              ':to': `${USAGE}${input.to}#~`,
-            },
+              conditions.sortKeyBetween(`${USAGE}${input.from}#`, `${USAGE}${input.to}#~`),
+            ),
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         ),

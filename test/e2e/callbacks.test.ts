@@ -4,7 +4,7 @@
  * polling and the sweeper made useless (an hour apart), only a callback can finish a task: the test
  * submits and never polls, then reads the task once the provider's callback came in.
  */
-import { grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';

@@ -17,11 +17,12 @@ import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifec
 import { attemptDelivery, type WebhookLifecycle } from '../../functions/lifecycle/webhooks';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { getAccountAlerts, rearmLowBalance, setLowBalanceThreshold } from '../../functions/store/account-events';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { getBalance } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
 import { webhookKeys } from '../../functions/store/keys';
 import { getTask, type NewTask } from '../../functions/store/tasks';

@@ -21,8 +21,8 @@ import {
   WEBHOOK_SECRETS_KEY,
 } from '../../functions/environment/environment';
 import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifecycle/webhook-settings';
+import { grantCredits } from '../../functions/money/grant';
 import { resetWebhookLifecycleFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
-import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createSession } from '../../functions/store/sessions';
 import { listAccountEventDeliveries } from '../../functions/store/webhooks';

@@ -5,7 +5,8 @@
  * an ended key cannot spend behind a cached Allow, and contention that retrying cannot win is a 503.
  */
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { putApiKey, revokeApiKey } from '../../functions/store/api-keys';
+import { revokeApiKey } from '../../functions/money/key-end';
+import { putApiKey } from '../../functions/store/api-keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
 import * as keys from '../../functions/store/task-keys';

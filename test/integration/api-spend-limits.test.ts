@@ -4,7 +4,8 @@
  * the listing's spending, and PATCH /api/keys/{keyId} (session and CSRF only) changing and removing it.
  */
 import { csrfTokenFor } from '../../functions/core/session';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
+import { getBalance } from '../../functions/store/accounts';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { createSession } from '../../functions/store/sessions';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';

@@ -25,9 +25,9 @@ import {
   WEBHOOK_SECRETS_KEY,
 } from '../../functions/environment/environment';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { resetEndpointWiringFromEnv } from '../../functions/runtime/webhook-endpoints-from-env';
 import { resetWebhookLifecycleFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
-import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createSession } from '../../functions/store/sessions';
 import { completeTask } from '../../functions/store/tasks';

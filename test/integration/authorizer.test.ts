@@ -4,6 +4,7 @@ import { createAuthorizerHandler, wholeApiArn } from '../../functions/authorizer
 import { hashApiKey } from '../../functions/core/api-key';
 import { ForbiddenError, UnauthorizedError, UsageError } from '../../functions/core/errors';
 import { usageKeyOf } from '../../functions/core/rate-plan';
+import { revokeApiKey, rotateApiKey } from '../../functions/money/key-end';
 import type { LogFields, Logger } from '../../functions/observability/logger';
 import {
   ApiKeyNotFoundError,
@@ -11,8 +12,6 @@ import {
   getApiKeyByHash,
   listApiKeys,
   putApiKey,
-  revokeApiKey,
-  rotateApiKey,
 } from '../../functions/store/api-keys';
 import { requestIdentity } from '../../local/gateway';
 import { createTestStore, type TestStore } from '../support/dynamodb';

@@ -8,7 +8,7 @@
  */
 import { presignUrl } from '../../functions/aws/signer';
 import { checkedUploadKey, uploadKey } from '../../functions/core/uploads';
-import { grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { getTask } from '../../functions/store/tasks';

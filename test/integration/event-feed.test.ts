@@ -23,10 +23,10 @@ import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifec
 import { claimDueDeliveries } from '../../functions/lifecycle/webhooks';
 import { handler as listEvents } from '../../functions/list-events/handler';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import { resetWebhookLifecycleFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
-import { grantCredits } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { decodeEventCursor, type FeedEvent, listFeedEvents } from '../../functions/store/event-feed';
 import { createSession } from '../../functions/store/sessions';

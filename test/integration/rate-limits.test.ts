@@ -8,7 +8,7 @@ import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { setAccountLimits } from '../../functions/auth/rate-limits';
 import { usageKeyName } from '../../functions/core/rate-plan';
 import { csrfTokenFor } from '../../functions/core/session';
-import { grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
 import { listApiKeys, putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { getInvite, inviteAccount } from '../../functions/store/invites';

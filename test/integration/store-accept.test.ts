@@ -1,7 +1,8 @@
 import { IdempotencyConflictError, InsufficientCreditsError, UsageError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
 import { acceptTask } from '../../functions/money/accept';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
+import { getBalance } from '../../functions/store/accounts';
 import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';

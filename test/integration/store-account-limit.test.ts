@@ -1,9 +1,11 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SpendLimitError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
+import { setAccountSpendLimit } from '../../functions/money/account-limit';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { getAccountSpendLimit, setAccountSpendLimit } from '../../functions/store/account-limit';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { getAccountSpendLimit } from '../../functions/store/account-limit';
+import { getBalance } from '../../functions/store/accounts';
 import { putApiKey } from '../../functions/store/api-keys';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { createTestStore, type TestStore } from '../support/dynamodb';
@@ -163,9 +165,14 @@ describe('the account-wide monthly spend limit, enforced in the accept transacti
  */
 function stampsTimingOut(store: TestStore, userId: string, from: number): TestStore['doc'] {
   const send = (command: unknown) => {
-    const input = (command as { input?: { Key?: { PK?: string; SK?: string }; UpdateExpression?: string } }).input;
+    const input = (
+      command as { input?: { Key?: { PK?: string; SK?: string }; ExpressionAttributeNames?: Record<string, string> } }
+    ).input;
     const shard = /^ACCOUNT(?:#(\d+))?$/.exec(input?.Key?.SK ?? '');
-    const stamp = input?.UpdateExpression?.includes('#version') && input.Key?.PK === `USER#${userId}`;
+    // A stamp is the one single-item update of a balance shard that writes the limit's version.
+    const stamp =
+      Object.values(input?.ExpressionAttributeNames ?? {}).includes('acctLimitVersion') &&
+      input?.Key?.PK === `USER#${userId}`;
     if (command instanceof UpdateCommand && stamp && shard && Number(shard[1] ?? 0) >= from) {
       return Promise.reject(Object.assign(new Error('Request timed out'), { name: 'TimeoutError' }));
     }

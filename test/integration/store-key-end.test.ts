@@ -6,8 +6,9 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { UnauthorizedError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
-import { grantCredits } from '../../functions/store/accounts';
-import { putApiKey, revokeApiKey } from '../../functions/store/api-keys';
+import { grantCredits } from '../../functions/money/grant';
+import { revokeApiKey } from '../../functions/money/key-end';
+import { putApiKey } from '../../functions/store/api-keys';
 import { readShards, totalOf } from '../../functions/store/balance';
 import { LEGACY_KEY_END_PREFIX } from '../../functions/store/conditions';
 import { auditUser, listLedger } from '../../functions/store/ledger';

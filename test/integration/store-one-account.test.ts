@@ -6,9 +6,11 @@
 import { UnauthorizedError } from '../../functions/core/errors';
 import { TaskStatus } from '../../functions/core/task';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
+import { revokeApiKey, rotateApiKey } from '../../functions/money/key-end';
 import { failAndRefund } from '../../functions/money/refund';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
-import { putApiKey, revokeApiKey, rotateApiKey } from '../../functions/store/api-keys';
+import { getBalance } from '../../functions/store/accounts';
+import { putApiKey } from '../../functions/store/api-keys';
 import { readShards } from '../../functions/store/balance';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { getTask } from '../../functions/store/tasks';

@@ -1,7 +1,7 @@
 import { UsageError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { grantCredits } from '../../functions/store/accounts';
 import { shardOf } from '../../functions/store/keys';
 import { auditUser } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';

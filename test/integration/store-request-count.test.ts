@@ -1,6 +1,6 @@
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { grantCredits } from '../../functions/store/accounts';
 import { auditUser } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
 import { claimRefresh, completeTask, getTask } from '../../functions/store/tasks';

@@ -6,10 +6,11 @@
  */
 import { InsufficientCreditsError, SpendLimitError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
-import { setAccountSpendLimit } from '../../functions/store/account-limit';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { setAccountSpendLimit } from '../../functions/money/account-limit';
+import { grantCredits } from '../../functions/money/grant';
+import { setSpendLimit } from '../../functions/money/key-limit';
+import { getBalance } from '../../functions/store/accounts';
 import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
-import { setSpendLimit } from '../../functions/store/key-spend-limit';
 import { auditUser } from '../../functions/store/ledger';
 import { readSpent } from '../../functions/store/spend';
 import type { NewTask } from '../../functions/store/tasks';

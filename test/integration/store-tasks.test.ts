@@ -1,7 +1,8 @@
 import { TaskStatus } from '../../functions/core/task';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { getBalance } from '../../functions/store/accounts';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { claimRefresh, completeTask, getTask, recordProviderTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';

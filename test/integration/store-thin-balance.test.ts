@@ -1,6 +1,7 @@
 import { InsufficientCreditsError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
-import { getBalance, grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
+import { getBalance } from '../../functions/store/accounts';
 import { readShards } from '../../functions/store/balance';
 import { auditUser } from '../../functions/store/ledger';
 import { readLayout, thinLately } from '../../functions/store/thin-balance';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { parseUsageQuery, type UsageReport, usageReport } from '../../functions/core/usage';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
-import { grantCredits } from '../../functions/store/accounts';
 import { listLedger } from '../../functions/store/ledger';
 import { completeTask } from '../../functions/store/tasks';
 import { readUsageCounters } from '../../functions/store/usage';

@@ -12,7 +12,7 @@ import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost, presignUrl } from '../../functions/aws/signer';
 import { createS3UploadReader } from '../../functions/media/uploads';
-import { grantCredits } from '../../functions/store/accounts';
+import { grantCredits } from '../../functions/money/grant';
 import { putApiKey } from '../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { putUpload } from '../../functions/store/uploads';

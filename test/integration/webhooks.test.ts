@@ -25,10 +25,10 @@ import {
 } from '../../functions/lifecycle/webhooks';
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { acceptTask } from '../../functions/money/accept';
+import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
-import { grantCredits } from '../../functions/store/accounts';
 import { createDocumentClient } from '../../functions/store/client';
 import { claimSend, releaseSend } from '../../functions/store/dispatch';
 import { webhookKeys } from '../../functions/store/keys';

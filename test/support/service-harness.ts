@@ -48,12 +48,12 @@ import {
 import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { handler as mediaWorker } from '../../functions/media-worker/handler';
+import { grantCredits } from '../../functions/money/grant';
 import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../../functions/runtime/provider-profile-from-env';
 import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
-import { grantCredits } from '../../functions/store/accounts';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER, MEDIA_WORKER_FILTER } from '../../lib/routes';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { grantCredits } from '../../../functions/store/accounts';
+import { grantCredits } from '../../../functions/money/grant';
 import { createDocumentClient } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';

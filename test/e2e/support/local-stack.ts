@@ -5,7 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { grantCredits } from '../../../functions/store/accounts';
+import { grantCredits } from '../../../functions/money/grant';
 import { epochSeconds, putApiKey } from '../../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
