@@ -1,11 +1,7 @@
-// One config style for every project: ts-jest transpiles TypeScript (type-checking is `npm run build`)
-// and the ESM-only @middy packages, which jest cannot require as they are shipped.
-
-/** @type {import('ts-jest').TsJestTransformerOptions} */
-const tsJest = {
-  tsconfig: { module: 'commonjs', moduleResolution: 'node10', allowJs: true, isolatedModules: true },
-  diagnostics: false,
-};
+// One config style for every project: esbuild transpiles TypeScript, file by file
+// (test/support/esbuild-transform.js; type-checking is `npm run build`), and the ESM-only @middy
+// packages, which jest cannot require as they are shipped.
+const esbuildTransform = '<rootDir>/test/support/esbuild-transform.js';
 
 /** @param {string} name @param {Partial<import('jest').Config>} extra @returns {import('jest').Config} */
 const project = (name, extra = {}) => ({
@@ -13,10 +9,10 @@ const project = (name, extra = {}) => ({
   testEnvironment: 'node',
   roots: [`<rootDir>/test/${name}`],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.[jt]s$': ['ts-jest', tsJest] },
+  transform: { '^.+\\.[jt]s$': esbuildTransform },
   transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
   // middy 7's package exports offer only an `import` condition, which jest's CommonJS resolver does
-  // not match: point it at the module file, which ts-jest then transpiles like our own.
+  // not match: point it at the module file, which the transform then turns into CommonJS like our own.
   moduleNameMapper: { '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   ...extra,
 });

@@ -4,10 +4,10 @@
  * table on its worker's JVM (test/support/dynamodb.ts).
  */
 import { buildLocalStack } from '../../local/spawn-local-stack';
-import { acquireSharedDynamoDb } from './shared-dynamodb';
+import { acquireSharedDynamoDb, type JestRunShape } from './shared-dynamodb';
 
-export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
+export default async function setup(globalConfig: JestRunShape): Promise<void> {
   // Some files start `npm start`'s program: its bundle is built once here, not by each of them.
   buildLocalStack();
-  await acquireSharedDynamoDb(globalConfig.maxWorkers);
+  await acquireSharedDynamoDb(globalConfig);
 }

@@ -13,6 +13,8 @@
  * setup and teardown in its main process, so the handles and the count travel on `globalThis`, and the
  * workers it spawns afterwards inherit the endpoints in DYNAMODB_TEST_ENDPOINTS.
  */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { type DynamoDbLocalHandle, findFreePort, startDynamoDbLocal } from '../../local/dynamodb-local';
 
 /** The variable that carries the endpoints (comma-separated) to the workers and their stacks. */
@@ -35,17 +37,46 @@ async function startOne(): Promise<DynamoDbLocalHandle> {
   throw lastError;
 }
 
+/** The part of jest's global config (passed to every global setup) that says how many workers run files. */
+export interface JestRunShape {
+  maxWorkers: number;
+  runInBand?: boolean;
+  /** The command line's test path patterns (`npx jest test/integration/x.test.ts` names one file). */
+  nonFlagArgs?: readonly string[];
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Starts the run's JVMs (one for the setups' stacks, one per worker) unless a setup before this one
- * did; resolves to the setups' endpoint.
+ * How many workers run test files at once: one when jest runs in band, which it does when told to
+ * (`-i`) and when the command line names a single file (one test to run: jest runs it in its main
+ * process, as worker 1); else `maxWorkers`. Each JVM start costs about 5 s of CPU on a busy 2-core
+ * machine, and a one-file run started four whose three were never used.
  */
-export async function acquireSharedDynamoDb(workers: number): Promise<string> {
+export function concurrentWorkers(config: JestRunShape, cwd = process.cwd()): number {
+  if (config.runInBand) return 1;
+  const patterns = config.nonFlagArgs ?? [];
+  if (patterns.length === 1 && isFile(resolve(cwd, patterns[0] ?? ''))) return 1;
+  return Math.max(1, config.maxWorkers);
+}
+
+/**
+ * Starts the run's JVMs (one for the setups' stacks, one per worker that runs files:
+ * {@link concurrentWorkers}) unless a setup before this one did; resolves to the setups' endpoint.
+ */
+export async function acquireSharedDynamoDb(config: JestRunShape): Promise<string> {
   const shared = globalThis.__sharedDynamoDb;
   if (shared) {
     shared.users += 1;
     return shared.handles[0]?.endpoint ?? '';
   }
-  const started = await Promise.allSettled(Array.from({ length: 1 + Math.max(1, workers) }, startOne));
+  const started = await Promise.allSettled(Array.from({ length: 1 + concurrentWorkers(config) }, startOne));
   const handles = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failed = started.find((result) => result.status === 'rejected');
   if (failed) {

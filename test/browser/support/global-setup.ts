@@ -11,7 +11,7 @@ import { createDocumentClient } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../../local/dynamodb-local';
 import type { SpawnedLocalStack } from '../../../local/spawn-local-stack';
-import { acquireSharedDynamoDb } from '../../support/shared-dynamodb';
+import { acquireSharedDynamoDb, type JestRunShape } from '../../support/shared-dynamodb';
 import { spawnTestStack } from '../../support/test-stack';
 import { chromiumPath } from './chromium';
 import { BROWSER_CONTEXT_ENV, type BrowserTestContext } from './context';
@@ -44,10 +44,10 @@ const WEBHOOKS_ACCOUNT = {
   userId: 'browser-webhooks',
 };
 
-export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
+export default async function setup(globalConfig: JestRunShape): Promise<void> {
   const chromium = chromiumPath();
   // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
-  await acquireSharedDynamoDb(globalConfig.maxWorkers);
+  await acquireSharedDynamoDb(globalConfig);
   // The Webhooks test's receiver: plain http to it is allowed (WEBHOOK_INSECURE_ORIGINS), so its port is held from now.
   const webhookPort = await holdPort();
   globalThis.__browserWebhookPort = webhookPort;

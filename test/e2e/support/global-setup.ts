@@ -4,7 +4,7 @@
  * with the keys from the environment. Either way it hands the test files one JSON context
  * (E2E_CONTEXT) and prints the checks the target leaves out, and why.
  */
-import { acquireSharedDynamoDb } from '../../support/shared-dynamodb';
+import { acquireSharedDynamoDb, type JestRunShape } from '../../support/shared-dynamodb';
 import { type RunningLocalStack, startLocalStack } from './local-stack';
 import { E2E_CONTEXT_ENV, type E2eContext, omittedChecks, type TargetKind } from './target';
 
@@ -62,13 +62,13 @@ function report(context: E2eContext): void {
   process.stdout.write(`\n${lines.join('\n')}\n`);
 }
 
-export default async function setup(globalConfig: { maxWorkers: number }): Promise<void> {
+export default async function setup(globalConfig: JestRunShape): Promise<void> {
   let context: E2eContext;
   if (process.env.API_BASE_URL) {
     context = remoteContext();
   } else {
     // The stack keeps its table on the run's one DynamoDB Local (test/support/shared-dynamodb.ts).
-    await acquireSharedDynamoDb(globalConfig.maxWorkers);
+    await acquireSharedDynamoDb(globalConfig);
     const started = await startLocalStack();
     globalThis.__e2eLocalStack = started.stack;
     context = started.context;
