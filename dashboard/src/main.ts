@@ -153,6 +153,9 @@ async function route(moveFocus: boolean): Promise<void> {
 }
 
 whenSignedOut(() => {
+  // Already signed out (the user did, or an earlier 401 said so): a request the page started before
+  // that and answered 401 after it must not replace what the page says ("You are signed out.").
+  if (current === undefined) return;
   current = undefined;
   renderAccount();
   renderSignedOut('Your session has ended. Sign in again.');

@@ -983,20 +983,45 @@ test(
     await page.locator('#balance').waitFor();
     const cookie = (await session.cookies(base)).find((one) => one.name === '__Host-session');
     expect(cookie).toBeDefined();
+    // The keys page's listing, asked for before the sign-out and held at the browser until it has
+    // happened: its 401 then must not replace what the page says (a loaded machine did exactly that).
+    await page.goto(`${base}/#/credits`);
+    let release = (): void => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held = (): void => {};
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    await page.route(`${base}/api/keys`, async (route) => {
+      held();
+      await released;
+      await route.continue();
+    });
+    const heldListing = page.waitForEvent('requestfinished', (request) => request.url() === `${base}/api/keys`);
+    await page.goto(`${base}/#/keys`);
+    await holding;
 
     // Act
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByText('You are signed out.').waitFor();
+    release();
+    const listingAnswer = await (await heldListing).response();
+    await page.unroute(`${base}/api/keys`);
     const withOldCookie = await fetch(`${base}/api/ai/tasks`, {
       headers: { Cookie: `__Host-session=${cookie?.value}` },
     });
     const sessionAfter = await page.evaluate(async () => (await fetch('/api/session')).status);
+    const signedOutShown = await page.getByText('You are signed out.').isVisible();
     await page.goto(`${base}/#/keys`);
     // The sign-in page that answered #/keys, not the signed-out one still on screen (which says so).
     await page.getByText('You are signed out.').waitFor({ state: 'detached' });
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     // Assert
+    expect(listingAnswer?.status()).toBe(401);
+    expect(signedOutShown).toBe(true);
     expect(withOldCookie.status).toBe(401);
     expect(sessionAfter).toBe(401);
     expect(await page.locator('#balance').count()).toBe(0);
