@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
+import { freePort } from './free-ports';
 
 /** DynamoDB Local accepts any credentials; fixed ones keep every client on the same database. */
 export const DYNAMODB_LOCAL_CLIENT_CONFIG = {
@@ -266,15 +267,7 @@ function assertPortFree(port: number): Promise<void> {
   });
 }
 
-/** An ephemeral port that was free a moment ago (the OS picks it). */
+/** A port that was free a moment ago, below the ephemeral range (local/free-ports.ts says why). */
 export function findFreePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolvePort(port) : reject(new Error('no ephemeral port assigned'))));
-    });
-  });
+  return freePort();
 }

@@ -4,8 +4,8 @@
  * ends with the process that spawned it, also when that one is killed (EXIT_WITH_PID).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
+import { freePorts } from './free-ports';
 
 const ROOT = resolve(__dirname, '..');
 const OUTPUT_LINES_KEPT = 200;
@@ -35,27 +35,7 @@ export interface SpawnOptions {
   stopTimeoutMs?: number;
 }
 
-/** N distinct free ports: every probe stays open until all are found, so none repeats. */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((ready, fail) => {
-        server.once('error', fail);
-        server.listen(0, '127.0.0.1', () => ready());
-      });
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no port from listen(0)');
-      ports.push(address.port);
-    }
-    return ports;
-  } finally {
-    await Promise.all(servers.map((server) => new Promise<void>((closed) => server.close(() => closed()))));
-  }
-}
+export { freePorts } from './free-ports';
 
 function hasExited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
@@ -100,8 +80,24 @@ export function buildLocalStack(): void {
   if (built.status !== 0) throw new Error(`Building the local stack failed:\n${built.stderr}`);
 }
 
-/** Starts the stack and resolves at its `API ready at` line; stops it again on any failure. */
+/** Starts made when a port the stack was given turned out taken (another process bound it first). */
+const STARTS_ON_TAKEN_PORT = 3;
+
+/**
+ * Starts the stack and resolves at its `API ready at` line; stops it again on any failure. A start that
+ * ends because a port was taken meanwhile (`EADDRINUSE`) is made again on fresh ports, up to 3 times.
+ */
 export async function spawnLocalStack(options: SpawnOptions = {}): Promise<SpawnedLocalStack> {
+  for (let start = 1; ; start++) {
+    try {
+      return await spawnOnce(options);
+    } catch (error) {
+      if (start >= STARTS_ON_TAKEN_PORT || !/EADDRINUSE|is already in use/.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+async function spawnOnce(options: SpawnOptions): Promise<SpawnedLocalStack> {
   // Seconds on an idle machine; a 2-core machine running test suites (several JVMs starting at once)
   // can need minutes. Only a start that fails anyway waits this long.
   const readyTimeoutMs = options.readyTimeoutMs ?? 180_000;
