@@ -35,7 +35,8 @@ interface Customer {
 async function customer(store: StoreContext, variant: Variant, credits: number): Promise<Customer> {
   const { randomUUID } = await import('node:crypto');
   const { grantCredits } = await import('../functions/money/grant');
-  const { putApiKey, getApiKeyById } = await import('../functions/store/api-keys');
+  const { getApiKeyById } = await import('../functions/store/api-keys');
+  const { putApiKey } = await import('../functions/money/key-issue');
   const { setAccountSpendLimit } = await import('../functions/money/account-limit');
   const { spendLimitContext } = await import('../functions/core/spend-limit');
   const userId = `bench-${randomUUID()}`;

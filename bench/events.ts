@@ -10,7 +10,7 @@
  * and the sweeper did.
  */
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { createDocumentClient } from '../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';
 import { spawnLocalStack } from '../local/spawn-local-stack';

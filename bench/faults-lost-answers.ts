@@ -9,7 +9,7 @@
  * - Money: every account's ledger equals its balance, and the balance is what the completed tasks cost.
  */
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { auditUser } from '../functions/store/ledger';
 import { goal, ms, out, startPacedBenchStack, table } from './support';
 

@@ -14,7 +14,7 @@
  *   upstream creates per task (goal: 1.00) and the money.
  */
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { auditUser } from '../functions/store/ledger';
 import { lostAnswerFigures } from './faults-lost-answers';
 import { goal, ms, note, out, percentile, startPacedBenchStack, table } from './support';

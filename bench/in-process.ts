@@ -142,7 +142,7 @@ export async function createUser(
   credits: number,
 ): Promise<{ userId: string; keyId: string; apiKey: string }> {
   const { grantCredits } = await import('../functions/money/grant');
-  const { putApiKey } = await import('../functions/store/api-keys');
+  const { putApiKey } = await import('../functions/money/key-issue');
   const userId = `bench-${randomUUID()}`;
   await grantCredits(store, { userId, amount: credits, grantId: `bench-${randomUUID()}` });
   const issued = await putApiKey(store, { userId, name: 'bench' });

@@ -7,7 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { createDocumentClient } from '../functions/store/client';
 import { ensureTable } from '../functions/store/ensure-table';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG, findFreePort, startDynamoDbLocal } from '../local/dynamodb-local';

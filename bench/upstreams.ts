@@ -11,7 +11,7 @@
  */
 import { createServer } from 'node:net';
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { createDocumentClient } from '../functions/store/client';
 import { auditUser } from '../functions/store/ledger';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../local/dynamodb-local';

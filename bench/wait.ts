@@ -10,7 +10,7 @@
  *   task's record first shows it at the provider, read every 250 ms): median and p95 of the error.
  */
 import { grantCredits } from '../functions/money/grant';
-import { putApiKey } from '../functions/store/api-keys';
+import { putApiKey } from '../functions/money/key-issue';
 import { getTask } from '../functions/store/tasks';
 import { goal, ms, note, out, percentile, startPacedBenchStack, table } from './support';
 

@@ -38,8 +38,9 @@ import {
 } from '../functions/environment/environment';
 import { mediaResponseHeaders, resolveMediaPath } from '../functions/media/fs-media-store';
 import { grantCredits } from '../functions/money/grant';
+import { putApiKey } from '../functions/money/key-issue';
 import { resetLifecycleFromEnv } from '../functions/runtime/lifecycle-from-env';
-import { listApiKeys, putApiKey } from '../functions/store/api-keys';
+import { listApiKeys } from '../functions/store/api-keys';
 import { ensureTable } from '../functions/store/ensure-table';
 import { resetStoreFromEnv, storeFromEnv } from '../functions/store/from-env';
 import { inviteAccount } from '../functions/store/invites';

@@ -12,7 +12,9 @@
  */
 import { ControlPlaneBusyError } from '../core/errors';
 import { type UsageSubject, usageKeyName, usageKeyOf } from '../core/rate-plan';
+import { retireKey } from '../money/key-cap';
 import { type RevokedApiKey, type RotatedApiKey, revokeApiKey, rotateApiKey } from '../money/key-end';
+import { type PutApiKeyInput, putApiKey } from '../money/key-issue';
 import { type Logger, logger } from '../observability/logger';
 import {
   type ApiKeyRecord,
@@ -21,12 +23,10 @@ import {
   getApiKeyById,
   type IssuedApiKey,
   type KeyAction,
-  type PutApiKeyInput,
-  putApiKey,
 } from '../store/api-keys';
 import type { StoreContext } from '../store/client';
 import { clearGatewayKey, type DueGatewayKey, dueGatewayKeys, scheduleGatewayKey } from '../store/gateway-keys';
-import { maxActiveKeysFromEnv, retireKey } from '../store/key-count';
+import { maxActiveKeysFromEnv } from '../store/key-count';
 import { enrollUsageKey, type UsageEnrollment } from './rate-limits';
 
 /**

@@ -66,8 +66,12 @@ export const GRANT_PRECEDENCE = ['grant-recorded'] as const satisfies ReadonlyAr
  * What a contributor to a key's end (a revocation, a rotation) found:
  * - `key-limit`: the account's active-key count is at its limit (a rotation with grace adds a key).
  * - `key-changed`: the old key's item was revoked, rotated or removed since it was read.
- * - `listing-moved`: the old key's listing left the count state read (a retirement raced it).
+ * - `listing-moved`: the key's listing is not in the count state the transaction expects (a retirement
+ *   or a revocation raced it; for a retirement also: the key has not ended).
  * - `key-taken`: a new key's item exists already (an id or hash collision).
+ *
+ * A key's issue (money/key-issue.ts) and the active-key count's own writes (money/key-cap.ts: a key
+ * counted, a key retired) are read with the same findings.
  */
 export type KeyEndFinding =
   | { kind: 'key-limit' }
@@ -93,6 +97,19 @@ export const ROTATE_PRECEDENCE = [
   'listing-moved',
   'key-taken',
 ] as const satisfies ReadonlyArray<KeyEndFinding['kind']>;
+
+/**
+ * The issue's precedence: the key count at its limit names the limit (409); a new key's item already
+ * there is a collision of random ids (a fault, left as it was).
+ */
+export const ISSUE_PRECEDENCE = ['key-limit', 'key-taken'] as const satisfies ReadonlyArray<KeyEndFinding['kind']>;
+
+/**
+ * The precedence of the active-key count's own writes (a key counted, a key retired): only the listing
+ * has a condition, and its failure means another writer counted, retired or revoked the key first, or
+ * (retiring) it has not ended: nothing to do.
+ */
+export const KEY_COUNT_PRECEDENCE = ['listing-moved'] as const satisfies ReadonlyArray<KeyEndFinding['kind']>;
 
 /**
  * What a contributor to a limit change found:

@@ -3,14 +3,13 @@
  * the key's items, its listing, the account's active-key count, the audit entry and the limit items,
  * each built by store/ with its named conditions, each reading what a failure of its own condition means.
  */
-import type { KeySpendLimit } from '../core/task';
 import type { ApiKeyRecord } from '../store/api-key-records';
 import { keyItemUpdate, newKeyItems } from '../store/api-keys';
 import { type AuditInput, auditPut } from '../store/audit';
 import type { StoreContext } from '../store/client';
 import type { Expr } from '../store/conditions';
 import { keyCountUpdate, listingUpdate } from '../store/key-count';
-import { keyLimitUpdate, type LimitedKey } from '../store/key-spend-limit';
+import { type KeyLimitChange, keyLimitUpdate } from '../store/key-spend-limit';
 import type { KeyEndFinding, LimitFinding } from './findings';
 import { type Contributor, type Finding, failedCondition } from './transaction';
 
@@ -79,14 +78,7 @@ export function auditEntry<F extends Finding>(
  */
 export function limitedKey(
   ctx: StoreContext,
-  input: {
-    key: LimitedKey;
-    spendLimit: KeySpendLimit | undefined;
-    version: number;
-    keyCondition: Expr;
-    listingCondition: Expr;
-    newer?: boolean;
-  },
+  input: KeyLimitChange & { newer?: boolean },
 ): Array<Contributor<LimitFinding>> {
   const [keyItem, listingItem] = keyLimitUpdate(ctx, input);
   return [

@@ -24,9 +24,10 @@ import type { StoreContext } from '../store/client';
 import * as conditions from '../store/condition-fragments';
 import { and, keyCountConditions, update } from '../store/conditions';
 import { busy } from '../store/errors';
-import { assertRoomForKey, ensureKeyCount, isKeyCounted } from '../store/key-count';
+import { isKeyCounted } from '../store/key-count';
 import { transact } from '../store/transaction';
 import { type KeyEndFinding, REVOKE_PRECEDENCE, ROTATE_PRECEDENCE } from './findings';
+import { assertRoomForKey, ensureKeyCount } from './key-cap';
 import { activeKeyCount, auditEntry, endedKey, keyListing, newKey } from './key-contributors';
 import { type ComposedTransaction, compose, decide } from './transaction';
 

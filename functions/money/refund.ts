@@ -61,6 +61,15 @@ export function refundAnswer(error: unknown, transaction: ComposedTransaction<Re
  *
  * Returns `{ task, refunded: true }` to the caller that refunded, `{ task: <current>, refunded: false }`
  * when the task was already terminal (read after the failed attempt), undefined when it does not exist.
+ *
+ * A refund that is not a cancel whose condition failed, yet whose re-read shows the task still pending,
+ * unrefunded and charged as the caller's copy says, also returns `{ task: <current>, refunded: false }`
+ * (it used to throw). That is safe: the cancelled transaction wrote nothing, so no credit was made or
+ * lost, and the task is still pending with its charge held and still in the pending index (the update
+ * that takes it out is the one that failed); the sweeper's walk of pending tasks (or the next poller)
+ * fails and refunds it, exactly once by the same conditions. Throwing would only report, as a fault, a
+ * race the caller cannot act on. A copy that does not match the stored charge still throws: that is
+ * the caller's bug, not a race.
  */
 export async function failAndRefund(
   ctx: RetryingStoreContext,

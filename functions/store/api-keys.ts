@@ -3,19 +3,17 @@
  * - `APIKEY#<sha256>` / `APIKEY`: what the authorizer reads on every cache miss (one GetItem);
  * - `USER#<userId>` / `KEY#<keyId>`: the owner's listing (prefix for display, never the key or its hash);
  * - `KEYID#<keyId>` / `KEYID`: key id -> owner and hash, so operators revoke and rotate by key id.
- * The plaintext key exists only in the return value of `putApiKey` / `rotateApiKey` (money/key-end.ts).
- * The same transactions keep the account's active-key count (store/key-count.ts): the listing says
- * `counted`.
+ * The plaintext key exists only in the return value of `putApiKey` (money/key-issue.ts) / `rotateApiKey`
+ * (money/key-end.ts), the transactions that write these items with the account's active-key count
+ * (store/key-count.ts): the listing says `counted`.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { epochSeconds, generateApiKey, hashApiKey, keyPrefix } from '../core/api-key';
-import { KeyNotFoundError, KeyStateError, UsageError } from '../core/errors';
-import type { SpendLimitInput } from '../core/spend-limit';
+import { epochSeconds } from '../core/api-key';
+import { KeyNotFoundError, KeyStateError } from '../core/errors';
 import {
   type ApiKeyListing,
   type ApiKeyRecord,
-  canonicalCidrs,
   LISTING_ATTRIBUTES,
   NAMES,
   names,
@@ -23,17 +21,14 @@ import {
   str,
   toListing,
   toRecord,
-  withOptional,
 } from './api-key-records';
-import { type AuditInput, auditPut } from './audit';
+import type { AuditInput } from './audit';
 import type { StoreContext } from './client';
 import * as conditions from './condition-fragments';
 import { and, conditionParams, type Expr, update, updateParams } from './conditions';
-import { cancellationReasons, keyCountFailure } from './errors';
-import { assertRoomForKey, keyCountUpdate } from './key-count';
+import { cancellationReasons } from './errors';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { transact } from './transaction';
 
 export type { ApiKeyListing, ApiKeyRecord } from './api-key-records';
 
@@ -41,29 +36,6 @@ export type { ApiKeyListing, ApiKeyRecord } from './api-key-records';
 export interface IssuedApiKey extends ApiKeyRecord {
   apiKey: string;
   prefix: string;
-}
-
-export interface PutApiKeyInput {
-  userId: string;
-  name: string;
-  allowedCidrs?: readonly string[];
-  /** Epoch seconds, in the future; omit for a key that never expires. */
-  expiresAt?: number;
-  /** A budget for the key (docs/api/spend-limits-and-usage.md#spend-limits); omit for none. */
-  spendLimit?: SpendLimitInput;
-  now?: Date;
-  /** Recorded in the same transaction as the key (actions by customers and operators alike). */
-  audit?: AuditInput;
-  /**
-   * Runs once the request is known to be valid, before anything is written: the new key exists only if
-   * it succeeds (key issuing enrolls the key's API Gateway key here, so no key is ever active without it).
-   */
-  beforeCommit?: BeforeCommit;
-  /**
-   * The most active keys the account may hold (KeyLimitError beyond it, checked exactly in the key's
-   * transaction); undefined: no cap (the local stack's demo key). The key is counted either way.
-   */
-  maxActiveKeys?: number;
 }
 
 /** A step that must succeed before a new key is written; it gets the new key's id and owner. */
@@ -139,50 +111,6 @@ function withoutUserId(record: ApiKeyRecord): Omit<ApiKeyRecord, 'userId'> {
 export function cancellationCodes(error: unknown): string[] | undefined {
   return cancellationReasons(error)?.map((reason) => reason.Code ?? 'None');
 }
-
-/**
- * Issues a key: generates it, stores its hash, listing and id items in one transaction and returns the
- * plaintext once. Validates before writing: non-empty user and name, well-formed CIDRs (stored in
- * canonical form), an expiry in the future.
- */
-export async function putApiKey(ctx: StoreContext, input: PutApiKeyInput): Promise<IssuedApiKey> {
-  const now = input.now ?? new Date();
-  if (input.userId.length === 0) throw new UsageError('userId must not be empty');
-  if (input.name.length === 0) throw new UsageError('name must not be empty');
-  const allowedCidrs = canonicalCidrs(input.allowedCidrs ?? []);
-  if (input.expiresAt !== undefined) {
-    if (!Number.isSafeInteger(input.expiresAt)) throw new UsageError('expiresAt must be whole epoch seconds');
-    if (input.expiresAt <= epochSeconds(now)) throw new UsageError('expiresAt must be in the future');
-  }
-  const { apiKey, keyId } = generateApiKey();
-  const record = withOptional<ApiKeyRecord>(
-    { keyId, userId: input.userId, name: input.name, allowedCidrs, createdAt: now.toISOString() },
-    {
-      expiresAt: input.expiresAt,
-      ...(input.spendLimit
-        ? {
-            spendLimit: { credits: input.spendLimit.credits, period: input.spendLimit.period, budgetKeyId: keyId },
-            spendLimitVersion: 1,
-          }
-        : {}),
-    },
-  );
-  const prefix = keyPrefix(apiKey);
-  const audit = input.audit ? [auditPut(ctx, input.userId, withKey(input.audit, keyId), now)] : [];
-  const limit = input.maxActiveKeys;
-  if (limit !== undefined) await assertRoomForKey(ctx, input.userId, limit, now);
-  await input.beforeCommit?.({ keyId, userId: input.userId });
-  const items = [...newKeyItems(ctx, record, hashApiKey(apiKey), prefix), keyCountUpdate(ctx, input.userId, 1, limit)];
-  try {
-    await transact(ctx, [...items, ...audit]);
-  } catch (error) {
-    throw keyCountFailure(error, { counter: items.length - 1, limit });
-  }
-  return { ...record, apiKey, prefix };
-}
-
-/** Alias of {@link putApiKey} for callers that read better with "create". */
-export const createApiKey = putApiKey;
 
 /**
  * The key with this SHA-256, or `undefined`. The authorizer's hot path: exactly one GetItem. Strongly

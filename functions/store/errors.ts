@@ -3,7 +3,7 @@
  * check failures become domain outcomes here, and the transient failures the SDK does not retry
  * itself (transaction conflicts, cancelled transactions) are retried here, with bounds.
  */
-import { KeyLimitError, ServiceBusyError } from '../core/errors';
+import { ServiceBusyError } from '../core/errors';
 import type { StoreContext } from './client';
 
 /** One entry of `TransactionCanceledException.CancellationReasons`, in transaction item order. */
@@ -81,22 +81,6 @@ export function attemptRecordLost(error: unknown): true {
   const reasons = cancellationReasons(error);
   if (reasons?.some((reason) => reason.Code === 'ConditionalCheckFailed')) return true;
   throw error;
-}
-
-/**
- * Maps a failed key write (issue or rotation) whose transaction took one more key into the account's
- * active-key count: when the count's condition failed, the account holds `limit` active keys already
- * (KeyLimitError, a 409 naming the limit). Returns the error unchanged for any other cause.
- */
-export function keyCountFailure(
-  error: unknown,
-  layout: { counter: number | undefined; limit: number | undefined },
-): unknown {
-  const reasons = cancellationReasons(error);
-  if (reasons && layout.limit !== undefined && failedCondition(reasons, layout.counter)) {
-    return new KeyLimitError(layout.limit);
-  }
-  return error;
 }
 
 /** True when a conditional single-item update lost (the state moved on); anything else rethrows. */

@@ -1,28 +1,27 @@
 /**
- * An account's count of active API keys (`USER#<id>` / `KEYCOUNT`: `activeKeys`, `initialized`). Every
- * key has a rate bucket of its own, so the number of keys an account may hold is what bounds its request
- * rate; the count makes the cap exact under races:
+ * The items of an account's count of active API keys (`USER#<id>` / `KEYCOUNT`: `activeKeys`,
+ * `initialized`) and the reads of it. Every key has a rate bucket of its own, so the number of keys an
+ * account may hold is what bounds its request rate; the count makes the cap exact under races:
  * - a key's listing says `counted` while the key is in the count;
  * - issuing a key adds 1 in the same transaction that writes it, on the condition that the count is
  *   below the cap (`keyCountConditions.roomFor`), so two racing creations cannot both take the last
  *   place;
  * - revoking takes 1 off in the same transaction that revokes (when the listing says `counted`);
- * - a key that reached its expiry is retired (taken off, `counted` removed) by {@link retireEndedKeys}:
- *   when a creation finds no room, and by the sweeper.
+ * - a key that reached its expiry is retired (taken off, `counted` removed): when a creation finds no
+ *   room, and by the sweeper.
  * So the count always equals the number of listings that say `counted`. Accounts from before the count
  * get it on their first key action: every active key is counted, one transaction each, then the count
- * is marked `initialized`; a creation refuses to run on a count that is not.
+ * is marked `initialized`; a creation refuses to run on a count that is not. Those transactions are
+ * composed in money/ (money/key-issue.ts, money/key-end.ts, money/key-cap.ts); this module builds their
+ * items on the named conditions of `keyCountConditions`.
  */
 import { GetCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { KeyLimitError } from '../core/errors';
 import { type Env, MAX_ACTIVE_KEYS, readEnv } from '../environment/environment';
 import type { StoreContext } from './client';
-import * as conditions from './condition-fragments';
-import { and, type Expr, keyCountConditions, update, updateParams } from './conditions';
-import { cancellationReasons, withRetry } from './errors';
+import { type Expr, keyCountConditions, update, updateParams } from './conditions';
+import { withRetry } from './errors';
 import { accountKeys } from './keys';
 import { queryAllWithPrefix } from './pages';
-import { transact } from './transaction';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -72,6 +71,7 @@ export interface KeyCount {
   initialized: boolean;
 }
 
+/** The account's count as it is now (0 and not initialized when it has none yet). */
 export async function readKeyCount(ctx: StoreContext, userId: string): Promise<KeyCount> {
   const result = await ctx.doc.send(
     new GetCommand({ TableName: ctx.tableName, Key: accountKeys.keyCount(userId), ConsistentRead: true }),
@@ -97,14 +97,16 @@ export async function isKeyCounted(ctx: StoreContext, userId: string, keyId: str
   return result.Item?.counted === true;
 }
 
-interface ListingState {
+/** What the count needs of a key's listing: whether it is counted, and its end if any. */
+export interface ListingState {
   keyId: string;
   counted: boolean;
   revokedAt?: number;
   expiresAt?: number;
 }
 
-async function listingStates(ctx: StoreContext, userId: string): Promise<ListingState[]> {
+/** The count state of every key listing of an account (one paged Query). */
+export async function listingStates(ctx: StoreContext, userId: string): Promise<ListingState[]> {
   const items = await queryAllWithPrefix(ctx, accountKeys.keyListing(userId, ''), [
     'keyId',
     'counted',
@@ -125,44 +127,11 @@ async function listingStates(ctx: StoreContext, userId: string): Promise<Listing
   );
 }
 
-/** True when a transaction lost only on a condition (the state moved on: nothing to do). */
-function lostOnCondition(error: unknown): boolean {
-  return cancellationReasons(error)?.some((reason) => reason.Code === 'ConditionalCheckFailed') ?? false;
-}
-
-/** Sends `items` (retried on transient failures): false when a condition lost, nothing written. */
-async function transactUnlessLost(ctx: StoreContext, items: TransactItem[]): Promise<boolean> {
-  try {
-    await transact(ctx, items);
-    return true;
-  } catch (error) {
-    if (lostOnCondition(error)) return false;
-    throw error;
-  }
-}
-
 /**
- * Sets the count up for an account from before it: every active key not yet counted is counted (its
- * listing marked in the same transaction as the count's increment, so racing setups count each key
- * once), then the count is marked `initialized`.
+ * Marks the count `initialized` (every older key counted: money/key-cap.ts `ensureKeyCount`), creating
+ * it at 0 when missing.
  */
-export async function ensureKeyCount(ctx: StoreContext, userId: string, now: Date): Promise<KeyCount> {
-  const current = await readKeyCount(ctx, userId);
-  if (current.initialized) return current;
-  const nowSeconds = Math.floor(now.getTime() / 1000);
-  for (const listing of await listingStates(ctx, userId)) {
-    if (listing.counted || listing.revokedAt !== undefined) continue;
-    if (listing.expiresAt !== undefined && listing.expiresAt <= nowSeconds) continue;
-    await transactUnlessLost(ctx, [
-      listingUpdate(
-        ctx,
-        { userId, keyId: listing.keyId },
-        update({ set: { counted: true } }),
-        and(conditions.itemExists(), keyCountConditions.notCounted(), keyCountConditions.keyActiveAt(nowSeconds)),
-      ),
-      keyCountUpdate(ctx, userId, 1),
-    ]);
-  }
+export async function markKeyCountInitialized(ctx: StoreContext, userId: string): Promise<void> {
   await withRetry(() =>
     ctx.doc.send(
       new UpdateCommand({
@@ -172,52 +141,4 @@ export async function ensureKeyCount(ctx: StoreContext, userId: string, now: Dat
       }),
     ),
   );
-  return readKeyCount(ctx, userId);
-}
-
-/**
- * Takes every counted key that has ended by `now` (in practice: reached its expiry) out of the count,
- * each in a transaction with its listing; returns the ids retired here.
- */
-export async function retireEndedKeys(ctx: StoreContext, userId: string, now: Date): Promise<string[]> {
-  const nowSeconds = Math.floor(now.getTime() / 1000);
-  const retired: string[] = [];
-  for (const listing of await listingStates(ctx, userId)) {
-    if (!listing.counted) continue;
-    const ended =
-      listing.revokedAt !== undefined || (listing.expiresAt !== undefined && listing.expiresAt <= nowSeconds);
-    if (!ended) continue;
-    if (await retireKey(ctx, { userId, keyId: listing.keyId }, now)) retired.push(listing.keyId);
-  }
-  return retired;
-}
-
-/** Takes one ended key out of the count; false when it was not in it (or has not ended). */
-export async function retireKey(
-  ctx: StoreContext,
-  key: { userId: string; keyId: string },
-  now: Date,
-): Promise<boolean> {
-  const nowSeconds = Math.floor(now.getTime() / 1000);
-  return transactUnlessLost(ctx, [
-    listingUpdate(
-      ctx,
-      key,
-      update({ remove: ['counted'] }),
-      and(keyCountConditions.counted(), keyCountConditions.keyEndedBy(nowSeconds)),
-    ),
-    keyCountUpdate(ctx, key.userId, -1),
-  ]);
-}
-
-/**
- * Checks, before anything else is done for a new key (API Gateway's control plane is called next), that
- * the account has room for it: keys that ended since are retired first. The transaction that writes the
- * key checks again, exactly (`keyCountConditions.roomFor`). Throws KeyLimitError.
- */
-export async function assertRoomForKey(ctx: StoreContext, userId: string, limit: number, now: Date): Promise<void> {
-  const count = await ensureKeyCount(ctx, userId, now);
-  if (count.activeKeys < limit) return;
-  if ((await retireEndedKeys(ctx, userId, now)).length === 0) throw new KeyLimitError(limit);
-  if ((await readKeyCount(ctx, userId)).activeKeys >= limit) throw new KeyLimitError(limit);
 }

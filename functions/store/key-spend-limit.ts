@@ -14,19 +14,23 @@ import type { TransactItem } from './transaction';
 export type LimitedKey = KeyRef;
 
 /**
+ * One key's limit change: the key, the limit it takes (undefined: none) as version `version`, and the
+ * conditions of its authorizer item and its listing. The items' input here, and the input of the
+ * contributor that brings them (money/key-contributors.ts `limitedKey`).
+ */
+export interface KeyLimitChange {
+  key: LimitedKey;
+  spendLimit: KeySpendLimit | undefined;
+  version: number;
+  keyCondition: Expr;
+  listingCondition: Expr;
+}
+
+/**
  * The two updates of a key's limit: its authorizer item on `keyCondition`, its listing on
  * `listingCondition`, each taking `spendLimit` (undefined: removed) as version `version`.
  */
-export function keyLimitUpdate(
-  ctx: StoreContext,
-  input: {
-    key: LimitedKey;
-    spendLimit: KeySpendLimit | undefined;
-    version: number;
-    keyCondition: Expr;
-    listingCondition: Expr;
-  },
-): [TransactItem, TransactItem] {
+export function keyLimitUpdate(ctx: StoreContext, input: KeyLimitChange): [TransactItem, TransactItem] {
   const change = update({
     set: { spendLimitVersion: input.version, ...(input.spendLimit ? { spendLimit: input.spendLimit } : {}) },
     remove: input.spendLimit ? [] : ['spendLimit'],

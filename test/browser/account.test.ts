@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { loadBrowserContext } from './support/context';

@@ -5,7 +5,7 @@
  * submits and never polls, then reads the task once the provider's callback came in.
  */
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { spawnTestStack, type TestStack } from '../support/test-stack';

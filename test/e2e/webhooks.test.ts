@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { freePorts } from '../../local/spawn-local-stack';

@@ -18,12 +18,13 @@ import { attemptDelivery, type WebhookLifecycle } from '../../functions/lifecycl
 import { createFsMediaStore } from '../../functions/media/fs-media-store';
 import { acceptTask } from '../../functions/money/accept';
 import { grantCredits } from '../../functions/money/grant';
+import { putApiKey } from '../../functions/money/key-issue';
 import { failAndRefund } from '../../functions/money/refund';
 import { logger } from '../../functions/observability/logger';
 import type { GenerationProvider } from '../../functions/provider/port';
 import { getAccountAlerts, rearmLowBalance, setLowBalanceThreshold } from '../../functions/store/account-events';
 import { getBalance } from '../../functions/store/accounts';
-import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
+import { getApiKeyById } from '../../functions/store/api-keys';
 import { webhookKeys } from '../../functions/store/keys';
 import { getTask, type NewTask } from '../../functions/store/tasks';
 import { createEventDelivery } from '../../functions/store/webhook-delivery-opening';

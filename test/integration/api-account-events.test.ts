@@ -22,8 +22,8 @@ import {
 } from '../../functions/environment/environment';
 import { rotateWebhookSecret, setAccountWebhookUrl } from '../../functions/lifecycle/webhook-settings';
 import { grantCredits } from '../../functions/money/grant';
+import { putApiKey } from '../../functions/money/key-issue';
 import { resetWebhookLifecycleFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
-import { putApiKey } from '../../functions/store/api-keys';
 import { createSession } from '../../functions/store/sessions';
 import { listAccountEventDeliveries } from '../../functions/store/webhooks';
 import { handler as submitImage } from '../../functions/submit-image/handler';

@@ -6,7 +6,7 @@
  */
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { revokeApiKey } from '../../functions/money/key-end';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { auditUser, listLedger } from '../../functions/store/ledger';
 import { TABLE } from '../../functions/store/table';
 import * as keys from '../../functions/store/task-keys';

@@ -26,9 +26,9 @@ import {
 } from '../../functions/environment/environment';
 import { acceptTask } from '../../functions/money/accept';
 import { grantCredits } from '../../functions/money/grant';
+import { putApiKey } from '../../functions/money/key-issue';
 import { resetEndpointWiringFromEnv } from '../../functions/runtime/webhook-endpoints-from-env';
 import { resetWebhookLifecycleFromEnv } from '../../functions/runtime/webhook-lifecycle-from-env';
-import { putApiKey } from '../../functions/store/api-keys';
 import { createSession } from '../../functions/store/sessions';
 import { completeTask } from '../../functions/store/tasks';
 import { listEndpoints } from '../../functions/store/webhook-endpoints';

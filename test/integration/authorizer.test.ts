@@ -5,14 +5,9 @@ import { hashApiKey } from '../../functions/core/api-key';
 import { ForbiddenError, UnauthorizedError, UsageError } from '../../functions/core/errors';
 import { usageKeyOf } from '../../functions/core/rate-plan';
 import { revokeApiKey, rotateApiKey } from '../../functions/money/key-end';
+import { putApiKey } from '../../functions/money/key-issue';
 import type { LogFields, Logger } from '../../functions/observability/logger';
-import {
-  ApiKeyNotFoundError,
-  ApiKeyStateError,
-  getApiKeyByHash,
-  listApiKeys,
-  putApiKey,
-} from '../../functions/store/api-keys';
+import { ApiKeyNotFoundError, ApiKeyStateError, getApiKeyByHash, listApiKeys } from '../../functions/store/api-keys';
 import { requestIdentity } from '../../local/gateway';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 

@@ -9,7 +9,7 @@
 import { presignUrl } from '../../functions/aws/signer';
 import { checkedUploadKey, uploadKey } from '../../functions/core/uploads';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { getTask } from '../../functions/store/tasks';
 import { getUpload } from '../../functions/store/uploads';

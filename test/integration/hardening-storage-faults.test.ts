@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { auditAll } from '../../functions/store/ledger';
 import * as keys from '../../functions/store/task-keys';

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { USAGE_PLAN_API_TAG } from '../../functions/aws/usage-plans';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { inviteAccount } from '../../functions/store/invites';
 import { putWebhookSecret, setWebhookUrl } from '../../functions/store/webhook-settings';

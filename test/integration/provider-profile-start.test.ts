@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { IMAGE_MODEL_IDS, VIDEO_MODEL_IDS, type VideoModelId, videoModel } from '../../functions/core/catalog';
 import { KIE_PROFILE } from '../../functions/core/profiles';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient } from '../../functions/store/client';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';
 import { freePorts } from '../../local/spawn-local-stack';

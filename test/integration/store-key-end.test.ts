@@ -8,7 +8,7 @@ import { UnauthorizedError } from '../../functions/core/errors';
 import { acceptTask } from '../../functions/money/accept';
 import { grantCredits } from '../../functions/money/grant';
 import { revokeApiKey } from '../../functions/money/key-end';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { readShards, totalOf } from '../../functions/store/balance';
 import { LEGACY_KEY_END_PREFIX } from '../../functions/store/conditions';
 import { auditUser, listLedger } from '../../functions/store/ledger';

@@ -8,9 +8,10 @@ import { InsufficientCreditsError, SpendLimitError } from '../../functions/core/
 import { acceptTask } from '../../functions/money/accept';
 import { setAccountSpendLimit } from '../../functions/money/account-limit';
 import { grantCredits } from '../../functions/money/grant';
+import { putApiKey } from '../../functions/money/key-issue';
 import { setSpendLimit } from '../../functions/money/key-limit';
 import { getBalance } from '../../functions/store/accounts';
-import { getApiKeyById, putApiKey } from '../../functions/store/api-keys';
+import { getApiKeyById } from '../../functions/store/api-keys';
 import { auditUser } from '../../functions/store/ledger';
 import { readSpent } from '../../functions/store/spend';
 import type { NewTask } from '../../functions/store/tasks';

@@ -13,7 +13,7 @@ import { ApiError, GenerationClient } from '../../client/src/index';
 import { presignPost, presignUrl } from '../../functions/aws/signer';
 import { createS3UploadReader } from '../../functions/media/uploads';
 import { grantCredits } from '../../functions/money/grant';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { createDocumentClient, type StoreContext } from '../../functions/store/client';
 import { putUpload } from '../../functions/store/uploads';
 import { DYNAMODB_LOCAL_CLIENT_CONFIG } from '../../local/dynamodb-local';

@@ -14,7 +14,7 @@ import {
 import { apiGatewayUsagePlans } from '../../functions/aws/usage-plans';
 import { UsageError } from '../../functions/core/errors';
 import { usageKeyName, usageKeyOf } from '../../functions/core/rate-plan';
-import { putApiKey } from '../../functions/store/api-keys';
+import { putApiKey } from '../../functions/money/key-issue';
 import { listAudit } from '../../functions/store/audit';
 import { getRatePlan } from '../../functions/store/rate-plans';
 import { type ApiGatewayStandIn, startApiGatewayStandIn } from '../support/api-gateway-stand-in';

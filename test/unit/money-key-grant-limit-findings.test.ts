@@ -1,6 +1,6 @@
 /**
- * The findings of the grant, key-end and limit-change compositions (money/grant.ts, money/key-end.ts,
- * money/key-limit.ts, money/account-limit.ts): which failed item answers what, read from a cancellation
+ * The findings of the grant, key-issue, key-count, key-end and limit-change compositions (money/grant.ts,
+ * money/key-issue.ts, money/key-cap.ts, money/key-end.ts, money/key-limit.ts, money/account-limit.ts): which failed item answers what, read from a cancellation
  * as DynamoDB returns it (one reason per item, in the transaction's order), and the precedence when
  * several failed at once. The real engine's failures are in the store-*.test.ts integration tests.
  */
@@ -8,6 +8,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { KeyLimitError, UsageError } from '../../functions/core/errors';
 import type { KeyEndFinding } from '../../functions/money/findings';
 import { grantAnswer, grantTransaction } from '../../functions/money/grant';
+import { keyCountAnswer, keyCounting, keyRetirement } from '../../functions/money/key-cap';
 import {
   activeKeyCount,
   auditEntry,
@@ -17,6 +18,7 @@ import {
   newKey,
 } from '../../functions/money/key-contributors';
 import { revokeAnswer, rotateAnswer } from '../../functions/money/key-end';
+import { issueAnswer, issueTransaction } from '../../functions/money/key-issue';
 import { keyLimitAnswer, newerLimitStands } from '../../functions/money/key-limit';
 import { type ComposedTransaction, compose, type Finding } from '../../functions/money/transaction';
 import { ApiKeyStateError } from '../../functions/store/api-keys';
@@ -186,6 +188,95 @@ describe('the key end', () => {
 
     // Assert
     expect(answer).toBe(conflict);
+  });
+});
+
+describe('the key issue', () => {
+  /** An issue's transaction: the new key (3 items), the count (+1, under `limit` when given), the audit. */
+  const issue = (limit: number | undefined) =>
+    issueTransaction(ctx, {
+      record,
+      keyHash: 'hash-new',
+      prefix: 'gsk_live_x',
+      limit,
+      audit: { actor: { type: 'operator' }, action: 'key.create' },
+      now: NOW,
+    });
+
+  it('names the limit (409) when the full key count failed, whatever else failed with it', () => {
+    // Prepare
+    const transaction = issue(2);
+    const counter = firstIndexWhere(transaction, (item) => item.Update?.Key?.SK === 'KEYCOUNT');
+
+    // Act
+    const full = issueAnswer(cancelled(transaction, { [counter]: 'ConditionalCheckFailed' }), transaction, 2);
+    const fullAndTaken = issueAnswer(
+      cancelled(transaction, { 0: 'ConditionalCheckFailed', [counter]: 'ConditionalCheckFailed' }),
+      transaction,
+      2,
+    );
+
+    // Assert
+    expect(transaction.items).toHaveLength(5);
+    expect(transaction.items[counter]?.Update?.ConditionExpression).toContain('activeKeys');
+    expect(full).toBeInstanceOf(KeyLimitError);
+    expect((full as KeyLimitError).message).toContain('2');
+    expect(fullAndTaken).toBeInstanceOf(KeyLimitError);
+  });
+
+  it('leaves a taken key item, a conflict and any other error as they were; without a cap the count has no condition', () => {
+    // Prepare
+    const transaction = issue(undefined);
+    const counter = firstIndexWhere(transaction, (item) => item.Update?.Key?.SK === 'KEYCOUNT');
+    const taken = cancelled(transaction, { 1: 'ConditionalCheckFailed' });
+    const conflict = cancelled(transaction, { [counter]: 'TransactionConflict' });
+    const other = new Error('network down');
+
+    // Act
+    const answers = [taken, conflict, other].map((error) => issueAnswer(error, transaction, undefined));
+
+    // Assert
+    expect(transaction.items[counter]?.Update?.ConditionExpression).toBeUndefined();
+    expect(answers).toEqual([taken, conflict, other]);
+  });
+});
+
+describe('the key count', () => {
+  it("reads a retirement or a counting whose listing's condition failed as nothing to do (false)", () => {
+    // Prepare
+    const retirement = keyRetirement(ctx, ref, 100);
+    const counting = keyCounting(ctx, ref, 100);
+    const listing = (transaction: ComposedTransaction<KeyEndFinding>) =>
+      firstIndexWhere(transaction, (item) => item.Update?.Key?.SK === `KEY#${ref.keyId}`);
+
+    // Act
+    const retired = keyCountAnswer(
+      cancelled(retirement, { [listing(retirement)]: 'ConditionalCheckFailed' }),
+      retirement,
+    );
+    const counted = keyCountAnswer(cancelled(counting, { [listing(counting)]: 'ConditionalCheckFailed' }), counting);
+
+    // Assert
+    expect(retired).toBe(false);
+    expect(counted).toBe(false);
+    expect(retirement.items[listing(retirement)]?.Update?.ConditionExpression).toContain('counted');
+    expect(retirement.items[listing(retirement)]?.Update?.UpdateExpression).toContain('REMOVE');
+  });
+
+  it('rethrows a conflict on the count and any other error', () => {
+    // Prepare
+    const retirement = keyRetirement(ctx, ref, 100);
+    const counter = firstIndexWhere(retirement, (item) => item.Update?.Key?.SK === 'KEYCOUNT');
+    const conflict = cancelled(retirement, { [counter]: 'TransactionConflict' });
+    const other = new Error('network down');
+
+    // Act
+    const onConflict = () => keyCountAnswer(conflict, retirement);
+    const onOther = () => keyCountAnswer(other, retirement);
+
+    // Assert
+    expect(onConflict).toThrow(conflict);
+    expect(onOther).toThrow(other);
   });
 });
 

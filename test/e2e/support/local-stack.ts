@@ -6,7 +6,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { grantCredits } from '../../../functions/money/grant';
-import { epochSeconds, putApiKey } from '../../../functions/store/api-keys';
+import { putApiKey } from '../../../functions/money/key-issue';
+import { epochSeconds } from '../../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
 import { auditAll } from '../../../functions/store/ledger';
