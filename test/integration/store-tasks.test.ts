@@ -1,9 +1,11 @@
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { TaskStatus } from '../../functions/core/task';
 import { acceptTask } from '../../functions/money/accept';
 import { grantCredits } from '../../functions/money/grant';
 import { failAndRefund } from '../../functions/money/refund';
 import { getBalance } from '../../functions/store/accounts';
 import { auditUser, listLedger } from '../../functions/store/ledger';
+import { ledgerEntryItem } from '../../functions/store/ledger-entry';
 import { claimRefresh, completeTask, getTask, recordProviderTask } from '../../functions/store/tasks';
 import { createTestStore, type TestStore } from '../support/dynamodb';
 import { atScale } from '../support/scale';
@@ -323,6 +325,40 @@ describe('the task lifecycle writes on DynamoDB Local', () => {
       await expect(refund).rejects.toThrow('does not match');
       expect(await getBalance(store, task.userId)).toBe(6);
       expect((await getTask(store, task.userId, task.taskId))?.status).toBe(TaskStatus.PENDING);
+      expect((await auditUser(store, task.userId)).ok).toBe(true);
+    });
+
+    it('answers refunded:false, writing nothing, when a condition failed on a task still pending and charged as the copy says; a later try refunds', async () => {
+      // Prepare: the task's refund entry is there already (delta 0, so the ledger still sums to the
+      // balance), so the refund's ledger condition fails while the task itself stays refundable.
+      const task = await acceptedTask(10, 4);
+      const planted = ledgerEntryItem(
+        { userId: task.userId, kind: 'refund', delta: 0, at: at(1).toISOString(), taskId: task.taskId },
+        task.createdAt,
+      );
+      await store.doc.send(new PutCommand({ TableName: store.tableName, Item: planted }));
+      const input = {
+        userId: task.userId,
+        taskId: task.taskId,
+        errorCode: 'TIMEOUT' as const,
+        errorMessage: 'x',
+        task,
+      };
+
+      // Act
+      const refused = await failAndRefund(store, { ...input, now: at(1) });
+      const balanceAfterRefused = await getBalance(store, task.userId);
+      const taskAfterRefused = await getTask(store, task.userId, task.taskId);
+      await store.doc.send(new DeleteCommand({ TableName: store.tableName, Key: { PK: planted.PK, SK: planted.SK } }));
+      const retried = await failAndRefund(store, { ...input, now: at(2) });
+
+      // Assert
+      expect(refused?.refunded).toBe(false);
+      expect(refused?.task.status).toBe(TaskStatus.PENDING);
+      expect(balanceAfterRefused).toBe(6);
+      expect(taskAfterRefused).toEqual(expect.objectContaining({ status: TaskStatus.PENDING, creditsRefunded: false }));
+      expect(retried?.refunded).toBe(true);
+      expect(await getBalance(store, task.userId)).toBe(10);
       expect((await auditUser(store, task.userId)).ok).toBe(true);
     });
   });
