@@ -1,5 +1,6 @@
 /**
- * The contributors of the key transactions (money/key-end.ts, money/key-limit.ts, money/account-limit.ts):
+ * The contributors of the key transactions (money/key-issue.ts, money/key-end.ts, money/key-cap.ts,
+ * money/key-limit.ts, money/account-limit.ts):
  * the key's items, its listing, the account's active-key count, the audit entry and the limit items,
  * each built by store/ with its named conditions, each reading what a failure of its own condition means.
  */
