@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bigCustomer } from './big-customer';
+import { bigCustomer, thinBurst } from './big-customer';
 import { bundleSizes } from './bundles';
 import { deletingFigures } from './deleting';
 import { dispatchFigures } from './dispatch';
@@ -33,6 +33,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   requests: requestCounts,
   'one-account': oneAccount,
   'big-customer': bigCustomer,
+  'thin-burst': thinBurst,
   cli: cliTimes,
   start: startTimes,
   events: eventTimes,

@@ -6,7 +6,7 @@ import { readShards } from '../../functions/store/balance';
 import { auditUser } from '../../functions/store/ledger';
 import { readLayout, thinLately } from '../../functions/store/thin-balance';
 import { createTestStore, type TestStore } from '../support/dynamodb';
-import { newTask, newUserId } from '../support/store-fixtures';
+import { newTask, newUserId, retriedWhileBusy } from '../support/store-fixtures';
 
 // A guard against hangs on a loaded machine, not a speed check.
 jest.setTimeout(60_000);
@@ -19,7 +19,8 @@ describe('accepts on a thin balance (conflict layer on)', () => {
   let store: TestStore;
 
   beforeAll(async () => {
-    store = await createTestStore({ conflicts: { holdMs: 5 } });
+    // The bench's hold (`npm run bench -- thin-burst`), so the race here is the one measured there.
+    store = await createTestStore({ conflicts: { holdMs: 10 } });
   });
 
   afterAll(async () => {
@@ -68,4 +69,34 @@ describe('accepts on a thin balance (conflict layer on)', () => {
     expect(await getBalance(store, userId)).toBe(0);
     expect(await auditUser(store, userId)).toEqual({ userId, balance: 0, ledgerSum: 0, entries: 3, ok: true });
   });
+
+  it.each([16, 32])(
+    'a burst of 64 accepts of cost 3, %i in flight, on 64 credits spread 2 a shard accepts exactly 21 and refuses 43',
+    async (inFlight) => {
+      // Prepare: the bench's thin burst (bench/big-customer.ts): no shard covers a cost of 3.
+      const userId = newUserId();
+      await grantCredits(store, { userId, amount: 64 });
+      const tasks = Array.from({ length: 64 }, () => newTask(userId, 3));
+      const answers: unknown[] = [];
+
+      // Act: `inFlight` callers, each sending its next accept when the last one is answered (and again
+      // after a 503, as the API tells it to).
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          for (let task = tasks.shift(); task; task = tasks.shift()) {
+            const answer = retriedWhileBusy(() => acceptTask(store, { task }));
+            answers.push(await answer.catch((error: unknown) => error));
+          }
+        }),
+      );
+
+      // Assert
+      const refused = answers.filter((answer) => answer instanceof InsufficientCreditsError);
+      expect(answers.filter((answer) => !(answer instanceof Error))).toHaveLength(21);
+      expect(refused).toHaveLength(43);
+      for (const reason of refused) expect([0, 1, 2]).toContainEqual((reason as InsufficientCreditsError).balance);
+      expect(await getBalance(store, userId)).toBe(1);
+      expect(await auditUser(store, userId)).toEqual({ userId, balance: 1, ledgerSum: 1, entries: 22, ok: true });
+    },
+  );
 });
