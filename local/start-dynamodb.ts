@@ -31,7 +31,6 @@ export function startSettingsDynamoDb(
   const inMemory = settings.dataDir === ':memory:';
   if (!inMemory) mkdirSync(resolve(settings.dataDir, 'dynamodb'), { recursive: true });
   return startDynamoDbLocal({
-    quickStart: true,
     port: settings.dynamodbPort,
     dataDir: inMemory ? undefined : resolve(settings.dataDir, 'dynamodb'),
   }).catch((error: unknown) => {
