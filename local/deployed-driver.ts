@@ -71,6 +71,8 @@ export interface DeployedDriverOptions {
    */
   timeoutMs?: number;
   host?: string;
+  /** The longest idle pause of the stream mapping's poller (local/stream-poller.ts; its default otherwise). */
+  maxIdleMs?: number;
   log?: (line: string) => void;
 }
 
@@ -287,6 +289,7 @@ export async function startDeployedDriver(options: DeployedDriverOptions): Promi
     maxRetries: definition.retryAttempts,
     maxBatchesInFlight: 1,
     startingPosition: 'LATEST',
+    ...(options.maxIdleMs === undefined ? {} : { maxIdleMs: options.maxIdleMs }),
     log,
     handler: async (event) => {
       counts.stream += 1;

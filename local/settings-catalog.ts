@@ -96,6 +96,10 @@ export const LOCAL_SETTING_DOCS: Readonly<Record<string, LocalSettingDoc>> = {
     default: (s) => s.sweeperIntervalSeconds,
     doc: 'How often the sweeper runs locally (EventBridge runs it every minute in AWS).',
   },
+  SWEEPER_IDLE_MAX_SECONDS: {
+    default: (s) => s.sweeperIdleMaxSeconds,
+    doc: 'The longest pause between local sweeps while they find nothing to do: each such sweep doubles the pause from `SWEEPER_INTERVAL_SECONDS` up to this, and a request through the gateway or a write by the stack brings the next sweep back within `SWEEPER_INTERVAL_SECONDS` (an idle sweep is 30 queries to DynamoDB Local). The default is the deployed schedule (every minute).',
+  },
   DISPATCH_DRIVER: {
     default: (s) => s.dispatchDriver,
     doc: "What drives the dispatcher: `loop` looks at the queue every 50 ms (fast); `deployed` runs its deployed triggers as AWS documents them (the table stream's filtered inserts, the SQS wake-up queue with whole-second delays up to 900 s and the event source's maximum concurrency, partial batch failures: local/deployed-driver.ts).",

@@ -61,6 +61,8 @@ export interface LocalSettings extends LocalUpstreamSettings {
   maxPendingSeconds: number;
   dynamodbEndpoint?: string;
   sweeperIntervalSeconds: number;
+  /** The longest pause between sweeps that found nothing to do (local/scheduled-runs.ts). */
+  sweeperIdleMaxSeconds: number;
   /** What drives the dispatcher: the fast loop, or its deployed triggers (local/deployed-driver.ts). */
   dispatchDriver: 'loop' | 'deployed';
   apiStage?: string;
@@ -202,6 +204,7 @@ export function localSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Loca
     authorizerCacheTtlSeconds: authorizerCacheTtl(env),
     maxPendingSeconds: int(env, MAX_PENDING_SECONDS.name, 1800),
     sweeperIntervalSeconds: int(env, 'SWEEPER_INTERVAL_SECONDS', 10),
+    sweeperIdleMaxSeconds: int(env, 'SWEEPER_IDLE_MAX_SECONDS', 60),
     dispatchDriver: dispatchDriver(env.DISPATCH_DRIVER),
     dynamodbEndpoint: env[DYNAMODB_ENDPOINT.name] || undefined,
     apiStage: apiStage(env.API_STAGE),

@@ -60,7 +60,9 @@ import {
 } from './gateway';
 import { handlerEnvironment } from './handler-environment';
 import { type MockProvider, startMockProvider } from './mock-provider';
+import { nudgeOnWrites } from './nudge-on-writes';
 import { startLocalOidcProvider } from './oidc-provider';
+import { startScheduledRuns } from './scheduled-runs';
 import type { LocalSettings } from './settings';
 import { writeStackState } from './stack-state';
 import { LocalStackError, startSettingsDynamoDb } from './start-dynamodb';
@@ -95,8 +97,9 @@ export interface LocalStack {
 }
 
 /**
- * The longest idle pause of the stack's loops (the dispatcher loop, the stream pollers): an idle stack
- * looks every two seconds, and every request through the gateway brings the next look within the base
+ * The longest idle pause of the stack's loops (the dispatcher loop or its deployed stream mapping, the
+ * stream pollers): an idle stack looks every two seconds, and every request through the gateway and
+ * every write by the stack's handlers (local/nudge-on-writes.ts) brings the next look within the base
  * pause (local/idle-backoff.ts).
  */
 const IDLE_LOOK_MAX_MS = 2000;
@@ -475,8 +478,11 @@ export async function startLocalStack(
     const demoKeyWritten = ensureDemoUser(created);
     demoKeyWritten.catch(() => undefined); // a failure is thrown where it is awaited
     const { routes, authorizer, scheduled, streamWorkers, paced } = handlers;
-    // What the gateway calls on every request: the loops' nudges.
+    // What the gateway calls on every request, and the handlers' client after every write: the loops' nudges.
     const nudges: Array<() => void> = [];
+    nudgeOnWrites(storeFromEnv().doc, () => {
+      for (const nudge of nudges) nudge();
+    });
     // The stream workers (media, webhooks) on the table's stream, with the deployed mappings' filters.
     for (const { definition, handler } of streamWorkers) {
       const poller = await startStreamPoller({
@@ -507,6 +513,7 @@ export async function startLocalStack(
           handler,
           definition,
           host: settings.host,
+          maxIdleMs: IDLE_LOOK_MAX_MS,
           log,
         });
         Object.assign(process.env, driver.environment());
@@ -575,20 +582,17 @@ export async function startLocalStack(
     );
 
     // The scheduled functions (the sweeper) run as in AWS, on a timer (every SWEEPER_INTERVAL_SECONDS
-    // here); a run never overlaps the previous one.
+    // here, less often while they find nothing: local/scheduled-runs.ts); a run never overlaps the previous one.
     for (const { definition, handler } of scheduled) {
-      let running: Promise<unknown> | undefined;
-      const timer = setInterval(() => {
-        running ??= handler()
-          .catch((error: unknown) => log(`${definition.name} failed: ${(error as Error).message}`))
-          .finally(() => {
-            running = undefined;
-          });
-      }, settings.sweeperIntervalSeconds * 1000);
-      cleanups.push(async () => {
-        clearInterval(timer);
-        await running;
+      const runs = startScheduledRuns({
+        run: handler,
+        intervalMs: settings.sweeperIntervalSeconds * 1000,
+        idleMaxMs: settings.sweeperIdleMaxSeconds * 1000,
+        log,
+        name: definition.name,
       });
+      nudges.push(runs.nudge);
+      cleanups.push(() => runs.stop());
     }
 
     const demoKey = await demoKeyWritten;

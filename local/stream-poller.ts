@@ -104,10 +104,12 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   if (!streamArn) throw new Error(`Table ${options.tableName} has no stream`);
   const idleMs = options.idleMs ?? 100;
   const backoff = idleBackoff(idleMs, options.maxIdleMs ?? 400);
-  // The shard list is described again at most this often, or at once when a shard has closed: an idle
-  // stack then costs a GetRecords per open shard a round, not a DescribeStream as well (the suite keeps
-  // two local stacks idle for most of its run; every read is a request to DynamoDB Local's JVM).
-  const describeEveryMs = 1000;
+  // The shard list is described again at most this often (every second while records come, every ten
+  // while none do), or at once when a shard has closed: an idle stack then costs a GetRecords per open
+  // shard a round, not a DescribeStream as well (the suite keeps two local stacks idle for most of its
+  // run; every read is a request to DynamoDB Local's JVM). New records go to the open shards already read.
+  const describeEveryMs = { busy: 1000, idle: 10_000 };
+  let lastRoundEmpty = false;
   let describedAt = Number.NEGATIVE_INFINITY;
   const name = options.name ?? 'media worker';
   const patterns = options.filters ?? [options.filter];
@@ -133,7 +135,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
 
   async function discoverShards(): Promise<void> {
     const closed = [...iterators.values()].some((iterator) => iterator === null);
-    if (!closed && Date.now() - describedAt < describeEveryMs) return;
+    const every = lastRoundEmpty ? describeEveryMs.idle : describeEveryMs.busy;
+    if (!closed && Date.now() - describedAt < every) return;
     describedAt = Date.now();
     // A closed shard has been read to its end: it moves to `finished`, so the map holds only the open
     // ones and the shard (still listed by DescribeStream for a day) is never read again.
@@ -217,6 +220,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
             if (inFlight.size >= maxBatchesInFlight) await Promise.race(inFlight);
           }
         }
+        lastRoundEmpty = got === 0;
         if (got === 0) await backoff.sleep(backoff.nextIdleMs(), true);
         else backoff.reset();
       } catch (error) {

@@ -71,7 +71,35 @@ async function sweep(_event: unknown, context?: SweeperContext) {
   ]);
   const dispatcherWoken = await wakeDispatcher(report, log);
   log.info('Sweep finished', { ...report, webhooksClaimed, gatewayKeys, retention, dispatcherWoken });
-  return { ...report, webhooksClaimed, gatewayKeys, retention, dispatcherWoken };
+  const idle = foundNothing(report, webhooksClaimed, gatewayKeys, retention);
+  return { ...report, webhooksClaimed, gatewayKeys, retention, dispatcherWoken, idle };
+}
+
+/**
+ * Whether a sweep found nothing at all to look at: no pending task, no delivery claimed, no API Gateway
+ * key and no result retention entry due, no error. The local stack's timer sweeps less often after such
+ * sweeps (local/scheduled-runs.ts); deployed, EventBridge's schedule ignores it.
+ */
+function foundNothing(
+  report: SweepReport,
+  webhooksClaimed: number,
+  gatewayKeys: { deleted: number; enrolled: number; busy?: number },
+  retention: { expired: number; dropped: number; waiting: number; errors: number },
+): boolean {
+  const counts = [
+    report.seen,
+    report.errors,
+    report.queuedStale,
+    webhooksClaimed,
+    gatewayKeys.deleted,
+    gatewayKeys.enrolled,
+    gatewayKeys.busy ?? 0,
+    retention.expired,
+    retention.dropped,
+    retention.waiting,
+    retention.errors,
+  ];
+  return !report.truncated && counts.every((count) => count === 0);
 }
 
 export const handler = withInvocation(sweep, (_event, context) => context?.awsRequestId);
