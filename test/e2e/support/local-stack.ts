@@ -7,7 +7,6 @@
 import { randomBytes } from 'node:crypto';
 import { grantCredits } from '../../../functions/money/grant';
 import { putApiKey } from '../../../functions/money/key-issue';
-import { epochSeconds } from '../../../functions/store/api-keys';
 import { createDocumentClient, type StoreContext } from '../../../functions/store/client';
 import { inviteAccount } from '../../../functions/store/invites';
 import { auditAll } from '../../../functions/store/ledger';
@@ -23,16 +22,6 @@ const READY_TIMEOUT_MS = 180_000;
 
 /** Small enough to wait for a TIMEOUT in a test, large enough for every normal task to finish. */
 export const LOCAL_MAX_PENDING_SECONDS = 8;
-/**
- * The expiring keys end every EXPIRY_STEP_SECONDS after the setup, for EXPIRING_KEY_COUNT steps: jest
- * runs every project's global setup first, and the expiry test may start many minutes later (the whole
- * `npm test` takes about ten minutes alone and far longer on a machine busy with a second copy of it),
- * so the ladder spans an hour and the test waits at most one step. The keys are made in parallel batches.
- */
-const EXPIRY_STEP_SECONDS = 8;
-const EXPIRING_KEY_COUNT = 450;
-const EXPIRING_KEY_BATCH = 25;
-
 export const USERS = {
   main: { userId: 'e2e-main', credits: 100_000 },
   other: { userId: 'e2e-other', credits: 50 },
@@ -49,6 +38,8 @@ export const USERS = {
 const SIGN_IN = {
   invited: { email: 'e2e-invited@e2e.test', password: randomBytes(12).toString('base64url') },
   stranger: { email: 'e2e-stranger@e2e.test', password: randomBytes(12).toString('base64url') },
+  // The expiry check's account: it issues itself a key that ends seconds later (test/e2e/lifetimes.test.ts).
+  keyIssuer: { email: 'e2e-expiring@e2e.test', password: randomBytes(12).toString('base64url') },
 };
 
 export interface RunningLocalStack extends SpawnedLocalStack {
@@ -71,7 +62,9 @@ function spawnStack(): Promise<SpawnedLocalStack> {
       SWEEPER_INTERVAL_SECONDS: '2',
       // No authorizer cache (the default, and the only value allowed): expiry is checked on every request.
       AUTHORIZER_CACHE_TTL_SECONDS: '',
-      LOCAL_IDP_ACCOUNTS: `${SIGN_IN.invited.email}:${SIGN_IN.invited.password},${SIGN_IN.stranger.email}:${SIGN_IN.stranger.password}`,
+      LOCAL_IDP_ACCOUNTS: Object.values(SIGN_IN)
+        .map(({ email, password }) => `${email}:${password}`)
+        .join(','),
     },
   });
 }
@@ -107,7 +100,7 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
   for (const user of Object.values(USERS)) {
     await grantCredits(store, { userId: user.userId, amount: user.credits, grantId: `e2e-${user.userId}` });
   }
-  const key = (userId: string, name: string, extra: { allowedCidrs?: string[]; expiresAt?: number } = {}) =>
+  const key = (userId: string, name: string, extra: { allowedCidrs?: string[] } = {}) =>
     putApiKey(store, { userId, name, ...extra });
   const main = await key(USERS.main.userId, 'e2e main');
   const other = await key(USERS.other.userId, 'e2e other');
@@ -115,6 +108,7 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
   const restricted = await key(USERS.restricted.userId, 'e2e restricted', { allowedCidrs: ['10.0.0.0/8'] });
   const fuzz = await key(USERS.fuzz.userId, 'e2e fuzz');
   await inviteAccount(store, { email: SIGN_IN.invited.email, userId: USERS.session.userId });
+  await inviteAccount(store, { email: SIGN_IN.keyIssuer.email, userId: USERS.expiring.userId });
   // A session that ended a minute ago: the cookie of someone who comes back too late.
   const expired = await createSession(store, {
     userId: USERS.session.userId,
@@ -123,23 +117,6 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
     absoluteSeconds: 60,
     now: new Date(Date.now() - 120_000),
   });
-  // Last, so that the setup's own duration does not eat into the keys' lifetimes.
-  const start = epochSeconds(new Date());
-  const expiring: { apiKey: string; expiresAtMs: number }[] = [];
-  for (let first = 1; first <= EXPIRING_KEY_COUNT; first += EXPIRING_KEY_BATCH) {
-    const steps = Array.from(
-      { length: Math.min(EXPIRING_KEY_BATCH, EXPIRING_KEY_COUNT - first + 1) },
-      (_, i) => first + i,
-    );
-    const issued = await Promise.all(
-      steps.map(async (step) => {
-        const expiresAt = start + step * EXPIRY_STEP_SECONDS;
-        const made = await key(USERS.expiring.userId, `e2e expiring ${step}`, { expiresAt });
-        return { apiKey: made.apiKey, expiresAtMs: expiresAt * 1000 };
-      }),
-    );
-    expiring.push(...issued);
-  }
 
   return {
     kind: 'local',
@@ -150,13 +127,13 @@ async function seed(stack: RunningLocalStack): Promise<E2eContext> {
       poor: { apiKey: poor.apiKey, balance: USERS.poor.credits },
       ipRestricted: { apiKey: restricted.apiKey },
       fuzz: { apiKey: fuzz.apiKey, balance: USERS.fuzz.credits },
-      expiring,
     },
     accounts: {
       invited: { ...SIGN_IN.invited, userId: USERS.session.userId, balance: USERS.session.credits },
       stranger: SIGN_IN.stranger,
       otherUsersKeyId: other.keyId,
       expiredSessionId: expired.sessionId,
+      keyIssuer: SIGN_IN.keyIssuer,
     },
     mockProvider: true,
     maxPendingSeconds: LOCAL_MAX_PENDING_SECONDS,

@@ -33,11 +33,6 @@ export interface E2eContext {
     ipRestricted?: TargetKey;
     /** A user only the HTTP fuzzer uses, with a known balance below the 320-credit balance probe. */
     fuzz?: TargetKey;
-    /**
-     * Keys that expire one after the other, soonest first (`expiresAtMs`, epoch ms). Jest decides when
-     * the expiry check runs, so it takes the first key with a few seconds left and waits for that one.
-     */
-    expiring?: (TargetKey & { expiresAtMs: number })[];
   };
   /**
    * Sign-in through the local OpenID provider (local stack only): an invited account, an account the
@@ -48,6 +43,11 @@ export interface E2eContext {
     stranger: { email: string; password: string };
     otherUsersKeyId: string;
     expiredSessionId: string;
+    /**
+     * An invited account the expiry check signs in with to issue itself a key that ends seconds later
+     * (POST /api/keys with `expiresAt`): jest decides when that check runs, so the key is made then.
+     */
+    keyIssuer?: { email: string; password: string };
   };
   /** The target's upstream provider is the mock provider (mockOutcome / mockDelayMs controls work). */
   mockProvider: boolean;
@@ -153,8 +153,9 @@ export function missingCapabilities(context: E2eContext): Partial<Record<Capabil
   }
   if (!local) missing.ownLocalStack = 'only a local run can start a second local stack of its own';
   if (!context.keys.fuzz) missing.fuzzKey = 'only the local stack seeds a dedicated fuzzing user';
-  if (!context.keys.expiring) {
-    missing.expiringKey = 'the suite can only create a short-lived key in the store of the local stack';
+  if (!context.accounts?.keyIssuer) {
+    missing.expiringKey =
+      'the suite issues its short-lived key with a session of an account only the local stack makes';
   }
   return missing;
 }
