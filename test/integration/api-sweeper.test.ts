@@ -145,6 +145,8 @@ describe('the sweeper handler', () => {
 
     // Assert
     expect(report).toMatchObject({ seen: 0, completed: 0, failed: 0, pending: 0, errors: 0, truncated: false });
+    // Nothing found: the local stack's timer may sweep less often (local/scheduled-runs.ts).
+    expect(report.idle).toBe(true);
     expect(h.provider.stats.createTaskCalls).toBe(createCalls);
     expect(h.provider.stats.totalGetTaskCalls).toBe(queries);
     expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 });
@@ -201,5 +203,20 @@ describe('the sweeper handler', () => {
       creditsRefunded: true,
     });
     expect(await auditUser(h.store, user.userId)).toMatchObject({ ok: true, balance: 10 });
+  });
+
+  // Last: its task stays at the provider for the rest of the file.
+  it('a run that finds a task pending is not idle (the local timer keeps its interval)', async () => {
+    // Prepare
+    const user = await h.createUser(10);
+    const taskId = await submit('image', user, imageRequest({ mockDelayMs: 600_000 }));
+
+    // Act
+    const report = await sweeper({}, lambdaContext('sweeper'));
+
+    // Assert
+    expect(report.seen).toBeGreaterThan(0);
+    expect(report.idle).toBe(false);
+    expect(await getTask(h.store, user.userId, taskId)).toMatchObject({ status: 0 });
   });
 });
