@@ -11,8 +11,10 @@
  *    checked copies and inline images, then the task; its ledger entries stay, stamped with its model);
  * 5. each upload is deleted as DELETE /api/ai/uploads/{id} deletes it.
  *
- * A task already at the provider runs to its end (its charge stands or is refunded as usual); it is
- * counted in `tasksStillRunning`, and closing again once it has ended removes it. The balance, its
+ * A task already at the provider runs to its end (its charge stands, or a failure is refunded as usual);
+ * it is counted in `tasksStillRunning`, and an entry due at once on the retention schedule
+ * (store/retention.ts, `closed`) has the sweeper delete it whole, as step 4 does, once it has ended
+ * (lifecycle/expire-results.ts); closing again once it has ended removes it too. The balance, its
  * shards and the ledger stay (accounting); so do the audit log and the closure record.
  */
 import { TaskNotFoundError, UploadNotFoundError } from '../core/errors';
@@ -22,6 +24,7 @@ import { recordClosure } from '../store/account-closure';
 import { accountItemsAfter } from '../store/account-export';
 import { getBalance } from '../store/accounts';
 import type { AuditActor } from '../store/audit';
+import { scheduleRetention } from '../store/retention';
 import { cancelQueuedTask } from './cancel-task';
 import { deleteEndedTask, deleteUpload, type RemovalContext } from './delete-data';
 
@@ -42,7 +45,7 @@ export interface ClosureReport {
   tasksCancelled: number;
   creditsRefunded: number;
   tasksDeleted: number;
-  /** Tasks at the provider: they end as usual; closing again then removes them. */
+  /** Tasks at the provider: they end as usual, then the sweeper deletes them (closing again would too). */
   tasksStillRunning: number;
   uploadsDeleted: number;
   /** The balance kept after the refunds (docs/design/accounts.md#closing-an-account). */
@@ -101,7 +104,16 @@ async function closeTask(ctx: ClosingContext, listed: TaskRecord, log: Logger): 
   }
   const outcome = { ...(refunded === undefined ? {} : { refunded }), deleted: false, running: false };
   if (!task) return outcome;
-  if (task.status === TaskStatus.PENDING) return { ...outcome, running: true };
+  if (task.status === TaskStatus.PENDING) {
+    // At the provider: the sweeper deletes it once it has ended (its charge or refund settled first).
+    await scheduleRetention(ctx.store, {
+      userId: task.userId,
+      taskId: task.taskId,
+      dueAt: ctx.now().getTime(),
+      closed: true,
+    });
+    return { ...outcome, running: true };
+  }
   try {
     await deleteEndedTask(ctx, task, log);
     return { ...outcome, deleted: true };
