@@ -1,7 +1,7 @@
 /**
  * Ending every credential of an account at once, for its closure (lifecycle/close-account.ts). First
  * what stops the debits, side by side: the sessions' key-end guard (store/balance.ts `SESSIONS_GUARD_ID`)
- * and each active API key's guards (`markKeyEnd`). Then each key is revoked as a revocation does
+ * and each active API key's guards (`markKeyEnd`). Then each key in turn is revoked as a revocation does
  * (`revokeKey`: its guards find the end recorded already, the key item says revoked, its API Gateway key
  * is given back or left to the sweeper), then the sessions' API Gateway key and the sessions. After it
  * returns no accept of the account can debit, whatever request is still in flight: a submit that passed
@@ -28,8 +28,8 @@ export interface EndedCredentials {
 }
 
 /**
- * Keys handled side by side (each writes its 32 guards at once, store/balance.ts `markKeyEnd`): a few, so
- * an account at the cap of 1,000 keys sends neither the table nor API Gateway a thousand at once.
+ * Keys whose guards are written side by side (each key's 32 at once, store/balance.ts `markKeyEnd`): a
+ * few, so an account at the cap of 1,000 keys does not send the table 32,000 writes at once.
  */
 const KEYS_AT_ONCE = 4;
 
@@ -56,8 +56,10 @@ export async function endAccountCredentials(
     listed.then((active) => eachAtOnce(active, (key) => endGuards(key.keyId))),
   ]);
   const active = await listed;
+  // One after another: no accept races them any more, and each takes the key out of the account's
+  // active-key count, one item that revocations side by side would contend for.
   let keysRevoked = 0;
-  await eachAtOnce(active, async (key) => {
+  for (const key of active) {
     const revoked = await revokeKey(ctx, enrollment, {
       keyId: key.keyId,
       ownerId: input.userId,
@@ -70,7 +72,7 @@ export async function endAccountCredentials(
       },
     });
     if (!revoked.alreadyRevoked) keysRevoked++;
-  });
+  }
   if (enrollment) {
     const subject = { credential: 'session' as const, userId: input.userId };
     try {
