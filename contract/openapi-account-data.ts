@@ -64,7 +64,7 @@ export function accountDataOperations(): Record<string, Json> {
     'POST /api/account/close': {
       summary: 'Close the account (session only)',
       description:
-        'Revokes every key at once (their API Gateway keys deleted) and ends every session; a submit in flight debits nothing. Cancels and refunds the tasks still queued, deletes the ended tasks and the uploads; a task at the provider ends as usual (`tasksStillRunning`; closing again removes it). Sign-in is refused afterwards. The balance, the ledger and the audit log are kept. Idempotent. The CSRF rules of every session write apply.',
+        'Revokes every key at once (their API Gateway keys deleted) and ends every session; a submit in flight debits nothing. Cancels and refunds the tasks still queued, deletes the ended tasks and the uploads; a task at the provider ends as usual (`tasksStillRunning`: a failure refunded as usual, its results never stored) and is deleted once it has ended. Sign-in is refused afterwards. The balance, the ledger and the audit log are kept. Idempotent. The CSRF rules of every session write apply.',
       security: [{ session: [] }],
       requestBody: {
         required: true,

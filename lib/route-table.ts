@@ -309,7 +309,8 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
     // Closes the account (lifecycle/close-account.ts): ends its keys as a revocation does (key items,
     // guards, API Gateway keys given back) and its sessions, cancels its queued tasks (their queue entries
     // go), deletes its tasks and uploads with their files (s3:DeleteObject; a ranged GET for an upload's
-    // version).
+    // version); a task still at the provider gets an entry on the retention schedule, for the sweeper to
+    // delete it once it has ended.
     name: 'account-close',
     trigger: 'route',
     method: 'POST',
@@ -321,6 +322,7 @@ export const ROUTE_TABLE: readonly RouteDefinition[] = [
       media: 'none',
       uploads: 'read',
       removesMedia: true,
+      schedulesRetention: true,
       usagePlans: ['delete'],
     },
   },

@@ -33,10 +33,23 @@ export async function cancelTask(
   const task = await getTask(lc.store, ref.userId, ref.taskId);
   if (!task) throw new TaskNotFoundError();
   if (!isCancellable(task)) throw refusal(task);
-  const result = await failAndRefundTask(lc, task, { errorCode: 'CANCELLED' }, log, { whileQueued: true });
+  const result = await cancelQueuedTask(lc, task, log);
   if (!result) throw new TaskNotFoundError();
   // Lost the race: a dispatcher claimed it first, or another caller ended it.
   if (!result.refunded) throw refusal(result.task);
-  // Its queue entry left with the refund (failAndRefundTask).
   return result.task;
+}
+
+/**
+ * The cancel of a task already read as queued (`cancelTask` reads it; closing an account has it from its
+ * listing): failed with `CANCELLED` and refunded on condition that it is still queued, so a record read
+ * a moment ago is safe. Its queue entry leaves with the refund (failAndRefundTask).
+ * @returns the task after the attempt and whether this call refunded it; undefined when it does not exist
+ */
+export function cancelQueuedTask(
+  lc: Pick<ProviderLifecycle, 'store' | 'now'>,
+  task: TaskRecord,
+  log: Logger,
+): Promise<{ task: TaskRecord; refunded: boolean } | undefined> {
+  return failAndRefundTask(lc, task, { errorCode: 'CANCELLED' }, log, { whileQueued: true });
 }

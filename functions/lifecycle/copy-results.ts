@@ -10,6 +10,7 @@
 import { awaitsCopy, paidOutputs, type TaskRecord } from '../core/task';
 import { MediaCopyError, mediaKey } from '../media/port';
 import type { Logger } from '../observability/logger';
+import { getClosedAt } from '../store/account-closure';
 import { getTask } from '../store/tasks';
 import { completeWithResults, failTask } from './finish-task';
 import type { Lifecycle } from './lifecycle';
@@ -43,6 +44,13 @@ export async function copyResults(
   const task = await getTask(lc.store, ref.userId, ref.taskId);
   if (!task || !awaitsCopy(task)) return task;
   const taskLog = log.child({ taskId: task.taskId });
+  // A closed account's results are never copied in: nobody may read them any more (its credentials
+  // ended), and the sweeper deletes the task once it has ended (lifecycle/close-account.ts). Its charge
+  // stands: the provider did the work.
+  if (await getClosedAt(lc.store, task.userId)) {
+    taskLog.info('Results not copied: the account is closed');
+    return completeWithResults(lc, task, [], taskLog);
+  }
   const urls = (task.resultsToCopy ?? []).slice(0, paidOutputs(task));
   try {
     const stored = await Promise.all(urls.map((url, index) => copyWithRetries(lc, task, url, index, taskLog, options)));

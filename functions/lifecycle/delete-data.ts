@@ -100,6 +100,15 @@ export async function deleteTask(
   // Keyed by the caller's own user id: someone else's task is simply not there.
   const task = await getTask(ctx.store, ref.userId, ref.taskId);
   if (!task) throw new TaskNotFoundError();
+  await deleteEndedTask(ctx, task, log);
+}
+
+/**
+ * The delete of a task already read (`deleteTask` reads it; closing an account has it from its listing
+ * or its cancel): an ended task's record no longer changes, so the record read is what is removed.
+ * @throws TaskNotFoundError (deleted meanwhile), TaskStateError (still pending)
+ */
+export async function deleteEndedTask(ctx: RemovalContext, task: TaskRecord, log: Logger): Promise<void> {
   if (task.status === TaskStatus.PENDING) throw new TaskStateError(TASK_STILL_PENDING);
   await removeTaskObjects(ctx, task);
   const outcome = await removeEndedTask(ctx.store, task);

@@ -3,13 +3,19 @@
  * `resultRetention` has ended lose their results as a delete removes them (lifecycle/delete-data.ts:
  * result files, checked upload copies, inline images), and the task records `resultsExpiredAt`. It
  * reads only what is due (store/retention.ts), so its cost follows the removals, not the tasks.
+ *
+ * An entry the closure of an account wrote for a task still at the provider (`closed`) waits until the
+ * task has ended (completed, or failed and refunded as usual), then the task goes whole as the closure
+ * deletes an ended task (lifecycle/delete-data.ts `deleteEndedTask`: its files, then its record; its
+ * ledger entries stay).
  */
+import { TaskNotFoundError } from '../core/errors';
 import { TaskStatus } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { dropRetention, dueRetentions, RETENTION_SHARDS } from '../store/retention';
 import { markResultsExpired } from '../store/task-removal';
 import { getTask } from '../store/tasks';
-import { type RemovalContext, removeTaskObjects } from './delete-data';
+import { deleteEndedTask, type RemovalContext, removeTaskObjects } from './delete-data';
 
 /** Entries read per partition and run: a run's bounded share; the next run takes the rest. */
 export const RETENTION_BATCH = 50;
@@ -17,6 +23,8 @@ export const RETENTION_BATCH = 50;
 export interface RetentionReport {
   /** Tasks whose results were removed. */
   expired: number;
+  /** Tasks of closed accounts removed whole once they ended. */
+  deleted: number;
   /** Entries dropped without work: the task was deleted, or never accepted. */
   dropped: number;
   /** Due, but the task is still pending: looked at again by the next run. */
@@ -26,7 +34,7 @@ export interface RetentionReport {
 
 /** Removes the results of every task whose retention ended by `ctx.now()` (up to a batch per partition). */
 export async function expireResults(ctx: RemovalContext, log: Logger): Promise<RetentionReport> {
-  const report: RetentionReport = { expired: 0, dropped: 0, waiting: 0, errors: 0 };
+  const report: RetentionReport = { expired: 0, deleted: 0, dropped: 0, waiting: 0, errors: 0 };
   const now = ctx.now();
   const shards = Array.from({ length: RETENTION_SHARDS }, (_, shard) => shard);
   await Promise.all(
@@ -43,6 +51,18 @@ export async function expireResults(ctx: RemovalContext, log: Logger): Promise<R
           // A task still running keeps its entry: its results, once there, go at the next run.
           if (task.status === TaskStatus.PENDING) {
             report.waiting++;
+            continue;
+          }
+          if (entry.closed) {
+            try {
+              await deleteEndedTask(ctx, task, log);
+              report.deleted++;
+            } catch (error) {
+              // Deleted meanwhile (closing the account again): nothing is left to remove.
+              if (!(error instanceof TaskNotFoundError)) throw error;
+              report.dropped++;
+            }
+            await dropRetention(ctx.store, entry);
             continue;
           }
           await removeTaskObjects(ctx, task);

@@ -4,7 +4,8 @@
  * results go. The sweeper reads each partition's due entries (one Query each, bounded) and removes
  * them once the task's results are gone: the work per sweep follows what is due, never the number of
  * tasks. The entry is written before the task is accepted, so an accepted task always has one; an
- * entry whose task was never accepted (refused, crashed) is dropped when it comes due.
+ * entry whose task was never accepted (refused, crashed) is dropped when it comes due. Closing an
+ * account schedules one more, due at once, for each task still at the provider (`closed`).
  */
 import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as conditions from './condition-fragments';
@@ -20,6 +21,11 @@ export interface RetentionEntry {
   userId: string;
   taskId: string;
   dueAt: number;
+  /**
+   * The account was closed while the task was at the provider (lifecycle/close-account.ts): once it has
+   * ended the whole task goes, as the closure deletes every ended task, not only its results.
+   */
+  closed?: true;
 }
 
 function shardOfTask(taskId: string): number {
@@ -68,6 +74,7 @@ export async function dueRetentions(
     userId: String(item.userId),
     taskId: String(item.taskId),
     dueAt: Number(item.dueAt),
+    ...(item.closed === true ? { closed: true as const } : {}),
   }));
 }
 

@@ -63,10 +63,11 @@ async function sweep(_event: unknown, context?: SweeperContext) {
       log.error('Reconciling API Gateway keys failed; the next sweep tries again', { error });
       return { deleted: 0, enrolled: 0 };
     }),
-    // Results whose own retention (resultRetention) ended: removed as a delete removes them.
+    // Results whose own retention (resultRetention) ended: removed as a delete removes them; and the tasks
+    // a closed account still had at the provider, once they ended: deleted whole.
     expireResults({ ...removalFromEnv(), store: lc.store, now: lc.now }, log).catch((error: unknown) => {
       log.error('Expiring results failed; the next sweep tries again', { error });
-      return { expired: 0, dropped: 0, waiting: 0, errors: 1 };
+      return { expired: 0, deleted: 0, dropped: 0, waiting: 0, errors: 1 };
     }),
   ]);
   const dispatcherWoken = await wakeDispatcher(report, log);

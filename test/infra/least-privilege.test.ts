@@ -148,7 +148,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   // Issue 40: the account's own partition, read only.
   'account-export': [readOnly('USER#*'), ownLogs('AccountExport')],
   // Issue 40: ends keys as keys-revoke does (their API Gateway keys deleted), and the sessions; cancels
-  // queued tasks (their queue entries deleted); deletes tasks and uploads as their DELETEs do.
+  // queued tasks (their queue entries deleted); deletes tasks and uploads as their DELETEs do; schedules
+  // the deletion of a task still at the provider (a retention entry the sweeper acts on once it ended).
   'account-close': [
     DELETE_KEYS,
     FIND_KEYS,
@@ -157,6 +158,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     ownLogs('AccountClose'),
     READ_UPLOADS,
     REMOVE_MEDIA,
+    SCHEDULE_RETENTION,
   ],
   // The low-balance threshold: the account's own items, no deletes (credits.low is re-armed by an update).
   'account-alerts-get': [readOnly('USER#*'), ownLogs('AccountAlertsGet')],

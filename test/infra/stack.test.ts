@@ -281,6 +281,8 @@ describe('least privilege', () => {
           ...(route.needs.removesMedia ? ['s3:DeleteObject'] : []),
           // ... and reads its version first (a ranged GET): FunctionNeeds.uploads.
           ...(route.needs.uploads === 'read' ? ['s3:GetObject'] : []),
+          // Closing schedules the deletion of a task still at the provider: FunctionNeeds.schedulesRetention.
+          ...(route.needs.schedulesRetention ? ['dynamodb:PutItem'] : []),
         ].sort(),
       );
       // The cap on active keys (cdk context maxActiveKeys) reaches the functions that issue keys.
