@@ -38,6 +38,7 @@ import { SPEND_COUNTER_KEEP_SECONDS } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { createEventDelivery, type DeliveryOpened } from '../store/webhook-delivery-opening';
 import { getWebhookSettings, type WebhookSettings } from '../store/webhook-settings';
+import { isAccountClosed } from './closed-account';
 import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf } from './event-feed';
 
@@ -49,8 +50,11 @@ export interface AccountEventsContext {
   maxOpenDeliveries?: number;
 }
 
-/** What opening one account event came to. */
-export type AccountEventOutcome = DeliveryOpened | 'no-endpoint' | 'no-secret';
+/**
+ * What opening one account event came to (`account-closed`: nothing recorded nor opened, the account
+ * closed meanwhile).
+ */
+export type AccountEventOutcome = DeliveryOpened | 'no-endpoint' | 'no-secret' | 'account-closed';
 
 /** What one look found, for logs and tests. */
 export interface NoticedEvents {
@@ -72,13 +76,20 @@ export async function noticeSpending(
   log: Logger,
 ): Promise<NoticedEvents> {
   const noticed: NoticedEvents = { events: [], rearmed: false };
-  // The settings are read once, and only when an event is to be opened.
-  let settings: Promise<WebhookSettings | undefined> | undefined;
+  // The settings and the closure are read once, side by side, and only when an event is to be opened.
+  let reads: Promise<[WebhookSettings | undefined, boolean]> | undefined;
   const open = async (event: OpeningEvent) => {
-    settings ??= getWebhookSettings(ctx.store, task.userId);
+    reads ??= Promise.all([getWebhookSettings(ctx.store, task.userId), isAccountClosed(ctx.store, task.userId)]);
+    const [settings, closed] = await reads;
+    // A task claimed as its account closed: no event about the account goes out (lifecycle/closed-account.ts).
+    if (closed) {
+      log.info('Account event not opened: the account is closed', { eventType: event.type });
+      noticed.events.push({ type: event.type, outcome: 'account-closed' });
+      return;
+    }
     const eventId = newAccountEventId();
     const eventAt = ctx.now();
-    const { outcome, feedEvent } = await openAccountEvent(ctx, await settings, { ...event, eventId, eventAt }, log);
+    const { outcome, feedEvent } = await openAccountEvent(ctx, settings, { ...event, eventId, eventAt }, log);
     noticed.events.push({ type: event.type, outcome });
     await fanOutAccountEvent(ctx, { ...event, eventId, eventAt }, feedEvent, outcome, log);
   };

@@ -10,8 +10,8 @@
 import { awaitsCopy, paidOutputs, type TaskRecord } from '../core/task';
 import { MediaCopyError, mediaKey } from '../media/port';
 import type { Logger } from '../observability/logger';
-import { getClosedAt } from '../store/account-closure';
 import { getTask } from '../store/tasks';
+import { isAccountClosed } from './closed-account';
 import { completeWithResults, failTask } from './finish-task';
 import type { Lifecycle } from './lifecycle';
 
@@ -47,7 +47,7 @@ export async function copyResults(
   // A closed account's results are never copied in: nobody may read them any more (its credentials
   // ended), and the sweeper deletes the task once it has ended (lifecycle/close-account.ts). Its charge
   // stands: the provider did the work.
-  if (await getClosedAt(lc.store, task.userId)) {
+  if (await isAccountClosed(lc.store, task.userId)) {
     taskLog.info('Results not copied: the account is closed');
     return completeWithResults(lc, task, [], taskLog);
   }

@@ -37,6 +37,7 @@ import {
 import type { AfterAttempt } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
+import { ACCOUNT_CLOSED_REASON, isAccountClosed } from './closed-account';
 import type { Lifecycle } from './lifecycle';
 import { presentTask } from './present-task';
 import { recordFinishedAttempt } from './record-attempt';
@@ -172,7 +173,8 @@ export function isEndpointDelivery(ref: ClaimedDeliveryRef): boolean {
  * Makes the claimed attempt of an endpoint's delivery and records it as lifecycle/webhooks.ts records
  * a task's: to the endpoint's URL as it is now (judged again by the URL rules at every attempt), signed
  * with its secret (and the previous one during a rotation's grace). An endpoint deleted or disabled
- * meanwhile ends the delivery (`failed`, its reason recorded) without a call.
+ * meanwhile, or the account closed (lifecycle/closed-account.ts), ends the delivery (`failed`, its
+ * reason recorded) without a call.
  * @returns the recorded outcome, or undefined when nothing was attempted (the claim is not the delivery's)
  */
 export async function attemptEndpointDelivery(
@@ -182,12 +184,18 @@ export async function attemptEndpointDelivery(
 ): Promise<(AttemptOutcome & { next: AfterAttempt['state'] }) | undefined> {
   const delivery = await getEndpointDelivery(lc.store, ref.userId, ref.taskId);
   if (delivery?.deliveryState !== 'sending' || delivery.claimId !== ref.claimId) return undefined;
-  const endpoint = await getEndpoint(lc.store, ref.userId, delivery.endpointId);
+  const [endpoint, closed] = await Promise.all([
+    getEndpoint(lc.store, ref.userId, delivery.endpointId),
+    isAccountClosed(lc.store, ref.userId),
+  ]);
   const attempt = delivery.attempts + 1;
   const startedAt = lc.now();
   let outcome: AttemptOutcome;
   let endsNow = false;
-  if (!endpoint) {
+  if (closed) {
+    outcome = { error: ACCOUNT_CLOSED_REASON, durationMs: 0 };
+    endsNow = true;
+  } else if (!endpoint) {
     outcome = { error: 'The endpoint was deleted', durationMs: 0 };
     endsNow = true;
   } else if (!endpoint.enabled && delivery.eventType !== 'webhook.test') {

@@ -36,6 +36,7 @@ import { getWebhookSettings } from '../store/webhook-settings';
 import { type AfterAttempt, getDelivery } from '../store/webhooks';
 import type { SecretBox } from '../webhooks/secret-box';
 import { type AttemptOutcome, sendWebhook } from '../webhooks/send';
+import { ACCOUNT_CLOSED_REASON, isAccountClosed } from './closed-account';
 import { fanOutToEndpoints } from './endpoint-deliveries';
 import { queueOrderOf, recordTaskEvents, taskEventKey } from './event-feed';
 import type { Lifecycle } from './lifecycle';
@@ -86,6 +87,7 @@ export type OpeningOutcome =
   | 'opened'
   | 'exists'
   | 'queued'
+  | 'account-closed'
   | 'refused-at-first-send'
   | 'cancelled'
   | 'no-endpoint'
@@ -123,15 +125,23 @@ async function decideDelivery(
   log: Logger,
   feedEvent?: RecordedEvent,
 ): Promise<OpeningOutcome> {
-  const [task, settings] = await Promise.all([
+  const [task, settings, closed] = await Promise.all([
     getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
+    isAccountClosed(lc.store, ref.userId),
   ]);
   const eventType = task ? webhookEventOf(task.status) : undefined;
   if (!task || !eventType) return 'not-ended';
   const event =
     feedEvent ?? (await recordTaskEvents(lc.store, [task], lc.now())).get(taskEventKey(task.userId, task.taskId));
   if (!event) throw new Error('The task ended but its feed event was not recorded');
+  // A task that ended after its account closed (it was at the provider): nothing is sent about it, to
+  // the default endpoint, its webhookUrl or the account's endpoints (lifecycle/closed-account.ts). Its
+  // feed event is recorded and leaves the due index as any other's, so the sweeper does not reopen it.
+  if (closed) {
+    log.info('Webhook delivery not opened: the account is closed', { taskId: task.taskId });
+    return 'account-closed';
+  }
   // It never reached the upstream and cost nothing: no free signed traffic for it (its caller polls).
   if (refusedAtFirstSend(task)) return 'refused-at-first-send';
   // Cancelled by its owner while queued: the same, and the owner has the answer already.
@@ -196,7 +206,9 @@ async function decideDelivery(
 /**
  * Makes the claimed attempt and records it with what comes next: delivered on a 2xx, else the next
  * time of the schedule, or failed when the schedule is spent. Nothing is sent when the claim is not
- * (or no longer) the delivery's: a redelivered stream record costs one read.
+ * (or no longer) the delivery's: a redelivered stream record costs one read. A closed account's
+ * delivery (open when it closed, or queued past the bound) ends here without a request: `failed`, its
+ * attempt recorded with the reason, no retry.
  * @returns the recorded outcome, or undefined when nothing was attempted
  */
 export async function attemptDelivery(
@@ -208,14 +220,17 @@ export async function attemptDelivery(
   if (delivery?.deliveryState !== 'sending' || delivery.claimId !== ref.claimId) return undefined;
   // An account event carries its data on the delivery (lifecycle/account-events.ts): no task to read.
   const accountEvent = delivery.data;
-  const [task, settings] = await Promise.all([
+  const [task, settings, closed] = await Promise.all([
     accountEvent ? undefined : getTask(lc.store, ref.userId, ref.taskId),
     getWebhookSettings(lc.store, ref.userId),
+    isAccountClosed(lc.store, ref.userId),
   ]);
   const attempt = delivery.attempts + 1;
   const startedAt = lc.now();
   let outcome: AttemptOutcome;
-  if (!accountEvent && (!task || task.status === TaskStatus.PENDING)) {
+  if (closed) {
+    outcome = { error: ACCOUNT_CLOSED_REASON, durationMs: 0 };
+  } else if (!accountEvent && (!task || task.status === TaskStatus.PENDING)) {
     outcome = { error: 'The task is gone', durationMs: 0 };
   } else if (!settings?.sealedSecret) {
     outcome = { error: 'The account has no signing secret', durationMs: 0 };
@@ -240,9 +255,14 @@ export async function attemptDelivery(
     }
   }
   const countsOpen = delivery.countsOpen === true;
-  const { recorded, next } = await recordFinishedAttempt(lc, { ref, attempt, startedAt, outcome, countsOpen }, log);
+  const { recorded, next } = await recordFinishedAttempt(
+    lc,
+    { ref, attempt, startedAt, outcome, countsOpen, last: closed },
+    log,
+  );
   const fields = { taskId: ref.taskId, attempt, statusCode: outcome.statusCode, error: outcome.error };
   if (!recorded) log.warn('Webhook attempt made but its claim was lost; not recorded', fields);
+  else if (closed) log.info('Webhook delivery ended without a request: the account is closed', fields);
   else if (next.state === 'failed') log.warn('Webhook delivery gave up: the retry schedule is spent', fields);
   else if (next.state === 'waiting') log.info('Webhook attempt failed; retrying later', fields);
   else log.info('Webhook delivered', fields);
