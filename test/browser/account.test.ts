@@ -110,6 +110,8 @@ test(
       await page.locator('.state[data-stage="queued"]').waitFor();
       const hint = page.getByText('To delete this task, cancel it first.');
       await hint.waitFor();
+      // Read now: the cancel below ends the task, and the page then shows it ended, without the hint.
+      const hintShown = await hint.isVisible();
       const deleteButtons = await page.getByRole('button', { name: 'Delete task' }).count();
       const deleted = await withKey(`/api/ai/tasks/${taskId}`, { method: 'DELETE' });
       const deleteAnswer = (await deleted.json()) as { error?: string };
@@ -119,7 +121,7 @@ test(
 
       // Assert
       expect(submitted.status).toBe(202);
-      expect(await hint.isVisible()).toBe(true);
+      expect(hintShown).toBe(true);
       expect(deleteButtons).toBe(0);
       expect(deleted.status).toBe(409);
       expect(deleteAnswer.error).toContain('cancel it first');
