@@ -257,8 +257,13 @@ export async function markKeyEnd(
   await removeLegacyKeyEndMarkers(ctx, input.userId);
 }
 
-/** The guards' retry budget: more tries than a submit's, the same full-jitter backoff. */
-const KEY_END_RETRY = { maxAttempts: 20 } as const;
+/**
+ * The guards' retry budget: more tries than a submit's, the same full-jitter backoff (at most about
+ * 20 s of waits). 20 tries were enough while a key's 32 guards were written one after another; written
+ * side by side for a close racing 40 submits through the conflict layer (stress scale), one guard lost
+ * all 20 and the close answered 503.
+ */
+const KEY_END_RETRY = { maxAttempts: 40 } as const;
 
 /** Attribute names per REMOVE: an expression may hold at most 4 KB, and each name costs about 12 bytes. */
 const LEGACY_REMOVALS_PER_UPDATE = 100;
