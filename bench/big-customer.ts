@@ -9,6 +9,7 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { StoreContext } from '../functions/store/client';
 import { type ConflictProxy, startConflictProxy } from '../local/conflict-proxy';
+import { attachRequestCounter } from '../test/support/request-counter';
 import { lambdaContext, type ProxyHandler, proxyEvent, startInProcessEnv } from './in-process';
 import { goal, note, onCleanup, out, table } from './support';
 
@@ -56,6 +57,8 @@ interface Cell {
   others: Map<number, number>;
   settledMs: number;
   moneyOk: boolean;
+  /** The store's requests by command until the last answer (with `counter`), before the money check. */
+  requests?: Record<string, number>;
 }
 
 /**
@@ -68,6 +71,7 @@ async function runCell(
   customers: Customer[],
   inFlight: number,
   burst?: { submits: number; granted: number },
+  counter?: ReturnType<typeof attachRequestCounter>,
 ): Promise<Cell> {
   const others = new Map<number, number>();
   const acceptedBy = new Map<string, number>();
@@ -98,6 +102,7 @@ async function runCell(
     }),
   );
   const settledMs = performance.now() - started;
+  const requests = counter?.counts;
   const accepted = [...acceptedBy.values()].reduce((sum, n) => sum + n, 0);
   const { auditUser } = await import('../functions/store/ledger');
   let moneyOk = true;
@@ -106,7 +111,14 @@ async function runCell(
     const granted = burst?.granted ?? CREDITS;
     if (!audit.ok || audit.balance !== granted - COST * (acceptedBy.get(user.userId) ?? 0)) moneyOk = false;
   }
-  return { accepted, perSecond: accepted / (settledMs / 1000), others, settledMs, moneyOk };
+  return {
+    accepted,
+    perSecond: accepted / (settledMs / 1000),
+    others,
+    settledMs,
+    moneyOk,
+    ...(requests ? { requests } : {}),
+  };
 }
 
 function describeOthers(others: Map<number, number>): string {
@@ -200,7 +212,8 @@ interface BurstFigures {
 /**
  * A burst of `BURST` submits on one account, thin balance against thick, at each level of `LEVELS`:
  * the settle time with the load average beside it (a shared machine), and what does not depend on
- * load: the transactions sent and the ones the layer cancelled, per cell.
+ * load: the transactions sent and the ones the layer cancelled, and the reads (Queries, and GetItems
+ * and the like), per cell.
  */
 async function burstTable(submit: ProxyHandler, store: StoreContext, proxy: ConflictProxy): Promise<BurstFigures> {
   const { loadavg } = await import('node:os');
@@ -211,6 +224,9 @@ async function burstTable(submit: ProxyHandler, store: StoreContext, proxy: Conf
   out();
   const burstRows: Array<Array<string | number>> = [];
   const figures: BurstFigures = { thinSlowest: 0, thickSlowest: 0, burst503: 0, moneyOk: true };
+  // The handler's store client is the process's (storeFromEnv), whose middleware stack this counts on.
+  const counter = attachRequestCounter(store.doc);
+  onCleanup(() => counter.detach());
   for (const inFlight of LEVELS) {
     for (const [label, credits] of [
       ['thin', THIN_CREDITS],
@@ -219,7 +235,10 @@ async function burstTable(submit: ProxyHandler, store: StoreContext, proxy: Conf
       note(`${label} balance burst, ${inFlight} in flight`);
       const user = await customer(store, 'no limit', credits);
       const before = proxy.stats();
-      const cell = await runCell(submit, store, [user], inFlight, { submits: BURST, granted: credits });
+      counter.reset();
+      const cell = await runCell(submit, store, [user], inFlight, { submits: BURST, granted: credits }, counter);
+      const requests = cell.requests ?? {};
+      const reads = Object.entries(requests).filter(([name]) => !/^(Query|TransactWriteItems)Command$/.test(name));
       const after = proxy.stats();
       const unexpected = [...cell.others].filter(([status]) => status !== 402).reduce((sum, [, n]) => sum + n, 0);
       figures.burst503 += unexpected;
@@ -235,6 +254,8 @@ async function burstTable(submit: ProxyHandler, store: StoreContext, proxy: Conf
         cell.settledMs.toFixed(0),
         sent - before.forwardedTransactions - before.cancelledTransactions,
         after.cancelledTransactions - before.cancelledTransactions,
+        requests.QueryCommand ?? 0,
+        reads.reduce((sum, [, n]) => sum + n, 0),
         (loadavg()[0] ?? 0).toFixed(1),
         cell.moneyOk ? 'exact' : 'WRONG',
       ]);
@@ -249,11 +270,13 @@ async function burstTable(submit: ProxyHandler, store: StoreContext, proxy: Conf
       'Settled in ms',
       'Transactions',
       'Cancelled',
+      'Queries',
+      'Other requests',
       'Load',
       'Money',
     ],
     burstRows,
-    ['l', 'r', 'r', 'l', 'r', 'r', 'r', 'r', 'l'],
+    ['l', 'r', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
   );
   out(`Transactions the layer cancelled with TransactionConflict: ${proxy.stats().cancelledTransactions}`);
   return figures;

@@ -17,15 +17,18 @@ import {
   totalOf,
 } from '../store/balance';
 import { busy, isRetryable, type RetryingStoreContext, type SpendScope } from '../store/errors';
+import { readOutranking } from '../store/outranking-reads';
 import type { ShardPlan } from '../store/shard-plan';
 import { accountBudget, knownAccountLimit, learnAccountLimit, spendCounterOf } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { getTask, IDEMPOTENCY_TTL_SECONDS, type IdempotencyInput, type NewTask } from '../store/tasks';
-import { layoutBeforeFirstTry, planTry, readLayout } from '../store/thin-balance';
+import { holdPlan, layoutBeforeFirstTry, planTry, readLayout } from '../store/thin-balance';
 import { transactOnce } from '../store/transaction';
 import { usageCounterChange } from '../store/usage';
 import {
   balanceDebit,
+  guardFinding,
+  idempotencyFinding,
   idempotencyRecord,
   keyGuard as keyGuardContributor,
   ledgerEntry,
@@ -65,6 +68,11 @@ export function acceptAnswer(error: unknown, transaction: ComposedTransaction<Ac
     if (isRetryable(error)) return { kind: 'conflict', conflictedShards: [] };
     throw error;
   }
+  return answerOf(findings, error);
+}
+
+/** The outcome of `findings` by the accept's precedence (`error`: what cancelled the try, if one did). */
+function answerOf(findings: AcceptFinding[], error: unknown): AcceptOutcome {
   switch (decide(findings, ACCEPT_PRECEDENCE)) {
     case 'key-ended':
       throw new UnauthorizedError();
@@ -222,7 +230,12 @@ export async function acceptTask(
         ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
       });
     } else if (!accountLimit) budgets.delete('account');
-    const { plan, unpaid } = planTry(balances, cost, { target, avoid, random, firstTry: attempt === 1 });
+    const plan = planTry(task.userId, balances, cost, { target, avoid, random });
+    if (plan === 'read') {
+      // The remembered layout was taken by this process's tries in flight: read what is there.
+      balances = await readLayout(ctx, task.userId, cost);
+      continue;
+    }
     const first = plan?.[0]?.shard ?? target;
     // A spent budget answers 402 before the balance does.
     const spendPlans = new Map<SpendScope, ShardPlan>();
@@ -232,7 +245,27 @@ export async function acceptTask(
       spendPlans.set(scope, planned.plan);
       if (planned.exhausted) exhausted.set(scope, planned.exhausted);
     }
-    if (!plan) throw new InsufficientCreditsError(cost, totalOf(balances ?? []));
+    if (!plan) {
+      // A refusal sends no transaction: what outranks its 402 is read from items a try would check
+      // (store/outranking-reads.ts), so it holds no shard a racing gathering needs.
+      const found = await readOutranking(ctx, {
+        userId: task.userId,
+        guard,
+        shard: target,
+        idempotencyKey: idempotency?.key,
+      });
+      const findings: AcceptFinding[] = [];
+      if (found.guard) findings.push(guardFinding(found.guard.endsAt, found.guard.limitVersion, guard));
+      if (found.idempotency && idempotency) {
+        const { taskId, requestHash } = found.idempotency;
+        findings.push(idempotencyFinding(taskId, requestHash, idempotency.requestHash));
+      }
+      // Throws 401, 409 or 503 by the precedence; a replay is answered as a try's would be.
+      if (findings.length > 0) return replay(ctx, task.userId, answerOf(findings, undefined));
+      // A budget read as spent answers its own 402.
+      const [budgetSpent] = exhausted.values();
+      throw budgetSpent ?? new InsufficientCreditsError(cost, totalOf(balances ?? []));
+    }
     const contributors: Array<Contributor<AcceptFinding>> = plan.map(({ shard, delta }) =>
       balanceDebit(ctx, { userId: task.userId, shard, delta, at: createdAt, accountLimitVersion: account.version }),
     );
@@ -269,22 +302,19 @@ export async function acceptTask(
       ]),
     );
     const transaction = compose(contributors);
+    // The plan is taken in the layout this process remembers while it is in flight (store/thin-balance.ts).
+    const giveBack = holdPlan(task.userId, plan);
     try {
       // One try, one command: the loop below decides whether and how to try again.
       await transactOnce(ctx, transaction.items);
       return { task: accepted, replayed: false };
     } catch (error) {
+      giveBack();
       const outcome = acceptAnswer(error, transaction);
-      if (outcome.kind === 'replay') {
-        const original = await getTask(ctx, task.userId, outcome.replayOf);
-        // Its task was deleted by its owner (DELETE /api/ai/tasks/{id}): the key stays used, for its 24 h.
-        if (!original) throw new TaskStateError('The task of this Idempotency-Key was deleted: use a new key');
-        return { task: original, replayed: true };
-      }
+      if (outcome.kind === 'replay') return replay(ctx, task.userId, outcome);
       // A budget read as spent, and its shard short on this try: 402, naming the budget.
       const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
       if (spent) throw exhausted.get(spent);
-      if (unpaid && outcome.kind === 'short') throw unpaid;
       if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
         const [budgetSpent] = exhausted.values();
         if (budgetSpent) throw budgetSpent;
@@ -319,4 +349,16 @@ export async function acceptTask(
       }
     }
   }
+}
+
+/** The answer to a replayed Idempotency-Key: its original task (`outcome` is a replay: other outcomes do not come here). */
+async function replay(
+  ctx: RetryingStoreContext,
+  userId: string,
+  outcome: AcceptOutcome,
+): Promise<{ task: TaskRecord; replayed: boolean }> {
+  const original = outcome.kind === 'replay' ? await getTask(ctx, userId, outcome.replayOf) : undefined;
+  // Its task was deleted by its owner (DELETE /api/ai/tasks/{id}): the key stays used, for its 24 h.
+  if (!original) throw new TaskStateError('The task of this Idempotency-Key was deleted: use a new key');
+  return { task: original, replayed: true };
 }

@@ -100,12 +100,26 @@ export function idempotencyRecord(
     ],
     read: (reasons) => {
       const failed = failedCondition(reasons);
-      if (!failed) return undefined;
-      const taskId = readString(failed.Item, 'taskId');
-      const same = taskId !== undefined && readString(failed.Item, 'requestHash') === input.requestHash;
-      return { kind: 'idempotency', replayOf: same ? taskId : undefined };
+      return (
+        failed &&
+        idempotencyFinding(readString(failed.Item, 'taskId'), readString(failed.Item, 'requestHash'), input.requestHash)
+      );
     },
   };
+}
+
+/**
+ * What a taken Idempotency-Key's record (its task and request hash) means to a request of hash
+ * `requestHash`: a replay of that task when the request is the same, else a conflict (409). Also read
+ * from the record itself by a refusal without a transaction (money/accept.ts).
+ */
+export function idempotencyFinding(
+  taskId: unknown,
+  recordHash: unknown,
+  requestHash: string,
+): Extract<AcceptFinding, { kind: 'idempotency' }> {
+  const same = typeof taskId === 'string' && recordHash === requestHash;
+  return { kind: 'idempotency', replayOf: same ? taskId : undefined };
 }
 
 /**
@@ -140,11 +154,7 @@ export function balanceCredit<F extends Finding>(
   return unconditioned(`balance shard ${input.shard}`, [shardChange(ctx, input)]);
 }
 
-/**
- * The key guard of an accept with an API key (store/balance.ts `keyEndCheck`). Failed, the key has ended
- * when the guard's `endsAt` is at or before the accept's time, or it came back without a limit stamp to
- * blame (an old guard, or no item returned); otherwise its spend limit changed since the authorizer read it.
- */
+/** The key guard of an accept (store/balance.ts `keyEndCheck`); failed, read by `guardFinding`. */
 export function keyGuard(
   ctx: RetryingStoreContext,
   input: { userId: string; guard: KeyGuard; shard: number },
@@ -154,14 +164,22 @@ export function keyGuard(
     items: [keyEndCheck(ctx, input.userId, input.guard, input.shard)],
     read: (reasons) => {
       const failed = failedCondition(reasons);
-      if (!failed) return undefined;
-      const endsAt = readNumber(failed.Item, 'endsAt');
-      const ended =
-        (endsAt !== undefined && endsAt <= input.guard.nowSeconds) ||
-        readNumber(failed.Item, 'limitVersion') === undefined;
-      return { kind: ended ? 'key-ended' : 'limit-changed' };
+      return (
+        failed && guardFinding(readNumber(failed.Item, 'endsAt'), readNumber(failed.Item, 'limitVersion'), input.guard)
+      );
     },
   };
+}
+
+/**
+ * What a key guard whose check failed means: the key has ended when its `endsAt` is at or before the
+ * accept's time, or it has no limit stamp to blame (an old guard, or no item returned); otherwise its
+ * spend limit changed since the authorizer read it. Also read from the guard itself by a refusal
+ * without a transaction (money/accept.ts).
+ */
+export function guardFinding(endsAt: unknown, limitVersion: unknown, guard: KeyGuard): AcceptFinding {
+  const ended = (typeof endsAt === 'number' && endsAt <= guard.nowSeconds) || typeof limitVersion !== 'number';
+  return { kind: ended ? 'key-ended' : 'limit-changed' };
 }
 
 /**

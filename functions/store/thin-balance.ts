@@ -1,33 +1,48 @@
 /**
- * What this process learnt of an account's balance layout, so an accept on a thin balance reads the
- * shards before its first try instead of after it (docs/decisions/0018-thin-balance-bursts.md).
+ * What this process learnt of an account's balance layout, so an accept on a thin balance plans its
+ * first try from it instead of trying blind (docs/decisions/0018-thin-balance-bursts.md,
+ * docs/decisions/0019-thin-accept-in-one-request.md).
  *
  * An accept's first try debits a shard picked at random without reading (one request, balance.ts). On a
  * thick balance that try nearly always fits. On a thin one (a few credits a shard, or nothing left) it
  * nearly always falls short, and a short try is not free: it holds its shard for a whole transaction, so
  * a burst's blind tries keep cancelling the one gathering (store/shard-plan.ts) that would put the
- * credits into lumps the racing accepts can take, and each refusal costs a failed transaction before the
- * read that decides its 402. So once a read of this process found an account thin, its next accepts
- * read first (one Query, which holds nothing) for `THIN_MEMORY_MS`, and a read that finds it thick
- * again forgets it at once. Only a hint: a plan made from a read is still checked item by item in the
- * transaction, and forgetting costs one short try.
+ * credits into lumps the racing accepts can take. So a read that finds an account thin is remembered
+ * for `THIN_MEMORY_MS`, layout and all, and a read that finds it thick again forgets it at once. The
+ * next accepts plan their first try from that layout: when it names a shard that covers the cost alone,
+ * they try it without reading (one request); otherwise (a gathering, or not enough) they read first
+ * (one Query, which holds nothing). Each try's plan is applied to the layout while it is in flight and
+ * given back when it fails, so the racing accepts of one process pick different shards. Only a hint:
+ * every plan is still checked item by item in the transaction, and a try that falls short or meets a
+ * conflict reads again.
  *
  * Also here, so the accept's loop (store/tasks.ts) stays as it was: a gathering that met a conflict backs
  * off before it reads again (balance.ts `pauseAfterConflict`), where a single-shard debit retries at once
  * on another shard: the other transaction is most likely a gathering too, whose lumps the next read shows.
  */
-import { InsufficientCreditsError } from '../core/errors';
-import { readShards, type ShardBalances, totalOf } from './balance';
+import { readShards, type ShardBalances } from './balance';
 import type { RetryingStoreContext } from './errors';
 import { planTake, type ShardPlan } from './shard-plan';
 
 /** How long a thin layout is remembered: far longer than a burst, short beside a customer's top-up cadence. */
 export const THIN_MEMORY_MS = 10_000;
 
-/** Accounts remembered at most (clearing costs each one short try): bounded like store/spend.ts's limits. */
+/**
+ * Accounts remembered at most (clearing costs each one a read): bounded like store/spend.ts's limits, a
+ * layout is 32 numbers.
+ */
 const MAX_REMEMBERED = 10_000;
 
-const thinUntil = new Map<string, number>();
+/** A thin layout as last read, less the plans of this process's tries since (`balances` is updated in place). */
+interface Layout {
+  until: number;
+  balances: ShardBalances;
+}
+
+const layouts = new Map<string, Layout>();
+
+/** The balances handed out as remembered (not read): planned from as the memory stands at the try. */
+const handedOut = new WeakSet<ShardBalances>();
 
 /**
  * Thin for a cost: fewer than half the shards cover it alone, so a shard picked at random more likely
@@ -38,16 +53,19 @@ export function isThin(balances: ShardBalances, cost: number): boolean {
   return covering * 2 < balances.length;
 }
 
-/** Whether a read of this process found the account thin less than `THIN_MEMORY_MS` ago. */
-export function thinLately(userId: string, now: number = Date.now()): boolean {
-  const until = thinUntil.get(userId);
-  if (until === undefined) return false;
-  if (until > now) return true;
-  thinUntil.delete(userId);
-  return false;
+/** The layout a read of this process found thin less than `THIN_MEMORY_MS` ago, if any. */
+function remembered(userId: string, now: number): Layout | undefined {
+  const layout = layouts.get(userId);
+  if (layout && layout.until <= now) layouts.delete(userId);
+  return layout && layout.until > now ? layout : undefined;
 }
 
-/** Every shard's balance (balance.ts `readShards`), remembering whether the layout is thin for `cost`. */
+/** Whether a read of this process found the account thin less than `THIN_MEMORY_MS` ago. */
+export function thinLately(userId: string, now: number = Date.now()): boolean {
+  return remembered(userId, now) !== undefined;
+}
+
+/** Every shard's balance (balance.ts `readShards`), remembering the layout when it is thin for `cost`. */
 export async function readLayout(
   ctx: RetryingStoreContext,
   userId: string,
@@ -55,38 +73,67 @@ export async function readLayout(
   now: () => number = Date.now,
 ): Promise<ShardBalances> {
   const balances = await readShards(ctx, userId);
-  if (!isThin(balances, cost)) thinUntil.delete(userId);
+  if (!isThin(balances, cost)) layouts.delete(userId);
   else {
-    if (thinUntil.size >= MAX_REMEMBERED) thinUntil.clear();
-    thinUntil.set(userId, now() + THIN_MEMORY_MS);
+    if (layouts.size >= MAX_REMEMBERED) layouts.clear();
+    // A copy: the accept plans (and decides a 402) from what it read, the memory takes the holds.
+    layouts.set(userId, { until: now() + THIN_MEMORY_MS, balances: [...balances] });
   }
   return balances;
 }
 
-/** The balances an accept plans its first try from: read first on an account found thin lately, else none. */
+/**
+ * The balances an accept plans its first try from: none (a blind try) on an account not found thin
+ * lately; the remembered layout when a shard of it covers the cost alone (see `planTry`); else a read.
+ */
 export async function layoutBeforeFirstTry(
   ctx: RetryingStoreContext,
   userId: string,
   cost: number,
 ): Promise<ShardBalances | undefined> {
-  return thinLately(userId) ? await readLayout(ctx, userId, cost) : undefined;
+  const layout = remembered(userId, Date.now());
+  if (!layout) return undefined;
+  if (planTake(layout.balances, cost)?.length !== 1) return await readLayout(ctx, userId, cost);
+  const copy = [...layout.balances];
+  handedOut.add(copy);
+  return copy;
 }
 
 /**
  * What one try of an accept debits: planned from the balances read (store/shard-plan.ts; undefined when
- * they cannot pay), or without a read the cost from shard `target`. A read before the first try that
- * says the account cannot pay still plans that one try, on `target`, with `unpaid` the 402 to answer
- * when it falls short: a replay, an ended key and a changed account limit, which that try tells, outrank
- * the 402.
+ * they cannot pay), or from the remembered layout as it stands now, with the holds of the tries in
+ * flight (`read` when they left nothing: only a read can say the account cannot pay), or without
+ * either the cost from shard `target`.
  */
 export function planTry(
+  userId: string,
   balances: ShardBalances | undefined,
   cost: number,
-  input: { target: number; avoid: ReadonlySet<number>; random: () => number; firstTry: boolean },
-): { plan?: ShardPlan; unpaid?: InsufficientCreditsError } {
-  const blind = [{ shard: input.target, delta: -cost }];
-  if (!balances) return { plan: blind };
-  const plan = planTake(balances, cost, { prefer: input.target, avoid: input.avoid, random: input.random });
-  if (plan || !input.firstTry) return plan ? { plan } : {};
-  return { plan: blind, unpaid: new InsufficientCreditsError(cost, totalOf(balances)) };
+  input: { target: number; avoid: ReadonlySet<number>; random: () => number },
+): ShardPlan | 'read' | undefined {
+  if (!balances) return [{ shard: input.target, delta: -cost }];
+  const remembered = handedOut.has(balances);
+  const plan = planTake((remembered && layouts.get(userId)?.balances) || balances, cost, {
+    prefer: input.target,
+    avoid: input.avoid,
+    random: input.random,
+  });
+  return plan ?? (remembered ? 'read' : undefined);
+}
+
+/**
+ * Applies a try's plan to the account's remembered layout while the try is in flight, so the racing
+ * accepts of this process plan around it; returns what gives it back when the try fails (nothing once
+ * a read replaced the layout: the read shows what is there).
+ */
+export function holdPlan(userId: string, plan: ShardPlan): () => void {
+  const layout = layouts.get(userId);
+  if (!layout) return () => undefined;
+  const apply = (sign: number) => {
+    for (const { shard, delta } of plan) layout.balances[shard] = (layout.balances[shard] ?? 0) + sign * delta;
+  };
+  apply(1);
+  return () => {
+    if (layouts.get(userId) === layout) apply(-1);
+  };
 }

@@ -6,6 +6,7 @@ import { readShards } from '../../functions/store/balance';
 import { auditUser } from '../../functions/store/ledger';
 import { readLayout, thinLately } from '../../functions/store/thin-balance';
 import { createTestStore, type TestStore } from '../support/dynamodb';
+import { attachRequestCounter } from '../support/request-counter';
 import { newTask, newUserId, retriedWhileBusy } from '../support/store-fixtures';
 
 // A guard against hangs on a loaded machine, not a speed check.
@@ -48,6 +49,28 @@ describe('accepts on a thin balance (conflict layer on)', () => {
     expect((await readShards(store, userId))[31]).toBe(0);
     expect(await getBalance(store, userId)).toBe(34);
     expect(await auditUser(store, userId)).toEqual({ userId, balance: 34, ledgerSum: 34, entries: 3, ok: true });
+  });
+
+  it('accepts at once on a balance found thin plan from the layout this process remembers: one transaction each, no read, no conflict', async () => {
+    // Prepare: 40 credits spread evenly (1 or 2 a shard); the first accept's gathering puts them into
+    // lumps, and a read just before acting (the memory lasts 10 s of wall clock) remembers them.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 40 });
+    await acceptTask(store, { task: newTask(userId, 3) });
+    await readLayout(store, userId, 3);
+    const counter = attachRequestCounter(store.doc);
+    const before = store.conflicts?.stats().cancelledTransactions ?? 0;
+
+    // Act: 8 at once, each planning its first try from the remembered layout less the others' holds.
+    const answers = await Promise.all(Array.from({ length: 8 }, () => acceptTask(store, { task: newTask(userId, 3) })));
+    counter.detach();
+
+    // Assert
+    expect(answers.map(({ replayed }) => replayed)).toEqual(new Array(8).fill(false));
+    expect(counter.counts).toEqual({ TransactWriteItemsCommand: 8 });
+    expect((store.conflicts?.stats().cancelledTransactions ?? 0) - before).toBe(0);
+    expect(await getBalance(store, userId)).toBe(13);
+    expect(await auditUser(store, userId)).toEqual({ userId, balance: 13, ledgerSum: 13, entries: 10, ok: true });
   });
 
   it('a refusal on a balance found thin is still a 402 with nothing written, and a grant is seen at once', async () => {
