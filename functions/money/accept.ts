@@ -22,7 +22,7 @@ import type { ShardPlan } from '../store/shard-plan';
 import { accountBudget, knownAccountLimit, learnAccountLimit, spendCounterOf } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { getTask, IDEMPOTENCY_TTL_SECONDS, type IdempotencyInput, type NewTask } from '../store/tasks';
-import { holdPlan, layoutBeforeFirstTry, planTry, readLayout } from '../store/thin-balance';
+import { holdPlan, layoutBeforeFirstTry, planTry, readLayout, unpaidLately } from '../store/thin-balance';
 import { transactOnce } from '../store/transaction';
 import { usageCounterChange } from '../store/usage';
 import {
@@ -217,6 +217,10 @@ export async function acceptTask(
   const avoid = new Set<number>();
   let target = randomShard(avoid, random);
   // Unknown until the picked shard turns out short, or read first on a thin balance (store/thin-balance.ts).
+  // On a layout remembered as unable to pay, a refusal's reads go out beside the balance read.
+  const outranking = { userId: task.userId, guard, shard: target, idempotencyKey: idempotency?.key };
+  const early = unpaidLately(task.userId, cost) ? readOutranking(ctx, outranking) : undefined;
+  early?.catch(() => undefined);
   let balances: ShardBalances | undefined = await layoutBeforeFirstTry(ctx, task.userId, cost);
   // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
   // shard number the balance is debited on; read when a shard is short or the shares are too thin.
@@ -248,12 +252,7 @@ export async function acceptTask(
     if (!plan) {
       // A refusal sends no transaction: what outranks its 402 is read from items a try would check
       // (store/outranking-reads.ts), so it holds no shard a racing gathering needs.
-      const found = await readOutranking(ctx, {
-        userId: task.userId,
-        guard,
-        shard: target,
-        idempotencyKey: idempotency?.key,
-      });
+      const found = await ((attempt === 1 && early) || readOutranking(ctx, { ...outranking, shard: target }));
       const findings: AcceptFinding[] = [];
       if (found.guard) findings.push(guardFinding(found.guard.endsAt, found.guard.limitVersion, guard));
       if (found.idempotency && idempotency) {

@@ -20,7 +20,7 @@
  * off before it reads again (balance.ts `pauseAfterConflict`), where a single-shard debit retries at once
  * on another shard: the other transaction is most likely a gathering too, whose lumps the next read shows.
  */
-import { readShards, type ShardBalances } from './balance';
+import { readShards, type ShardBalances, totalOf } from './balance';
 import type { RetryingStoreContext } from './errors';
 import { planTake, type ShardPlan } from './shard-plan';
 
@@ -63,6 +63,12 @@ function remembered(userId: string, now: number): Layout | undefined {
 /** Whether a read of this process found the account thin less than `THIN_MEMORY_MS` ago. */
 export function thinLately(userId: string, now: number = Date.now()): boolean {
   return remembered(userId, now) !== undefined;
+}
+
+/** Whether the layout remembered for `userId` (less the tries in flight) cannot pay `cost`: a refusal is likely. */
+export function unpaidLately(userId: string, cost: number): boolean {
+  const layout = remembered(userId, Date.now());
+  return layout !== undefined && totalOf(layout.balances) < cost;
 }
 
 /** Every shard's balance (balance.ts `readShards`), remembering the layout when it is thin for `cost`. */
