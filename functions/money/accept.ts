@@ -120,7 +120,9 @@ const SCOPE_ORDER: readonly SpendScope[] = ['key', 'account'];
  * - Key seen before with the same request hash: nothing is written; the original task is read and
  *   returned with `replayed: true` (2 requests in all).
  * - Key seen before with another hash: `IdempotencyConflictError` (checked before the balance).
- * - Not enough credits in all shards together, or no account: `InsufficientCreditsError(cost, balance)`.
+ * - Not enough credits in all shards together, or no account: `InsufficientCreditsError(cost, balance)`,
+ *   with no transaction sent: the key guard and the Idempotency-Key's record, whose answers outrank it,
+ *   are read instead (store/outranking-reads.ts).
  * - The caller's key revoked or past its grace end (`task.keyId`): `UnauthorizedError`, nothing written.
  * - The caller's key has a spend limit (`task.spendLimit`): its period's counter is one more item
  *   (store/spend.ts); past the limit, `SpendLimitError` (402), nothing written. A limit changed since the
