@@ -304,13 +304,14 @@ export async function acceptTask(
     );
     const transaction = compose(contributors);
     // The plan is taken in the layout this process remembers while it is in flight (store/thin-balance.ts).
-    const giveBack = holdPlan(task.userId, plan);
+    const release = holdPlan(task.userId, plan);
     try {
       // One try, one command: the loop below decides whether and how to try again.
       await transactOnce(ctx, transaction.items);
+      release(true);
       return { task: accepted, replayed: false };
     } catch (error) {
-      giveBack();
+      release(false);
       const outcome = acceptAnswer(error, transaction);
       if (outcome.kind === 'replay') return replay(ctx, task.userId, outcome);
       // A budget read as spent, and its shard short on this try: 402, naming the budget.

@@ -41,6 +41,9 @@ interface Layout {
 
 const layouts = new Map<string, Layout>();
 
+/** What this process's tries in flight take from each shard of an account (bounded by the tries in flight). */
+const inFlight = new Map<string, { tries: number; taken: number[] }>();
+
 /** The balances handed out as remembered (not read): planned from as the memory stands at the try. */
 const handedOut = new WeakSet<ShardBalances>();
 
@@ -118,28 +121,37 @@ export function planTry(
   input: { target: number; avoid: ReadonlySet<number>; random: () => number },
 ): ShardPlan | 'read' | undefined {
   if (!balances) return [{ shard: input.target, delta: -cost }];
-  const remembered = handedOut.has(balances);
-  const plan = planTake((remembered && layouts.get(userId)?.balances) || balances, cost, {
-    prefer: input.target,
-    avoid: input.avoid,
-    random: input.random,
-  });
-  return plan ?? (remembered ? 'read' : undefined);
+  const options = { prefer: input.target, avoid: input.avoid, random: input.random };
+  if (handedOut.has(balances)) return planTake(layouts.get(userId)?.balances ?? balances, cost, options) ?? 'read';
+  // A read does not show the tries in flight: plan around them while the rest covers the cost.
+  const taken = inFlight.get(userId)?.taken;
+  const free = taken && balances.map((balance, shard) => balance - (taken[shard] ?? 0));
+  return (free && planTake(free, cost, options)) || planTake(balances, cost, options);
 }
 
 /**
- * Applies a try's plan to the account's remembered layout while the try is in flight, so the racing
- * accepts of this process plan around it; returns what gives it back when the try fails (nothing once
- * a read replaced the layout: the read shows what is there).
+ * Holds a try's plan while it is in flight, so the racing accepts of this process plan around it: its
+ * debits are counted as taken from what reads show, and the plan is applied to the remembered layout.
+ * Returns what ends the hold: a committed plan stays in the layout, a failed one is given back (unless a
+ * read replaced the layout meanwhile: the read shows what is there).
  */
-export function holdPlan(userId: string, plan: ShardPlan): () => void {
+export function holdPlan(userId: string, plan: ShardPlan): (committed: boolean) => void {
   const layout = layouts.get(userId);
-  if (!layout) return () => undefined;
-  const apply = (sign: number) => {
-    for (const { shard, delta } of plan) layout.balances[shard] = (layout.balances[shard] ?? 0) + sign * delta;
-  };
-  apply(1);
-  return () => {
-    if (layouts.get(userId) === layout) apply(-1);
+  const flying = inFlight.get(userId) ?? { tries: 0, taken: [] };
+  inFlight.set(userId, flying);
+  flying.tries++;
+  for (const { shard, delta } of plan) {
+    if (delta < 0) flying.taken[shard] = (flying.taken[shard] ?? 0) - delta;
+    if (layout) layout.balances[shard] = (layout.balances[shard] ?? 0) + delta;
+  }
+  return (committed) => {
+    flying.tries--;
+    for (const { shard, delta } of plan) {
+      if (delta < 0) flying.taken[shard] = (flying.taken[shard] ?? 0) + delta;
+      if (!committed && layout && layouts.get(userId) === layout) {
+        layout.balances[shard] = (layout.balances[shard] ?? 0) - delta;
+      }
+    }
+    if (flying.tries === 0 && inFlight.get(userId) === flying) inFlight.delete(userId);
   };
 }
