@@ -12,7 +12,6 @@ import {
   pauseAfterConflict,
   randomShard,
   readShards,
-  SHARD_ATTEMPTS,
   type ShardBalances,
   totalOf,
 } from '../store/balance';
@@ -107,6 +106,15 @@ function answerOf(findings: AcceptFinding[], error: unknown): AcceptOutcome {
   }
 }
 
+/**
+ * Tries per accept: more than a grant's or a refund's (`SHARD_ATTEMPTS`). One account's accepts race on
+ * its 32 shards, and at 32 in flight most shards are held at any moment: with 12 tries, about one accept
+ * in 130 lost every try and answered 503 (`npm run bench -- big-customer`, quiet machine, conflict layer
+ * 10 ms). The extra tries cost only the unlucky accept, and its waits (full jitter, capped at 800 ms a
+ * try) stay near 11 s at most, well inside the 29 s a submit may take.
+ */
+export const ACCEPT_ATTEMPTS = 20;
+
 /** The order budgets are named in a `short` outcome: the key's, then the account's. */
 const SCOPE_ORDER: readonly SpendScope[] = ['key', 'account'];
 
@@ -130,7 +138,7 @@ const SCOPE_ORDER: readonly SpendScope[] = ['key', 'account'];
  * - The account has a monthly spend limit: its month's counter is one more item the same way
  *   (`SpendLimitError` with scope `account`). The debits state the limit's version the process knows;
  *   a debit that finds another one teaches it and is tried again at once (store/spend.ts).
- * - A conflict on a shard is retried at once on another shard; after `SHARD_ATTEMPTS` tries,
+ * - A conflict on a shard is retried at once on another shard; after `ACCEPT_ATTEMPTS` tries,
  *   `ServiceBusyError` (nothing written), or `InsufficientCreditsError` when the account can no longer
  *   pay by then.
  */
@@ -317,7 +325,7 @@ export async function acceptTask(
       // A budget read as spent, and its shard short on this try: 402, naming the budget.
       const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
       if (spent) throw exhausted.get(spent);
-      if (attempt >= (ctx.retry?.maxAttempts ?? SHARD_ATTEMPTS)) {
+      if (attempt >= (ctx.retry?.maxAttempts ?? ACCEPT_ATTEMPTS)) {
         const [budgetSpent] = exhausted.values();
         if (budgetSpent) throw budgetSpent;
         // Out of tries. Busy (503, "try again") is only the truth while the account could still pay:

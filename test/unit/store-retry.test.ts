@@ -165,14 +165,18 @@ describe('store retries', () => {
       );
 
     ddb.on(QueryCommand).resolves({ Items: [{ SK: 'ACCOUNT', balance: 2 }] });
+    // The key guard a refusal reads instead of trying again: not ended.
+    ddb.on(GetCommand).resolves({});
 
     // Act
     const accept = acceptTask(ctx, { task });
 
-    // Assert: the short shard leads to reading all shards; their total decides the 402.
+    // Assert: the short shard leads to reading all shards; their total decides the 402, after a read
+    // of what would outrank it and no third try.
     await expect(accept).rejects.toEqual(new InsufficientCreditsError(3, 2));
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(2);
     expect(ddb.commandCalls(QueryCommand)).toHaveLength(1);
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(1);
   });
 
   it.each([
