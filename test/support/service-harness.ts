@@ -53,7 +53,11 @@ import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../../functions/runtime/provider-profile-from-env';
-import { mediaFromEnv, resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
+import {
+  mediaFromEnv,
+  resetWorkerLifecycleFromEnv,
+  workerLifecycleFromEnv,
+} from '../../functions/runtime/worker-lifecycle-from-env';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER, MEDIA_WORKER_FILTER } from '../../lib/routes';
@@ -379,9 +383,10 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     },
 
     async withClock(now, fn) {
-      // The handlers call lifecycleFromEnv() (get, sweeper) or providerLifecycleFromEnv() (submit) per
-      // request and get these same cached objects.
-      const wirings = [lifecycleFromEnv(), providerLifecycleFromEnv()];
+      // The handlers call lifecycleFromEnv() (get), workerLifecycleFromEnv() (sweeper, media worker: the
+      // same wiring with the copying store) or providerLifecycleFromEnv() (submit) per request and get
+      // these same cached objects.
+      const wirings = [lifecycleFromEnv(), workerLifecycleFromEnv(), providerLifecycleFromEnv()];
       const previous = wirings.map((wiring) => wiring.now);
       for (const wiring of wirings) wiring.now = now;
       try {
