@@ -13,7 +13,7 @@ import {
   PROVIDER_BASE_URL,
   readEnv,
 } from '../environment/environment';
-import type { CopyingLifecycle } from '../lifecycle/lifecycle';
+import type { CopyingLifecycle, Lifecycle } from '../lifecycle/lifecycle';
 import { createFsMediaStore } from '../media/fs-media-store';
 import type { MediaStore } from '../media/port';
 import { createS3MediaStore } from '../media/s3-media-store';
@@ -25,6 +25,7 @@ import {
   lifecycleConfigFromEnv,
   lifecycleFromEnv,
   mediaSettingsFromEnv,
+  mediaUrlsFromEnv,
   mediaUrlTtlSecondsFromEnv,
 } from './lifecycle-from-env';
 import { withMaxInFlightFromEnv } from './provider-lifecycle-from-env';
@@ -59,13 +60,13 @@ export function mediaFromEnv(env?: Env): MediaStore {
 }
 
 /** The lifecycle without provider settings (the media and webhook workers' environments have none). */
-export function lifecycleWithoutProvider(env?: Env): CopyingLifecycle {
+export function lifecycleWithoutProvider(env?: Env): Lifecycle {
   return {
     store: storeFromEnv(env),
     provider: NO_PROVIDER,
     config: withMaxInFlightFromEnv(lifecycleConfigFromEnv(env), env),
     now: () => new Date(),
-    media: mediaFromEnv(env),
+    media: mediaUrlsFromEnv(env),
   };
 }
 
