@@ -19,7 +19,7 @@ import { waitForSubmitted } from '../lifecycle/submitted-wait';
 import { checkUploadReferences } from '../lifecycle/uploads';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from '../media/source-policy';
 import { uploadReaderFromEnv } from '../media/uploads';
-import { mediaFromEnv } from '../runtime/lifecycle-from-env';
+import { mediaUrlsFromEnv } from '../runtime/lifecycle-from-env';
 import { providerProfileFromEnv } from '../runtime/provider-profile-from-env';
 import { uploadSettingsFromEnv } from '../runtime/uploads-from-env';
 import { maxQueuedTasksFromEnv } from '../store/dispatch';
@@ -141,7 +141,7 @@ export function submitHandler<TRequest extends { model: string; prompt: string }
               ...ctx,
               // Only the retention (a result's URLs never outlive it): the submit has no refresh settings.
               results: () => ({
-                media: mediaFromEnv(),
+                media: mediaUrlsFromEnv(),
                 config: { resultRetentionDays: readEnv(RESULT_RETENTION_DAYS) },
               }),
             },

@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger';
 import { getTask } from '../store/tasks';
 import { isAccountClosed } from './closed-account';
 import { completeWithResults, failTask } from './finish-task';
-import type { Lifecycle } from './lifecycle';
+import type { CopyingLifecycle } from './lifecycle';
 
 export interface CopyOptions {
   /** Copies of one file before the copy is judged hopeless (default 3). */
@@ -36,7 +36,7 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * @returns the task as it stands afterwards, or undefined when it does not exist
  */
 export async function copyResults(
-  lc: Lifecycle,
+  lc: CopyingLifecycle,
   ref: { userId: string; taskId: string },
   log: Logger,
   options: CopyOptions = {},
@@ -63,7 +63,7 @@ export async function copyResults(
 }
 
 async function copyWithRetries(
-  lc: Lifecycle,
+  lc: CopyingLifecycle,
   task: TaskRecord,
   url: string,
   index: number,

@@ -7,9 +7,9 @@
 import { TaskNotFoundError, TaskStateError, UploadNotFoundError } from '../core/errors';
 import { paidOutputs, type TaskRecord, TaskStatus } from '../core/task';
 import { checkedUploadKey, uploadKey } from '../core/uploads';
+import { MEDIA_TYPES } from '../media/media-types';
 import { mediaKey } from '../media/port';
 import type { ObjectRemover } from '../media/remove-objects';
-import { MEDIA_TYPES } from '../media/source';
 import type { Logger } from '../observability/logger';
 import type { StoreContext } from '../store/client';
 import { removeEndedTask, removeUploadRecord } from '../store/task-removal';

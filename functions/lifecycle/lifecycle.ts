@@ -5,7 +5,7 @@
 
 import type { LifecycleConfig } from '../core/lifecycle';
 import type { ProviderProfile } from '../core/profiles/profile';
-import type { MediaStore } from '../media/port';
+import type { MediaStore, MediaUrls } from '../media/port';
 import type { UploadReader } from '../media/uploads';
 import type { Logger } from '../observability/logger';
 import { metrics } from '../observability/metrics';
@@ -37,8 +37,13 @@ export interface ProviderLifecycle {
   upstreams?: readonly Upstream[];
 }
 
-/** Everything, for reading, refreshing and sweeping tasks (which store and sign results). */
+/** Everything for reading and refreshing tasks, which sign result URLs but copy nothing. */
 export interface Lifecycle extends ProviderLifecycle {
+  media: MediaUrls;
+}
+
+/** The media worker's and the sweeper's lifecycle: they copy results into storage too. */
+export interface CopyingLifecycle extends Lifecycle {
   media: MediaStore;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { LifecycleConfig } from '../core/lifecycle';
 import { type SubmissionResponse, type TaskResource, TaskStatus } from '../core/task';
-import type { MediaStore } from '../media/port';
+import type { MediaUrls } from '../media/port';
 import type { StoreContext } from '../store/client';
 import { getTask } from '../store/tasks';
 import { presentTask } from './present-task';
@@ -21,7 +21,7 @@ export async function waitForSubmitted(
     store: StoreContext;
     now: () => Date;
     /** What signs the ended task's result URLs, built only when one ended. */
-    results: () => { media: MediaStore; config: Pick<LifecycleConfig, 'resultRetentionDays'> };
+    results: () => { media: MediaUrls; config: Pick<LifecycleConfig, 'resultRetentionDays'> };
   },
   input: { userId: string; submitted: SubmissionResponse; seconds: number; remainingMs: number | undefined },
 ): Promise<TaskResource | undefined> {

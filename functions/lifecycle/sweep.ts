@@ -7,14 +7,14 @@ import { awaitsCopy, type TaskRecord } from '../core/task';
 import type { Logger } from '../observability/logger';
 import { allPendingTasks, getTask } from '../store/tasks';
 import { copyResults } from './copy-results';
-import type { Lifecycle } from './lifecycle';
+import type { CopyingLifecycle } from './lifecycle';
 import { refreshTask } from './refresh-task';
 
 /**
  * A task whose results have waited for the media worker longer than `copyStaleMs` (its stream record
  * lost or parked in the dead-letter queue) is copied by the sweeper itself, with the worker's code.
  */
-async function copyIfStale(lc: Lifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
+async function copyIfStale(lc: CopyingLifecycle, task: TaskRecord, log: Logger): Promise<TaskRecord> {
   const waitedMs = lc.now().getTime() - (task.resultsReadyAt ?? 0);
   if (waitedMs < (lc.config.copyStaleMs ?? DEFAULT_COPY_STALE_MS)) return task;
   return (await copyResults(lc, task, log)) ?? task;
@@ -46,7 +46,11 @@ export interface SweepOptions {
   hasTime?: () => boolean;
 }
 
-export async function sweepPendingTasks(lc: Lifecycle, log: Logger, options: SweepOptions = {}): Promise<SweepReport> {
+export async function sweepPendingTasks(
+  lc: CopyingLifecycle,
+  log: Logger,
+  options: SweepOptions = {},
+): Promise<SweepReport> {
   const concurrency = options.concurrency ?? 8;
   const hasTime = options.hasTime ?? (() => true);
   const report: SweepReport = {

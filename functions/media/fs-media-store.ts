@@ -10,29 +10,26 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web';
 import type { TaskType } from '../core/task';
+import { createFsMediaUrls, type FsMediaUrlsOptions, MEDIA_URL_PREFIX } from './fs-media-urls';
+import { keyWithExtension } from './media-types';
 import { MediaCopyError, type MediaStore, type StoredMedia } from './port';
 import {
   asCopyError,
   DEFAULT_COPY_TIMEOUT_MS,
   DEFAULT_MAX_BYTES,
-  keyWithExtension,
   type OpenedSource,
   openSource,
   type ResolveHost,
 } from './source';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from './source-policy';
 
+export { MEDIA_URL_PREFIX } from './fs-media-urls';
 /** What the local gateway serves a stored key with: its type, as a download, never sniffed. */
-export { contentTypeForKey, mediaResponseHeaders } from './source';
+export { contentTypeForKey, mediaResponseHeaders } from './media-types';
 
-/** The URL path prefix under which the local gateway serves stored media. */
-export const MEDIA_URL_PREFIX = '/media/';
-
-export interface FsMediaStoreOptions {
+export interface FsMediaStoreOptions extends FsMediaUrlsOptions {
   /** Directory holding the files (created on demand). */
   dir: string;
-  /** Base URL of the local API, e.g. `http://127.0.0.1:3000`; `urlFor` appends `/media/<key>`. */
-  publicBaseUrl: string;
   /** Size limit for every kind; default 50 MB for images, 500 MB for video. */
   maxBytes?: number;
   /** Deadline for one copy; default 120 s. */
@@ -46,7 +43,6 @@ export interface FsMediaStoreOptions {
 /** Creates the filesystem store. */
 export function createFsMediaStore(options: FsMediaStoreOptions): MediaStore {
   const root = resolve(options.dir);
-  const base = options.publicBaseUrl.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? DEFAULT_COPY_TIMEOUT_MS;
   const sourceOptions = {
     policy: options.sourcePolicy ?? STRICT_SOURCE_POLICY,
@@ -83,9 +79,7 @@ export function createFsMediaStore(options: FsMediaStoreOptions): MediaStore {
       }
     },
 
-    async urlFor(key: string): Promise<string> {
-      return `${base}${MEDIA_URL_PREFIX}${key.split('/').map(encodeURIComponent).join('/')}`;
-    },
+    urlFor: createFsMediaUrls(options).urlFor,
   };
 }
 

@@ -10,7 +10,20 @@ export interface StoredMedia {
   bytes: number;
 }
 
-export interface MediaStore {
+/**
+ * Handing out stored results: all the API functions need (they copy nothing), so their bundles leave
+ * the copying code (`source.ts`, the address checks) out.
+ */
+export interface MediaUrls {
+  /**
+   * A URL the API consumer can GET (signed and expiring on S3).
+   * @param notAfter when the object will be gone: a signed URL is not made to outlive it
+   */
+  urlFor(key: string, notAfter?: Date): Promise<string>;
+}
+
+/** Copying results in and handing them out: the media worker's and the sweeper's store. */
+export interface MediaStore extends MediaUrls {
   /**
    * Streams the file at `sourceUrl` into storage under `keyBase` plus the extension of the type the
    * source sent (`.png`, `.mp4`, ...); the returned `key` is the stored one.
@@ -19,11 +32,6 @@ export interface MediaStore {
    *   (declared and by its first bytes), or is larger than the limit.
    */
   copyFromUrl(sourceUrl: string, keyBase: string, kind: TaskType): Promise<StoredMedia>;
-  /**
-   * A URL the API consumer can GET (signed and expiring on S3).
-   * @param notAfter when the object will be gone: a signed URL is not made to outlive it
-   */
-  urlFor(key: string, notAfter?: Date): Promise<string>;
 }
 
 /** A result could not be copied; the lifecycle fails the task with STORAGE_ERROR and refunds it. */

@@ -1,6 +1,6 @@
 /**
  * The S3 media store: results are streamed from the provider into the bucket with a presigned PUT,
- * and handed out as presigned GET URLs. Deployed, the API functions use it to sign URLs only: every
+ * and handed out as presigned GET URLs (`s3-media-urls.ts`, which the API functions use alone: every
  * copy is made by the media worker or the sweeper with `s3-upload-media-store.ts`, which streams a
  * source without `Content-Length` up to the kind's limit. The 16 MiB cap on such a source below is
  * this store's alone (one PUT needs the length first).
@@ -10,38 +10,25 @@
  * signed requests do not justify the S3 client.
  */
 
-import { type AwsCredentials, credentialsFromEnv, presignUrl, uriEncode } from '../aws/signer';
 import type { TaskType } from '../core/task';
+import { keyWithExtension, mediaResponseHeaders } from './media-types';
 import { MediaCopyError, type MediaStore, type StoredMedia } from './port';
+import { createS3MediaUrls, type S3MediaUrlsOptions, s3ObjectUrlBuilder, s3Presigner } from './s3-media-urls';
 import {
   asCopyError,
   DEFAULT_COPY_TIMEOUT_MS,
   DEFAULT_MAX_BYTES,
-  keyWithExtension,
-  mediaResponseHeaders,
   type OpenedSource,
   openSource,
   type ResolveHost,
 } from './source';
 import { type SourcePolicy, STRICT_SOURCE_POLICY } from './source-policy';
 
-export interface S3MediaStoreOptions {
-  bucket: string;
-  region: string;
-  /** Lifetime of the GET URLs `urlFor` hands out; default 3600 s. */
-  urlTtlSeconds?: number;
+export interface S3MediaStoreOptions extends S3MediaUrlsOptions {
   /** Size limit for every kind; default 50 MB for images, 500 MB for video. */
   maxBytes?: number;
-  /** Another S3 endpoint (LocalStack, a test server), e.g. `http://127.0.0.1:4566`. */
-  endpoint?: string;
-  /** Address the bucket in the path (`<endpoint>/<bucket>/<key>`) rather than the host name. */
-  forcePathStyle?: boolean;
-  /** Default: the Lambda role's credentials from the environment, read per call. */
-  credentials?: () => AwsCredentials;
   /** Deadline for one copy (download and upload together); default 120 s. */
   timeoutMs?: number;
-  /** Signing clock, injected for tests. */
-  now?: () => Date;
   /** Which result URLs may be fetched; default https to public addresses only. */
   sourcePolicy?: SourcePolicy;
   /** Host name resolution, injected by tests; default the system resolver. */
@@ -55,39 +42,19 @@ export interface S3MediaStoreOptions {
 
 /** Lifetime of the presigned PUT: it only has to outlive the start of the upload. */
 const PUT_URL_TTL_SECONDS = 900;
-const DEFAULT_URL_TTL_SECONDS = 3600;
 const DEFAULT_MAX_UNDECLARED_BYTES = 16 * 1024 * 1024;
 
 /** Creates the S3 store. Nothing is fetched until the first call. */
 export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
-  const credentials = options.credentials ?? (() => credentialsFromEnv());
-  const now = options.now ?? (() => new Date());
-  const urlTtlSeconds = options.urlTtlSeconds ?? DEFAULT_URL_TTL_SECONDS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_COPY_TIMEOUT_MS;
-  const objectUrl = objectUrlBuilder(options);
+  const objectUrl = s3ObjectUrlBuilder(options);
+  const presign = s3Presigner(options);
+  const urls = createS3MediaUrls(options);
 
   const sourceOptions = {
     policy: options.sourcePolicy ?? STRICT_SOURCE_POLICY,
     ...(options.resolve ? { resolve: options.resolve } : {}),
   };
-
-  function presign(
-    method: 'GET' | 'PUT',
-    url: URL,
-    ttl: number,
-    signedHeaders?: Record<string, string>,
-  ): Promise<string> {
-    return presignUrl({
-      method,
-      url,
-      service: 's3',
-      region: options.region,
-      credentials: credentials(),
-      date: now(),
-      expiresInSeconds: ttl,
-      ...(signedHeaders ? { signedHeaders } : {}),
-    });
-  }
 
   return {
     async copyFromUrl(sourceUrl: string, keyBase: string, kind: TaskType): Promise<StoredMedia> {
@@ -139,36 +106,7 @@ export function createS3MediaStore(options: S3MediaStoreOptions): MediaStore {
       }
     },
 
-    async urlFor(key: string, notAfter?: Date): Promise<string> {
-      // The response overrides repeat the stored metadata, so objects stored before it was set are
-      // served the same way. S3 has no override for X-Content-Type-Options (see docs/design/security.md).
-      const url = objectUrl(key);
-      url.searchParams.set('response-content-disposition', 'attachment');
-      url.searchParams.set(
-        'response-content-type',
-        mediaResponseHeaders(key)['Content-Type'] ?? 'application/octet-stream',
-      );
-      const left = notAfter ? Math.floor((notAfter.getTime() - now().getTime()) / 1000) : urlTtlSeconds;
-      return presign('GET', url, Math.max(1, Math.min(urlTtlSeconds, left)));
-    },
-  };
-}
-
-/** `https://<bucket>.s3.<region>.amazonaws.com/<key>`, or the path-style/endpoint variants. */
-function objectUrlBuilder(options: S3MediaStoreOptions): (key: string) => URL {
-  const endpoint = new URL(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`);
-  const prefix = endpoint.pathname.replace(/\/+$/, '');
-  const bucket = uriEncode(options.bucket);
-  return (key) => {
-    const path = key.split('/').map(uriEncode).join('/');
-    const url = new URL(endpoint);
-    if (options.forcePathStyle) {
-      url.pathname = `${prefix}/${bucket}/${path}`;
-    } else {
-      url.hostname = `${options.bucket}.${endpoint.hostname}`;
-      url.pathname = `${prefix}/${path}`;
-    }
-    return url;
+    urlFor: (key, notAfter) => urls.urlFor(key, notAfter),
   };
 }
 

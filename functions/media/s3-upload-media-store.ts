@@ -10,13 +10,12 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { observeClient } from '../core/aws-call-observer';
 import type { TaskType } from '../core/task';
+import { keyWithExtension, mediaResponseHeaders } from './media-types';
 import { MediaCopyError, type MediaStore, type StoredMedia } from './port';
 import {
   asCopyError,
   DEFAULT_COPY_TIMEOUT_MS,
   DEFAULT_MAX_BYTES,
-  keyWithExtension,
-  mediaResponseHeaders,
   type OpenedSource,
   openSource,
   type ResolveHost,

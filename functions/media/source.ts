@@ -18,6 +18,7 @@ import { request as httpRequest, type IncomingMessage, type RequestOptions } fro
 import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import type { TaskType } from '../core/task';
+import { MEDIA_TYPES } from './media-types';
 import { MediaCopyError } from './port';
 import { type PinnedAddress, pinnedLookup, type ResolveHost, resolvePublicAddress } from './public-address';
 import { bareHost, isTrustedOrigin, refuseUrl, type SourcePolicy } from './source-policy';
@@ -33,12 +34,6 @@ export const DEFAULT_COPY_TIMEOUT_MS = 120_000;
 
 /** Redirect hops followed per source; each is checked like the first request. */
 export const MAX_REDIRECTS = 3;
-
-/** The media types a result may have, per kind, with the extension it is stored under. */
-export const MEDIA_TYPES: Readonly<Record<TaskType, Readonly<Record<string, string>>>> = {
-  image: { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' },
-  video: { 'video/mp4': 'mp4', 'video/webm': 'webm', 'video/quicktime': 'mov' },
-};
 
 /** Spellings some servers use, mapped to the canonical type. */
 const TYPE_ALIASES: Readonly<Record<string, string>> = { 'image/jpg': 'image/jpeg', 'image/pjpeg': 'image/jpeg' };
@@ -304,39 +299,6 @@ function findCopyError(error: unknown): MediaCopyError | undefined {
     current = current.cause;
   }
   return undefined;
-}
-
-/** The extension a stored result gets for an allowed content type (`png`, `mp4`, ...). */
-export function extensionForContentType(contentType: string): string | undefined {
-  const type = contentType.toLowerCase();
-  return MEDIA_TYPES.image[type] ?? MEDIA_TYPES.video[type];
-}
-
-/** The stored key for a result: the base key plus the extension of its (checked) type. */
-export function keyWithExtension(keyBase: string, contentType: string): string {
-  return `${keyBase}.${extensionForContentType(contentType) ?? 'bin'}`;
-}
-
-/** The content type of a stored key, from its extension (what the local gateway serves it as). */
-export function contentTypeForKey(key: string): string {
-  const extension = /\.([a-z0-9]+)$/i.exec(key)?.[1]?.toLowerCase();
-  for (const types of Object.values(MEDIA_TYPES)) {
-    for (const [type, ext] of Object.entries(types)) if (ext === extension) return type;
-  }
-  return 'application/octet-stream';
-}
-
-/**
- * Headers every stored result is served with (S3 object metadata and the signed GET's overrides, the
- * local media server): the canonical type, never rendered inline by the service's origin, never
- * re-sniffed by a browser.
- */
-export function mediaResponseHeaders(key: string): Record<string, string> {
-  return {
-    'Content-Type': contentTypeForKey(key),
-    'Content-Disposition': 'attachment',
-    'X-Content-Type-Options': 'nosniff',
-  };
 }
 
 function normaliseType(header: string | undefined): string {

@@ -13,17 +13,15 @@ import {
   type Env,
   MEDIA_BASE_URL,
   MEDIA_BUCKET,
-  MEDIA_COPY_TIMEOUT_MS,
   MEDIA_DIR,
   MEDIA_URL_TTL_SECONDS,
   PROVIDER_UNKNOWN_OUTCOME_LIMIT_SECONDS,
   readEnv,
 } from '../environment/environment';
 import type { Lifecycle } from '../lifecycle/lifecycle';
-import { createFsMediaStore } from '../media/fs-media-store';
-import type { MediaStore } from '../media/port';
-import { createS3MediaStore } from '../media/s3-media-store';
-import { sourcePolicyFromEnv } from '../media/source-policy';
+import { createFsMediaUrls } from '../media/fs-media-urls';
+import type { MediaUrls } from '../media/port';
+import { createS3MediaUrls } from '../media/s3-media-urls';
 import {
   providerLifecycleFromEnv,
   resetProviderLifecycleFromEnv,
@@ -50,37 +48,42 @@ export function mediaUrlTtlSecondsFromEnv(env?: Env): number {
   return ttl;
 }
 
-/**
- * The deadline of one result copy by this wiring (MEDIA_COPY_TIMEOUT_MS overrides it). API requests no
- * longer copy; the sweeper's stale-copy fallback does, within its two minutes on the fetch-based store
- * (the media worker has its own, longer one: worker-lifecycle-from-env.ts). A copy cut short is retried,
- * then fails the task with STORAGE_ERROR.
- */
-const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
+/** Where this environment stores results (S3 deployed, the filesystem locally), or why it names none. */
+export type MediaSettings =
+  | { kind: 's3'; bucket: string; region: string; urlTtlSeconds: number; endpoint: string | undefined }
+  | { kind: 'fs'; dir: string; publicBaseUrl: string };
 
-/** The media store this environment names (S3 deployed, the filesystem locally). */
-export function mediaFromEnv(env?: Env): MediaStore {
-  const timeoutMs = readEnv(MEDIA_COPY_TIMEOUT_MS, env) ?? DEFAULT_MEDIA_COPY_TIMEOUT_MS;
-  const sourcePolicy = sourcePolicyFromEnv(env);
+/**
+ * The result storage this environment names: MEDIA_BUCKET (AWS), or MEDIA_DIR and MEDIA_BASE_URL (local).
+ * @throws Error when neither is set: a deployment error that should be loud
+ */
+export function mediaSettingsFromEnv(env?: Env): MediaSettings {
   const bucket = readEnv(MEDIA_BUCKET, env);
   if (bucket) {
-    const endpoint = readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
-    return createS3MediaStore({
+    return {
+      kind: 's3',
       bucket,
       region: readEnv(AWS_REGION, env) ?? 'us-east-1',
       urlTtlSeconds: mediaUrlTtlSecondsFromEnv(env),
-      endpoint,
-      forcePathStyle: Boolean(endpoint),
-      timeoutMs,
-      sourcePolicy,
-    });
+      endpoint: readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env),
+    };
   }
   const dir = readEnv(MEDIA_DIR, env);
   const publicBaseUrl = readEnv(MEDIA_BASE_URL, env);
-  if (dir && publicBaseUrl) {
-    return createFsMediaStore({ dir, publicBaseUrl, timeoutMs, sourcePolicy });
-  }
+  if (dir && publicBaseUrl) return { kind: 'fs', dir, publicBaseUrl };
   throw new Error('Set MEDIA_BUCKET (AWS) or MEDIA_DIR and MEDIA_BASE_URL (local) for result storage');
+}
+
+/**
+ * The result URLs of this environment's media store: all the API functions need, as they copy nothing
+ * (the media worker and the sweeper do, worker-lifecycle-from-env.ts), so their bundles leave the copying
+ * code out.
+ */
+export function mediaUrlsFromEnv(env?: Env): MediaUrls {
+  const settings = mediaSettingsFromEnv(env);
+  if (settings.kind === 'fs') return createFsMediaUrls(settings);
+  const { endpoint, ...rest } = settings;
+  return createS3MediaUrls({ ...rest, endpoint, forcePathStyle: Boolean(endpoint) });
 }
 
 /**
@@ -96,7 +99,7 @@ export function withUnknownOutcomeLimitFromEnv(config: LifecycleConfig, env?: En
 let cached: Lifecycle | undefined;
 
 /**
- * The whole lifecycle for this process (the submit wiring plus media storage), built on first use so a
+ * The whole lifecycle for this process (the submit wiring plus result URLs), built on first use so a
  * cold start pays only for what it uses.
  */
 export function lifecycleFromEnv(env?: Env): Lifecycle {
@@ -104,7 +107,7 @@ export function lifecycleFromEnv(env?: Env): Lifecycle {
   const base = providerLifecycleFromEnv(env);
   const config = withUnknownOutcomeLimitFromEnv(withMaxInFlightFromEnv(base.config, env), env);
   const upstreams = upstreamsFromEnv(env);
-  cached = { ...base, config, media: mediaFromEnv(env), ...(upstreams ? { upstreams } : {}) };
+  cached = { ...base, config, media: mediaUrlsFromEnv(env), ...(upstreams ? { upstreams } : {}) };
   return cached;
 }
 

@@ -13,7 +13,10 @@ import {
   PROVIDER_BASE_URL,
   readEnv,
 } from '../environment/environment';
-import type { Lifecycle } from '../lifecycle/lifecycle';
+import type { CopyingLifecycle, Lifecycle } from '../lifecycle/lifecycle';
+import { createFsMediaStore } from '../media/fs-media-store';
+import type { MediaStore } from '../media/port';
+import { createS3MediaStore } from '../media/s3-media-store';
 import { createS3UploadMediaStore } from '../media/s3-upload-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
 import type { GenerationProvider } from '../provider/port';
@@ -21,7 +24,8 @@ import { storeFromEnv } from '../store/from-env';
 import {
   lifecycleConfigFromEnv,
   lifecycleFromEnv,
-  mediaFromEnv,
+  mediaSettingsFromEnv,
+  mediaUrlsFromEnv,
   mediaUrlTtlSecondsFromEnv,
 } from './lifecycle-from-env';
 import { withMaxInFlightFromEnv } from './provider-lifecycle-from-env';
@@ -35,6 +39,26 @@ const NO_PROVIDER: GenerationProvider = {
   getTask: () => Promise.reject(new Error('the media worker has no provider access')),
 };
 
+/**
+ * The deadline of one result copy by the fetch-based stores (MEDIA_COPY_TIMEOUT_MS overrides it): the
+ * sweeper's stale-copy fallback copies within its two minutes (the media worker on S3 has its own,
+ * longer one below). A copy cut short is retried, then fails the task with STORAGE_ERROR.
+ */
+const DEFAULT_MEDIA_COPY_TIMEOUT_MS = 20_000;
+
+/**
+ * The copying media store this environment names (S3 deployed, the filesystem locally): only the
+ * functions that copy results build it, so the API functions' bundles leave its code out.
+ */
+export function mediaFromEnv(env?: Env): MediaStore {
+  const timeoutMs = readEnv(MEDIA_COPY_TIMEOUT_MS, env) ?? DEFAULT_MEDIA_COPY_TIMEOUT_MS;
+  const sourcePolicy = sourcePolicyFromEnv(env);
+  const settings = mediaSettingsFromEnv(env);
+  if (settings.kind === 'fs') return createFsMediaStore({ ...settings, timeoutMs, sourcePolicy });
+  const { endpoint, ...rest } = settings;
+  return createS3MediaStore({ ...rest, endpoint, forcePathStyle: Boolean(endpoint), timeoutMs, sourcePolicy });
+}
+
 /** The lifecycle without provider settings (the media and webhook workers' environments have none). */
 export function lifecycleWithoutProvider(env?: Env): Lifecycle {
   return {
@@ -42,22 +66,22 @@ export function lifecycleWithoutProvider(env?: Env): Lifecycle {
     provider: NO_PROVIDER,
     config: withMaxInFlightFromEnv(lifecycleConfigFromEnv(env), env),
     now: () => new Date(),
-    media: mediaFromEnv(env),
+    media: mediaUrlsFromEnv(env),
   };
 }
 
 /** Off the request path a copy may take long: the worker's own deadline, MEDIA_COPY_TIMEOUT_MS overrides it. */
 const WORKER_COPY_TIMEOUT_MS = 600_000;
 
-let cached: Lifecycle | undefined;
+let cached: CopyingLifecycle | undefined;
 
 /** The worker's lifecycle for this process, built on first use. */
-export function workerLifecycleFromEnv(env?: Env): Lifecycle {
+export function workerLifecycleFromEnv(env?: Env): CopyingLifecycle {
   if (cached) return cached;
   const base = readEnv(PROVIDER_BASE_URL, env) ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
   const bucket = readEnv(MEDIA_BUCKET, env);
   if (!bucket) {
-    cached = base;
+    cached = { ...base, media: mediaFromEnv(env) };
     return cached;
   }
   const endpoint = readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);

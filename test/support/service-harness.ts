@@ -45,7 +45,7 @@ import {
   PROVIDER_UPSTREAMS,
   setting,
 } from '../../functions/environment/environment';
-import type { Lifecycle } from '../../functions/lifecycle/lifecycle';
+import type { CopyingLifecycle } from '../../functions/lifecycle/lifecycle';
 import { mediaResponseHeaders, resolveMediaPath } from '../../functions/media/fs-media-store';
 import { handler as mediaWorker } from '../../functions/media-worker/handler';
 import { grantCredits } from '../../functions/money/grant';
@@ -53,7 +53,11 @@ import { type LogSink, setLogSink } from '../../functions/observability/logger';
 import { lifecycleFromEnv, resetLifecycleFromEnv } from '../../functions/runtime/lifecycle-from-env';
 import { providerLifecycleFromEnv } from '../../functions/runtime/provider-lifecycle-from-env';
 import { providerProfileFromEnv } from '../../functions/runtime/provider-profile-from-env';
-import { resetWorkerLifecycleFromEnv } from '../../functions/runtime/worker-lifecycle-from-env';
+import {
+  mediaFromEnv,
+  resetWorkerLifecycleFromEnv,
+  workerLifecycleFromEnv,
+} from '../../functions/runtime/worker-lifecycle-from-env';
 import { resetStoreFromEnv, storeFromEnv } from '../../functions/store/from-env';
 import { getTask as getStoredTask } from '../../functions/store/tasks';
 import { MEDIA_WORKER, MEDIA_WORKER_FILTER } from '../../lib/routes';
@@ -154,8 +158,11 @@ export interface ServiceHarness {
   readonly logs: string[];
   /** A new user (fresh ids) with `credits` granted through the real ledger operation. */
   createUser(credits: number): Promise<TestUser>;
-  /** The handlers' own lifecycle wiring with the clock replaced (TIMEOUT without waiting). */
-  lifecycle(now: () => Date): Lifecycle;
+  /**
+   * The handlers' own lifecycle wiring with the clock replaced (TIMEOUT without waiting), with the
+   * sweeper's copying media store (the API functions' wiring only signs result URLs).
+   */
+  lifecycle(now: () => Date): CopyingLifecycle;
   /**
    * Runs `fn` with the clock of the handlers' own wiring (the one `lifecycleFromEnv()` caches, so the
    * real GET, submit and sweeper handlers) replaced by `now`, then restores it. Moves time without
@@ -405,13 +412,14 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
 
     lifecycle(now) {
       // With the profile, as the dispatcher's: tests that dispatch with it build provider requests.
-      return { ...lifecycleFromEnv(), now, profile: providerProfileFromEnv() };
+      return { ...lifecycleFromEnv(), media: mediaFromEnv(), now, profile: providerProfileFromEnv() };
     },
 
     async withClock(now, fn) {
-      // The handlers call lifecycleFromEnv() (get, sweeper) or providerLifecycleFromEnv() (submit) per
-      // request and get these same cached objects.
-      const wirings = [lifecycleFromEnv(), providerLifecycleFromEnv()];
+      // The handlers call lifecycleFromEnv() (get), workerLifecycleFromEnv() (sweeper, media worker: the
+      // same wiring with the copying store) or providerLifecycleFromEnv() (submit) per request and get
+      // these same cached objects.
+      const wirings = [lifecycleFromEnv(), workerLifecycleFromEnv(), providerLifecycleFromEnv()];
       const previous = wirings.map((wiring) => wiring.now);
       for (const wiring of wirings) wiring.now = now;
       try {
