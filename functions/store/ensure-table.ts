@@ -18,19 +18,35 @@ import { createTableInput, TABLE, TASK_STREAM, taskIndexDefinition } from './tab
 
 const POLL_MS = 100;
 
+/** Options of {@link ensureTable}. */
+export interface EnsureTableOptions {
+  /** How long to wait for the table and its indexes to be ACTIVE; default 30 s. */
+  timeoutMs?: number;
+  /**
+   * The table's stream (default on, as deployed: the media worker and the deployed driver read it).
+   * `false` is for a table no stream reader serves (the tests' bare stores): DynamoDB Local writes a
+   * stream record, both images serialized, with every write, and that was a quarter of its CPU in a
+   * money test (store-key-end: 33 to 26 CPU-s for the file).
+   */
+  stream?: boolean;
+}
+
 /**
  * Idempotent: creates the table (with TTL on `ttl`, as the stack does) if missing and waits until it
  * and its index are ACTIVE. Safe when several processes race to create it. `created` says whether this
  * call made it (a fresh table holds nothing yet).
  */
-export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number } = {}): Promise<{ created: boolean }> {
+export async function ensureTable(ctx: StoreContext, opts: EnsureTableOptions = {}): Promise<{ created: boolean }> {
+  const withStream = opts.stream ?? true;
   // Created first, described only when it exists: a fresh table (every `npm start` in memory) then
   // costs no DescribeTable at all, and DynamoDB Local creates tables ACTIVE at once.
   let existing: DescribeTableCommandOutput | undefined;
   let created = false;
   let activeAtOnce = false;
   try {
-    const out = await ctx.doc.send(new CreateTableCommand(createTableInput(ctx.tableName)));
+    const out = await ctx.doc.send(
+      new CreateTableCommand(withStream ? createTableInput(ctx.tableName) : withoutStream(ctx.tableName)),
+    );
     created = true;
     activeAtOnce = isActive(out.TableDescription);
   } catch (error) {
@@ -54,7 +70,7 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
   }
   if (!activeAtOnce) await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
   // A table made before the media worker has no stream: turn it on (records start from now on).
-  if (existing && !existing.Table?.StreamSpecification?.StreamEnabled) {
+  if (withStream && existing && !existing.Table?.StreamSpecification?.StreamEnabled) {
     await ctx.doc.send(new UpdateTableCommand({ TableName: ctx.tableName, StreamSpecification: TASK_STREAM }));
     await waitUntilActive(ctx, opts.timeoutMs ?? 30_000);
   }
@@ -67,6 +83,11 @@ export async function ensureTable(ctx: StoreContext, opts: { timeoutMs?: number 
     );
   }
   return { created };
+}
+
+function withoutStream(tableName: string) {
+  const { StreamSpecification: _stream, ...input } = createTableInput(tableName);
+  return input;
 }
 
 /** Deletes the table if it exists (test clean-up). */

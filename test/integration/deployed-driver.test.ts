@@ -23,7 +23,7 @@ describe('the deployed driver', () => {
   let onBatch: (event: SQSEvent) => Promise<PacedResult> = async () => IDLE;
 
   beforeAll(async () => {
-    store = await createTestStore();
+    store = await createTestStore({ stream: true });
     driver = await startDeployedDriver({
       endpoint: testEndpoint(),
       tableName: store.tableName,

@@ -27,6 +27,12 @@ export type TestStore = StoreContext & {
 export interface TestStoreOptions {
   /** `throughput`: the layer's per-partition limits (default DynamoDB's; local/partition-throughput.ts). */
   conflicts?: { holdMs: number; throughput?: ThroughputLimits };
+  /**
+   * The table's stream, for a file that runs a stream reader on it (the harness's media worker, the
+   * deployed driver). Off by default: DynamoDB Local serializes a stream record with every write, a
+   * quarter of its CPU in the money tests, and nothing reads a bare store's stream.
+   */
+  stream?: boolean;
 }
 
 /** Creates the table from the shared definition; `dispose()` deletes it and closes the client. */
@@ -48,7 +54,7 @@ export async function createTestStore(options: TestStoreOptions = {}): Promise<T
     requestHandler: { connectionTimeout: 10_000, requestTimeout: 30_000, httpAgent: { maxSockets: 256 } },
   });
   const ctx: StoreContext = { doc, tableName: `test-${randomUUID()}` };
-  await ensureTable(ctx);
+  await ensureTable(ctx, { stream: options.stream ?? false });
   return {
     ...ctx,
     endpoint,

@@ -264,7 +264,8 @@ function mediaServer(dir: string): Server {
 /** Starts every part and points the environment at them. */
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const providerKey = `provider-key-${randomUUID()}`;
-  const store = await createTestStore(options.conflicts ? { conflicts: options.conflicts } : {});
+  // The stream on: the media worker (and, deployed, the dispatcher's driver) read it.
+  const store = await createTestStore({ stream: true, ...(options.conflicts ? { conflicts: options.conflicts } : {}) });
   const upstreamKeys = (options.upstreams ?? []).map((_, index) => `${providerKey}-${index + 1}`);
   const upstreams = await Promise.all(
     (options.upstreams ?? []).map((upstream, index) =>
