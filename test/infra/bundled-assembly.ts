@@ -99,7 +99,7 @@ function isAlive(pid: number): boolean {
 function build(target: string): void {
   const building = `${target}.building-${process.pid}`;
   fs.rmSync(building, { recursive: true, force: true });
-  const service = synthesize({}, { bundle: true, outdir: building });
+  const service = synthesize({}, { bundle: true, outdir: building, builtinValidation: true });
   const resources = service.template.toJSON().Resources as BundledAssembly['resources'];
   const functions = service.stack.node.findAll().filter((node) => node instanceof GenerationFunction);
   const bundles = functions.map((fn) => {

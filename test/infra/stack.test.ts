@@ -1246,3 +1246,16 @@ describe('the webhook worker', () => {
     });
   });
 });
+
+describe('validation', () => {
+  test("the default synth passes CDK's built-in CloudFormation validation and cdk-nag: the report lists nothing", () => {
+    // Prepare: the shared synth is the one that runs the built-in validation (test/infra/support.ts).
+    const reportFile = path.join(assembly.directory, 'validation-report.json');
+
+    // Act
+    const report = JSON.parse(fs.readFileSync(reportFile, 'utf8')) as { pluginReports: unknown[] };
+
+    // Assert
+    expect(report.pluginReports).toEqual([]);
+  });
+});

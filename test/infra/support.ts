@@ -26,20 +26,29 @@ export interface SynthesizedService {
   template: Template;
 }
 
-/**
- * Synthesizes the service. `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context),
- * for variants whose assertions do not depend on the bundles.
- */
 /** The provider URL the infra tests deploy with. */
 export const TEST_PROVIDER_URL = 'https://provider.example.com';
 
-export function synthesize(
-  overrides: Record<string, unknown> = {},
-  options: { bundle: boolean; outdir?: string },
-): SynthesizedService {
+/** How {@link synthesize} builds the app. */
+export interface SynthesizeOptions {
+  /** `false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context), for variants whose assertions do not depend on the bundles. */
+  bundle: boolean;
+  outdir?: string;
+  /**
+   * CDK's built-in CloudFormation validation (the schema and rule engine aws-cdk-lib runs after every
+   * synth, `cdk synth` included; cdk-nag runs either way). Off by default: it was 6 of a synth's 10 CPU
+   * seconds, and the infra files make some forty synths a run. The one default-context synth the files
+   * share (bundled-assembly.ts) runs it, and stack.test.ts holds its report empty.
+   */
+  builtinValidation?: boolean;
+}
+
+/** Synthesizes the service with cdk.json's context and `overrides` on top. */
+export function synthesize(overrides: Record<string, unknown> = {}, options: SynthesizeOptions): SynthesizedService {
   const outdir = options.outdir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'generation-infra-'));
   const app = new App({
     outdir,
+    builtinCloudFormationValidation: options.builtinValidation ?? false,
     context: {
       ...cdkJsonContext(),
       // cdk.json ships a placeholder that synth refuses; tests stand in a provider.
