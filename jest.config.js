@@ -6,7 +6,9 @@ const esbuildTransform = '<rootDir>/test/support/esbuild-transform.js';
 /** @param {string} name @param {Partial<import('jest').Config>} extra @returns {import('jest').Config} */
 const project = (name, extra = {}) => ({
   displayName: name,
-  testEnvironment: 'node',
+  // Jest's Node environment, entered holding one of the machine's test slots: copies of the suite side
+  // by side run at most as many files at once as one copy does (test/support/machine-slots.js).
+  testEnvironment: '<rootDir>/test/support/shared-machine-environment.js',
   roots: [`<rootDir>/test/${name}`],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.[jt]s$': esbuildTransform },
