@@ -82,13 +82,84 @@ export async function readLayout(
   now: () => number = Date.now,
 ): Promise<ShardBalances> {
   const balances = await readShards(ctx, userId);
-  if (!isThin(balances, cost)) layouts.delete(userId);
-  else {
+  if (!isThin(balances, cost)) {
+    layouts.delete(userId);
+    rememberThick(userId, now());
+  } else {
     if (layouts.size >= MAX_REMEMBERED) layouts.clear();
+    thickUntil.delete(userId);
     // A copy: the accept plans (and decides a 402) from what it read, the memory takes the holds.
     layouts.set(userId, { until: now() + THIN_MEMORY_MS, balances: [...balances] });
   }
   return balances;
+}
+
+/** Accounts a try or read of this process found thick, until when (bounded like `layouts`). */
+const thickUntil = new Map<string, number>();
+
+/**
+ * Remembers that a blind single-shard try committed, or a read found the account thick: the next
+ * accepts of this process try blind at once, without waiting for a scout (`settleLayout`).
+ */
+export function rememberThick(userId: string, now: number = Date.now()): void {
+  if (layouts.has(userId)) return;
+  if (thickUntil.size >= MAX_REMEMBERED) thickUntil.clear();
+  thickUntil.set(userId, now + THIN_MEMORY_MS);
+}
+
+/** Whether this process knows the account's layout lately: found thin (the layout) or thick. */
+function layoutKnown(userId: string, now: number): boolean {
+  const until = thickUntil.get(userId);
+  if (until !== undefined && until <= now) thickUntil.delete(userId);
+  return remembered(userId, now) !== undefined || (until !== undefined && until > now);
+}
+
+/**
+ * The accept of this process that is settling an account's layout, by account: the first accept of an
+ * account this process knows nothing of (its scout), or one whose try gathers the credits into lumps.
+ * The other accepts of that account wait for it before they plan (`untilSettled`), then plan from what
+ * it left in the memory. Bounded by the accepts in flight: the entry goes when its accept ends.
+ */
+const settling = new Map<string, SettlingHold>();
+
+/** A hold on an account's layout (`settleLayout`): `end` lets the waiting accepts plan; ending twice is harmless. */
+export interface SettlingHold {
+  readonly ended: Promise<void>;
+  end: () => void;
+}
+
+/**
+ * Waits while another accept of this process settles `userId`'s layout (`own`: the caller's hold, not
+ * waited for). A burst's first wave on a thin balance used to try blind side by side (each short try
+ * holding a shard), read side by side, and gather side by side, each gathering cancelling the others:
+ * at 32 in flight three quarters of the transactions were cancelled. Waiting instead costs the waiters
+ * one accept's time, once, and only where racing accepts share a process (the local server, the
+ * in-process harness; a Lambda container serves one request at a time and never waits here).
+ */
+export async function untilSettled(userId: string, own?: SettlingHold): Promise<void> {
+  for (let hold = settling.get(userId); hold && hold !== own; hold = settling.get(userId)) await hold.ended;
+}
+
+/**
+ * Takes the hold on `userId`'s layout when nobody holds it and `when` says so: `scout`, the account's
+ * layout is unknown to this process (neither thin nor thick lately: the first try would be blind);
+ * `gather`, the try about to be sent gathers. Returns the hold, or undefined when not taken.
+ */
+export function settleLayout(userId: string, when: 'scout' | 'gather'): SettlingHold | undefined {
+  if (settling.has(userId) || (when === 'scout' && layoutKnown(userId, Date.now()))) return undefined;
+  let release = () => {};
+  const ended = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const hold: SettlingHold = {
+    ended,
+    end: () => {
+      if (settling.get(userId) === hold) settling.delete(userId);
+      release();
+    },
+  };
+  settling.set(userId, hold);
+  return hold;
 }
 
 /**
