@@ -28,6 +28,8 @@ import {
   readLayout,
   rememberThick,
   settleLayout,
+  triesEnded,
+  turnToPlan,
   unpaidLately,
   untilSettled,
 } from '../store/thin-balance';
@@ -240,8 +242,7 @@ export async function acceptTask(
   const outranking = { userId: task.userId, guard, shard: target, idempotencyKey: idempotency?.key };
   // Racing accepts of this process wait while one of them learns the layout or gathers it into lumps,
   // then plan from what it left (store/thin-balance.ts `untilSettled`).
-  await untilSettled(task.userId);
-  const scout = settleLayout(task.userId, 'scout');
+  const scout = await turnToPlan(task.userId);
   try {
     const early = unpaidLately(task.userId, cost) ? readOutranking(ctx, outranking) : undefined;
     early?.catch(() => undefined);
@@ -259,8 +260,10 @@ export async function acceptTask(
         });
       } else if (!accountLimit) budgets.delete('account');
       const plan = planTry(task.userId, balances, cost, { target, avoid, random });
-      if (plan === 'read') {
-        // The remembered layout was taken by this process's tries in flight: read what is there.
+      if (plan === 'read' || plan === 'wait') {
+        // The remembered layout was taken by this process's tries in flight: read what is there; or
+        // what was read is all taken by tries in flight: read once they have ended.
+        if (plan === 'wait') await triesEnded(task.userId);
         balances = await readLayout(ctx, task.userId, cost);
         continue;
       }
