@@ -149,6 +149,9 @@ const SCOPE_ORDER: readonly SpendScope[] = ['key', 'account'];
  * - The account has a monthly spend limit: its month's counter is one more item the same way
  *   (`SpendLimitError` with scope `account`). The debits state the limit's version the process knows;
  *   a debit that finds another one teaches it and is tried again at once (store/spend.ts).
+ * - Racing accepts of one account in one process plan one after another's lesson: the first of an
+ *   account this process knows nothing of, and a gathering, settle its layout while the others wait
+ *   (store/thin-balance.ts, docs/decisions/0020-one-process-settles-a-layout.md).
  * - A conflict on a shard is retried at once on another shard; after `ACCEPT_ATTEMPTS` tries,
  *   `ServiceBusyError` (nothing written), or `InsufficientCreditsError` when the account can no longer
  *   pay by then.

@@ -1,20 +1,22 @@
 /**
  * What this process learnt of an account's balance layout, so an accept on a thin balance plans its
  * first try from it instead of trying blind (docs/decisions/0018-thin-balance-bursts.md,
- * docs/decisions/0019-thin-accept-in-one-request.md).
+ * docs/decisions/0019-thin-accept-in-one-request.md, docs/decisions/0020-one-process-settles-a-layout.md).
  *
  * An accept's first try debits a shard picked at random without reading (one request, balance.ts). On a
  * thick balance that try nearly always fits. On a thin one (a few credits a shard, or nothing left) it
  * nearly always falls short, and a short try is not free: it holds its shard for a whole transaction, so
  * a burst's blind tries keep cancelling the one gathering (store/shard-plan.ts) that would put the
  * credits into lumps the racing accepts can take. So a read that finds an account thin is remembered
- * for `THIN_MEMORY_MS`, layout and all, and a read that finds it thick again forgets it at once. The
+ * for `THIN_MEMORY_MS`, layout and all, until a read finds every shard covering the cost again. The
  * next accepts plan their first try from that layout: when it names a shard that covers the cost alone,
  * they try it without reading (one request); otherwise (a gathering, or not enough) they read first
  * (one Query, which holds nothing). Each try's plan is applied to the layout while it is in flight and
  * given back when it fails, so the racing accepts of one process pick different shards. Only a hint:
  * every plan is still checked item by item in the transaction, and a try that falls short or meets a
- * conflict reads again.
+ * conflict reads again. Racing accepts of one account in one process take turns to learn: one settles
+ * the layout (the first of an account unknown here, or a gathering) while the others wait for it
+ * (`turnToPlan`, `untilSettled`), and a blind try goes around the shards of the tries in flight.
  *
  * Also here, so the accept's loop (store/tasks.ts) stays as it was: a gathering that met a conflict backs
  * off before it reads again (balance.ts `pauseAfterConflict`), where a single-shard debit retries at once
