@@ -21,7 +21,18 @@ import type { ShardPlan } from '../store/shard-plan';
 import { accountBudget, knownAccountLimit, learnAccountLimit, spendCounterOf } from '../store/spend';
 import * as keys from '../store/task-keys';
 import { getTask, IDEMPOTENCY_TTL_SECONDS, type IdempotencyInput, type NewTask } from '../store/tasks';
-import { holdPlan, layoutBeforeFirstTry, planTry, readLayout, unpaidLately } from '../store/thin-balance';
+import {
+  holdPlan,
+  layoutBeforeFirstTry,
+  planTry,
+  readLayout,
+  rememberThick,
+  settleLayout,
+  triesEnded,
+  turnToPlan,
+  unpaidLately,
+  untilSettled,
+} from '../store/thin-balance';
 import { transactOnce } from '../store/transaction';
 import { usageCounterChange } from '../store/usage';
 import {
@@ -138,6 +149,9 @@ const SCOPE_ORDER: readonly SpendScope[] = ['key', 'account'];
  * - The account has a monthly spend limit: its month's counter is one more item the same way
  *   (`SpendLimitError` with scope `account`). The debits state the limit's version the process knows;
  *   a debit that finds another one teaches it and is tried again at once (store/spend.ts).
+ * - Racing accepts of one account in one process plan one after another's lesson: the first of an
+ *   account this process knows nothing of, and a gathering, settle its layout while the others wait
+ *   (store/thin-balance.ts, docs/decisions/0020-one-process-settles-a-layout.md).
  * - A conflict on a shard is retried at once on another shard; after `ACCEPT_ATTEMPTS` tries,
  *   `ServiceBusyError` (nothing written), or `InsufficientCreditsError` when the account can no longer
  *   pay by then.
@@ -229,135 +243,155 @@ export async function acceptTask(
   // Unknown until the picked shard turns out short, or read first on a thin balance (store/thin-balance.ts).
   // On a layout remembered as unable to pay, a refusal's reads go out beside the balance read.
   const outranking = { userId: task.userId, guard, shard: target, idempotencyKey: idempotency?.key };
-  const early = unpaidLately(task.userId, cost) ? readOutranking(ctx, outranking) : undefined;
-  early?.catch(() => undefined);
-  let balances: ShardBalances | undefined = await layoutBeforeFirstTry(ctx, task.userId, cost);
-  // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
-  // shard number the balance is debited on; read when a shard is short or the shares are too thin.
-  const budgets = new Map<SpendScope, AcceptBudget>();
-  if (limit) budgets.set('key', { limit, ...(await roomsIfThin(ctx, task.userId, limit, cost, task.now)) });
-  for (let attempt = 1; ; attempt++) {
-    const accountLimit = account.credits === undefined ? undefined : accountBudget(account.credits);
-    if (accountLimit && budgets.get('account')?.limit.credits !== accountLimit.credits) {
-      budgets.set('account', {
-        limit: accountLimit,
-        ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
-      });
-    } else if (!accountLimit) budgets.delete('account');
-    const plan = planTry(task.userId, balances, cost, { target, avoid, random });
-    if (plan === 'read') {
-      // The remembered layout was taken by this process's tries in flight: read what is there.
-      balances = await readLayout(ctx, task.userId, cost);
-      continue;
-    }
-    const first = plan?.[0]?.shard ?? target;
-    // A spent budget answers 402 before the balance does.
-    const spendPlans = new Map<SpendScope, ShardPlan>();
-    const exhausted = new Map<SpendScope, Error>();
-    for (const [scope, budget] of budgets) {
-      const planned = budgetPlan(budget, { scope, cost, prefer: first, random, at: task.now });
-      spendPlans.set(scope, planned.plan);
-      if (planned.exhausted) exhausted.set(scope, planned.exhausted);
-    }
-    if (!plan) {
-      // A refusal sends no transaction: what outranks its 402 is read from items a try would check
-      // (store/outranking-reads.ts), so it holds no shard a racing gathering needs.
-      const found = await ((attempt === 1 && early) || readOutranking(ctx, { ...outranking, shard: target }));
-      const findings: AcceptFinding[] = [];
-      if (found.guard) findings.push(guardFinding(found.guard.endsAt, found.guard.limitVersion, guard));
-      if (found.idempotency && idempotency) {
-        const { taskId, requestHash } = found.idempotency;
-        findings.push(idempotencyFinding(taskId, requestHash, idempotency.requestHash));
-      }
-      // Throws 401, 409 or 503 by the precedence; a replay is answered as a try's would be.
-      if (findings.length > 0) return replay(ctx, task.userId, answerOf(findings, undefined));
-      // A budget read as spent answers its own 402.
-      const [budgetSpent] = exhausted.values();
-      throw budgetSpent ?? new InsufficientCreditsError(cost, totalOf(balances ?? []));
-    }
-    const contributors: Array<Contributor<AcceptFinding>> = plan.map(({ shard, delta }) =>
-      balanceDebit(ctx, { userId: task.userId, shard, delta, at: createdAt, accountLimitVersion: account.version }),
-    );
-    if (guard) contributors.push(keyGuardContributor(ctx, { userId: task.userId, guard, shard: first }));
-    // Each spend allowance: one contributor per counter shard the cost is counted on.
-    for (const [scope, spendPlan] of spendPlans) {
-      const budget = budgets.get(scope);
-      if (!budget) continue;
-      for (const { shard, delta } of spendPlan) {
-        contributors.push(
-          spendAllowance(ctx, { scope, userId: task.userId, limit: budget.limit, shard, delta, at: task.now }),
-        );
-      }
-    }
-    // Where the cost was counted, for a refund to give it back there.
-    const counted = countedOn(task.userId, budgets, spendPlans, task.now);
-    const accepted: TaskRecord = { ...record };
-    for (const [name, value] of Object.entries(counted)) {
-      if (value !== undefined) Object.assign(accepted, { [name]: value });
-    }
-    contributors.push(newTask(ctx, { ...taskItem, ...counted }), ledger);
-    if (replayRecord) contributors.push(replayRecord);
-    contributors.push(
-      queueEntry,
-      // Usage: the day's counters, on the shard this try debits (store/usage.ts).
-      unconditioned('usage counter', [
-        usageCounterChange(ctx, {
-          userId: task.userId,
-          day: usageDay(createdAt),
-          shard: first,
-          subject: { keyId: task.keyId, model: task.model },
-          change: { debited: cost, accepted: 1 },
-        }),
-      ]),
-    );
-    const transaction = compose(contributors);
-    // The plan is taken in the layout this process remembers while it is in flight (store/thin-balance.ts).
-    const release = holdPlan(task.userId, plan);
-    try {
-      // One try, one command: the loop below decides whether and how to try again.
-      await transactOnce(ctx, transaction.items);
-      release(true);
-      return { task: accepted, replayed: false };
-    } catch (error) {
-      release(false);
-      const outcome = acceptAnswer(error, transaction);
-      if (outcome.kind === 'replay') return replay(ctx, task.userId, outcome);
-      // A budget read as spent, and its shard short on this try: 402, naming the budget.
-      const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
-      if (spent) throw exhausted.get(spent);
-      if (attempt >= (ctx.retry?.maxAttempts ?? ACCEPT_ATTEMPTS)) {
-        const [budgetSpent] = exhausted.values();
-        if (budgetSpent) throw budgetSpent;
-        // Out of tries. Busy (503, "try again") is only the truth while the account could still pay:
-        // when the race has spent its credits meanwhile, the honest answer is 402.
-        const latest = await readShards(ctx, task.userId);
-        if (totalOf(latest) < cost) throw new InsufficientCreditsError(cost, totalOf(latest));
-        // A budget spent by the racing accepts meanwhile is told by the retry the 503 asks for (the
-        // counter then refuses at once): reading it here cost the submit functions 0.4 KB of budget.
-        throw busy(error);
-      }
-      if (outcome.kind === 'account-limit') {
-        // Learnt: the next try (at once: this is not contention, and counted, as a change being stamped may show two
-        // versions for a moment) states the limit now stamped.
-        account = { version: outcome.version, credits: outcome.credits };
-        learnAccountLimit(task.userId, account);
+  // Racing accepts of this process wait while one of them learns the layout or gathers it into lumps,
+  // then plan from what it left (store/thin-balance.ts `untilSettled`).
+  const scout = await turnToPlan(task.userId);
+  try {
+    const early = unpaidLately(task.userId, cost) ? readOutranking(ctx, outranking) : undefined;
+    early?.catch(() => undefined);
+    let balances: ShardBalances | undefined = await layoutBeforeFirstTry(ctx, task.userId, cost);
+    // The same for each budget's counter shards (store/spend.ts): unknown, the cost is taken from the
+    // shard number the balance is debited on; read when a shard is short or the shares are too thin.
+    const budgets = new Map<SpendScope, AcceptBudget>();
+    if (limit) budgets.set('key', { limit, ...(await roomsIfThin(ctx, task.userId, limit, cost, task.now)) });
+    for (let attempt = 1; ; attempt++) {
+      const accountLimit = account.credits === undefined ? undefined : accountBudget(account.credits);
+      if (accountLimit && budgets.get('account')?.limit.credits !== accountLimit.credits) {
+        budgets.set('account', {
+          limit: accountLimit,
+          ...(await roomsIfThin(ctx, task.userId, accountLimit, cost, task.now)),
+        });
+      } else if (!accountLimit) budgets.delete('account');
+      const plan = planTry(task.userId, balances, cost, { target, avoid, random });
+      if (plan === 'read' || plan === 'wait') {
+        // The remembered layout was taken by this process's tries in flight: read what is there; or
+        // what was read is all taken by tries in flight: read once they have ended.
+        if (plan === 'wait') await triesEnded(task.userId);
+        balances = await readLayout(ctx, task.userId, cost);
         continue;
       }
-      if (outcome.kind === 'conflict') {
-        for (const shard of outcome.conflictedShards) avoid.add(shard);
-        // A gathering that met a conflict backs off before it reads again (store/thin-balance.ts).
-        await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0 && plan.length === 1);
-        target = randomShard(avoid, random);
+      // One gathering at a time in this process: racing gatherings name the same shards and cancel each
+      // other. One in flight is waited for, and the lumps it leaves in the memory planned from.
+      const gathering = plan && plan.length > 1 ? (scout ?? settleLayout(task.userId, 'gather')) : scout;
+      if (plan && plan.length > 1 && !gathering) {
+        await untilSettled(task.userId);
+        balances = (await layoutBeforeFirstTry(ctx, task.userId, cost)) ?? (await readLayout(ctx, task.userId, cost));
+        continue;
       }
-      // What was read is stale once a try failed: read again what was read, and what turned out short.
-      const short = outcome.kind === 'short' ? outcome : undefined;
-      if (balances || (short && short.shards.length > 0)) balances = await readLayout(ctx, task.userId, cost);
+      const first = plan?.[0]?.shard ?? target;
+      // A spent budget answers 402 before the balance does.
+      const spendPlans = new Map<SpendScope, ShardPlan>();
+      const exhausted = new Map<SpendScope, Error>();
       for (const [scope, budget] of budgets) {
-        if (budget.rooms || short?.spend?.includes(scope)) {
-          budget.rooms = await readRooms(ctx, task.userId, budget.limit, task.now);
+        const planned = budgetPlan(budget, { scope, cost, prefer: first, random, at: task.now });
+        spendPlans.set(scope, planned.plan);
+        if (planned.exhausted) exhausted.set(scope, planned.exhausted);
+      }
+      if (!plan) {
+        // A refusal sends no transaction: what outranks its 402 is read from items a try would check
+        // (store/outranking-reads.ts), so it holds no shard a racing gathering needs.
+        const found = await ((attempt === 1 && early) || readOutranking(ctx, { ...outranking, shard: target }));
+        const findings: AcceptFinding[] = [];
+        if (found.guard) findings.push(guardFinding(found.guard.endsAt, found.guard.limitVersion, guard));
+        if (found.idempotency && idempotency) {
+          const { taskId, requestHash } = found.idempotency;
+          findings.push(idempotencyFinding(taskId, requestHash, idempotency.requestHash));
+        }
+        // Throws 401, 409 or 503 by the precedence; a replay is answered as a try's would be.
+        if (findings.length > 0) return replay(ctx, task.userId, answerOf(findings, undefined));
+        // A budget read as spent answers its own 402.
+        const [budgetSpent] = exhausted.values();
+        throw budgetSpent ?? new InsufficientCreditsError(cost, totalOf(balances ?? []));
+      }
+      const contributors: Array<Contributor<AcceptFinding>> = plan.map(({ shard, delta }) =>
+        balanceDebit(ctx, { userId: task.userId, shard, delta, at: createdAt, accountLimitVersion: account.version }),
+      );
+      if (guard) contributors.push(keyGuardContributor(ctx, { userId: task.userId, guard, shard: first }));
+      // Each spend allowance: one contributor per counter shard the cost is counted on.
+      for (const [scope, spendPlan] of spendPlans) {
+        const budget = budgets.get(scope);
+        if (!budget) continue;
+        for (const { shard, delta } of spendPlan) {
+          contributors.push(
+            spendAllowance(ctx, { scope, userId: task.userId, limit: budget.limit, shard, delta, at: task.now }),
+          );
+        }
+      }
+      // Where the cost was counted, for a refund to give it back there.
+      const counted = countedOn(task.userId, budgets, spendPlans, task.now);
+      const accepted: TaskRecord = { ...record };
+      for (const [name, value] of Object.entries(counted)) {
+        if (value !== undefined) Object.assign(accepted, { [name]: value });
+      }
+      contributors.push(newTask(ctx, { ...taskItem, ...counted }), ledger);
+      if (replayRecord) contributors.push(replayRecord);
+      contributors.push(
+        queueEntry,
+        // Usage: the day's counters, on the shard this try debits (store/usage.ts).
+        unconditioned('usage counter', [
+          usageCounterChange(ctx, {
+            userId: task.userId,
+            day: usageDay(createdAt),
+            shard: first,
+            subject: { keyId: task.keyId, model: task.model },
+            change: { debited: cost, accepted: 1 },
+          }),
+        ]),
+      );
+      const transaction = compose(contributors);
+      // The plan is taken in the layout this process remembers while it is in flight (store/thin-balance.ts).
+      const release = holdPlan(task.userId, plan);
+      try {
+        // One try, one command: the loop below decides whether and how to try again.
+        await transactOnce(ctx, transaction.items);
+        release(true);
+        if (gathering !== scout) gathering?.end();
+        if (!balances) rememberThick(task.userId);
+        return { task: accepted, replayed: false };
+      } catch (error) {
+        release(false);
+        if (gathering !== scout) gathering?.end();
+        const outcome = acceptAnswer(error, transaction);
+        if (outcome.kind === 'replay') return replay(ctx, task.userId, outcome);
+        // A budget read as spent, and its shard short on this try: 402, naming the budget.
+        const spent = outcome.kind === 'short' ? outcome.spend?.find((scope) => exhausted.has(scope)) : undefined;
+        if (spent) throw exhausted.get(spent);
+        if (attempt >= (ctx.retry?.maxAttempts ?? ACCEPT_ATTEMPTS)) {
+          const [budgetSpent] = exhausted.values();
+          if (budgetSpent) throw budgetSpent;
+          // Out of tries. Busy (503, "try again") is only the truth while the account could still pay:
+          // when the race has spent its credits meanwhile, the honest answer is 402.
+          const latest = await readShards(ctx, task.userId);
+          if (totalOf(latest) < cost) throw new InsufficientCreditsError(cost, totalOf(latest));
+          // A budget spent by the racing accepts meanwhile is told by the retry the 503 asks for (the
+          // counter then refuses at once): reading it here cost the submit functions 0.4 KB of budget.
+          throw busy(error);
+        }
+        if (outcome.kind === 'account-limit') {
+          // Learnt: the next try (at once: this is not contention, and counted, as a change being stamped may show two
+          // versions for a moment) states the limit now stamped.
+          account = { version: outcome.version, credits: outcome.credits };
+          learnAccountLimit(task.userId, account);
+          continue;
+        }
+        if (outcome.kind === 'conflict') {
+          for (const shard of outcome.conflictedShards) avoid.add(shard);
+          // A gathering that met a conflict backs off before it reads again (store/thin-balance.ts).
+          await pauseAfterConflict(ctx, attempt, outcome.conflictedShards.length > 0 && plan.length === 1);
+          target = randomShard(avoid, random);
+        }
+        // What was read is stale once a try failed: read again what was read, and what turned out short.
+        const short = outcome.kind === 'short' ? outcome : undefined;
+        if (balances || (short && short.shards.length > 0)) balances = await readLayout(ctx, task.userId, cost);
+        for (const [scope, budget] of budgets) {
+          if (budget.rooms || short?.spend?.includes(scope)) {
+            budget.rooms = await readRooms(ctx, task.userId, budget.limit, task.now);
+          }
         }
       }
     }
+  } finally {
+    scout?.end();
   }
 }
 

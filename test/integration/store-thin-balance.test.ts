@@ -93,6 +93,65 @@ describe('accepts on a thin balance (conflict layer on)', () => {
     expect(await auditUser(store, userId)).toEqual({ userId, balance: 0, ledgerSum: 0, entries: 3, ok: true });
   });
 
+  it('a first wave of 32 accepts at once on an account this process knows nothing of sends one blind try, not 32', async () => {
+    // Prepare: 64 credits spread 2 a shard (a cost of 3 fits on none), a process that never read them.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 64 });
+    const stats = () => store.conflicts?.stats() ?? { forwardedTransactions: 0, cancelledTransactions: 0 };
+    const before = stats();
+
+    // Act: 32 at once, as a burst's first wave reaches one process.
+    const answers = await Promise.all(
+      Array.from({ length: 32 }, () =>
+        retriedWhileBusy(() => acceptTask(store, { task: newTask(userId, 3) })).catch((error: unknown) => error),
+      ),
+    );
+
+    // Assert: 21 fit, 11 refused, money exact; the transactions sent are fewer than the 32 blind tries
+    // the wave sent before (each short, then a read and a gathering each: 53 at the very least).
+    const after = stats();
+    const sent =
+      after.forwardedTransactions +
+      after.cancelledTransactions -
+      before.forwardedTransactions -
+      before.cancelledTransactions;
+    expect(answers.filter((answer) => !(answer instanceof Error))).toHaveLength(21);
+    expect(answers.filter((answer) => answer instanceof InsufficientCreditsError)).toHaveLength(11);
+    expect(sent).toBeLessThan(32);
+    // One blind try (short), one gathering, 20 single-shard debits; a little room for a stale plan.
+    expect(sent).toBeLessThanOrEqual(24);
+    expect(await getBalance(store, userId)).toBe(1);
+    expect(await auditUser(store, userId)).toEqual({ userId, balance: 1, ledgerSum: 1, entries: 22, ok: true });
+  });
+
+  it('32 accepts at once on a thick account debit 32 different shards: no try cancelled', async () => {
+    // Prepare: plenty on every shard; this process has seen nothing of the account.
+    const userId = newUserId();
+    await grantCredits(store, { userId, amount: 32_000 });
+    const stats = () => store.conflicts?.stats() ?? { forwardedTransactions: 0, cancelledTransactions: 0 };
+    const before = stats();
+
+    // Act
+    const answers = await Promise.all(
+      Array.from({ length: 32 }, () => acceptTask(store, { task: newTask(userId, 3) })),
+    );
+
+    // Assert: blind picks of one process go around its tries in flight, so none met another (they used
+    // to pick at random: 32 picks on 32 shards nearly always share some).
+    const after = stats();
+    expect(answers.map(({ replayed }) => replayed)).toEqual(new Array(32).fill(false));
+    expect(after.cancelledTransactions - before.cancelledTransactions).toBe(0);
+    expect(after.forwardedTransactions - before.forwardedTransactions).toBe(32);
+    expect(await getBalance(store, userId)).toBe(32_000 - 96);
+    expect(await auditUser(store, userId)).toEqual({
+      userId,
+      balance: 31_904,
+      ledgerSum: 31_904,
+      entries: 33,
+      ok: true,
+    });
+  });
+
   it.each([16, 32])(
     'a burst of 64 accepts of cost 3, %i in flight, on 64 credits spread 2 a shard accepts exactly 21 and refuses 43',
     async (inFlight) => {
