@@ -38,7 +38,14 @@ const ESM_PROBE =
 function probe(format: BundleFormat, file: string, env: NodeJS.ProcessEnv): [number, number] {
   const args =
     format === 'cjs' ? ['-e', CJS_PROBE, file] : ['--input-type=module', '-e', ESM_PROBE, pathToFileURL(file).href];
-  const output = execFileSync(process.execPath, args, { env, timeout: 20_000, encoding: 'utf8' });
+  let output: string;
+  try {
+    output = execFileSync(process.execPath, args, { env, timeout: 20_000, encoding: 'utf8' });
+  } catch (error) {
+    // What the probe printed says why it failed (a module that throws at load, a missing variable).
+    const stderr = (error as { stderr?: unknown }).stderr;
+    throw new Error(`probe of ${file} failed: ${typeof stderr === 'string' ? stderr.trim().slice(0, 2000) : error}`);
+  }
   const parsed = JSON.parse(output) as unknown;
   if (!Array.isArray(parsed) || typeof parsed[0] !== 'number' || typeof parsed[1] !== 'number') {
     throw new Error(`unexpected probe output: ${output}`);
