@@ -1,6 +1,8 @@
 // One config style for every project: esbuild transpiles TypeScript, file by file
 // (test/support/esbuild-transform.js; type-checking is `npm run build`), and the ESM-only @middy
 // packages, which jest cannot require as they are shipped.
+const { SUITE_WORKERS } = require('./test/support/machine-slots');
+
 const esbuildTransform = '<rootDir>/test/support/esbuild-transform.js';
 
 /** @param {string} name @param {Partial<import('jest').Config>} extra @returns {import('jest').Config} */
@@ -27,7 +29,7 @@ module.exports = {
   // Most test time is spent waiting (on DynamoDB Local, the mock provider's delays, refresh intervals,
   // child stacks), not computing: four workers on two cores keep both busy. One worker ran the suite
   // in band, file after file, in about 38 minutes; `--maxWorkers` on the command line overrides this.
-  maxWorkers: 4,
+  maxWorkers: SUITE_WORKERS,
   // The slowest files first, also on a fresh clone (no jest cache): test/support/durations-sequencer.js.
   testSequencer: '<rootDir>/test/support/durations-sequencer.js',
   // Every run records each file's duration (test-results/durations.json); `npm run test:slowest` reads it.

@@ -3,16 +3,7 @@
  * own store on S3 (a multipart `Upload` of `@aws-sdk/lib-storage`, memory bounded whatever the size).
  * The API functions never import this module, so the S3 client stays out of their bundles.
  */
-import {
-  AWS_ENDPOINT_URL,
-  AWS_ENDPOINT_URL_S3,
-  AWS_REGION,
-  type Env,
-  MEDIA_BUCKET,
-  MEDIA_COPY_TIMEOUT_MS,
-  PROVIDER_BASE_URL,
-  readEnv,
-} from '../environment/environment';
+import { type Env, MEDIA_COPY_TIMEOUT_MS, PROVIDER_BASE_URL, readEnv } from '../environment/environment';
 import type { CopyingLifecycle, Lifecycle } from '../lifecycle/lifecycle';
 import { createFsMediaStore } from '../media/fs-media-store';
 import type { MediaStore } from '../media/port';
@@ -21,13 +12,7 @@ import { createS3UploadMediaStore } from '../media/s3-upload-media-store';
 import { sourcePolicyFromEnv } from '../media/source-policy';
 import type { GenerationProvider } from '../provider/port';
 import { storeFromEnv } from '../store/from-env';
-import {
-  lifecycleConfigFromEnv,
-  lifecycleFromEnv,
-  mediaSettingsFromEnv,
-  mediaUrlsFromEnv,
-  mediaUrlTtlSecondsFromEnv,
-} from './lifecycle-from-env';
+import { lifecycleConfigFromEnv, lifecycleFromEnv, mediaSettingsFromEnv, mediaUrlsFromEnv } from './lifecycle-from-env';
 import { withMaxInFlightFromEnv } from './provider-lifecycle-from-env';
 
 /**
@@ -79,18 +64,18 @@ let cached: CopyingLifecycle | undefined;
 export function workerLifecycleFromEnv(env?: Env): CopyingLifecycle {
   if (cached) return cached;
   const base = readEnv(PROVIDER_BASE_URL, env) ? lifecycleFromEnv(env) : lifecycleWithoutProvider(env);
-  const bucket = readEnv(MEDIA_BUCKET, env);
-  if (!bucket) {
+  const settings = mediaSettingsFromEnv(env);
+  if (settings.kind === 'fs') {
     cached = { ...base, media: mediaFromEnv(env) };
     return cached;
   }
-  const endpoint = readEnv(AWS_ENDPOINT_URL_S3, env) ?? readEnv(AWS_ENDPOINT_URL, env);
+  const { bucket, region, urlTtlSeconds, endpoint } = settings;
   cached = {
     ...base,
     media: createS3UploadMediaStore({
       bucket,
-      region: readEnv(AWS_REGION, env) ?? 'us-east-1',
-      urlTtlSeconds: mediaUrlTtlSecondsFromEnv(env),
+      region,
+      urlTtlSeconds,
       ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
       timeoutMs: readEnv(MEDIA_COPY_TIMEOUT_MS, env) ?? WORKER_COPY_TIMEOUT_MS,
       sourcePolicy: sourcePolicyFromEnv(env),

@@ -44,9 +44,7 @@ export async function ensureTable(ctx: StoreContext, opts: EnsureTableOptions = 
   let created = false;
   let activeAtOnce = false;
   try {
-    const out = await ctx.doc.send(
-      new CreateTableCommand(withStream ? createTableInput(ctx.tableName) : withoutStream(ctx.tableName)),
-    );
+    const out = await ctx.doc.send(new CreateTableCommand(createTableInput(ctx.tableName, { stream: withStream })));
     created = true;
     activeAtOnce = isActive(out.TableDescription);
   } catch (error) {
@@ -83,11 +81,6 @@ export async function ensureTable(ctx: StoreContext, opts: EnsureTableOptions = 
     );
   }
   return { created };
-}
-
-function withoutStream(tableName: string) {
-  const { StreamSpecification: _stream, ...input } = createTableInput(tableName);
-  return input;
 }
 
 /** Deletes the table if it exists (test clean-up). */

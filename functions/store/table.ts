@@ -46,8 +46,11 @@ export const TABLE = {
 /** The table name used when `TABLE_NAME` is not set (local stack and CLI defaults). */
 export const DEFAULT_TABLE_NAME = 'generation-service';
 
-/** CreateTable input for DynamoDB Local and LocalStack-free tests; the CDK stack mirrors it. */
-export function createTableInput(tableName: string): CreateTableCommandInput {
+/**
+ * CreateTable input for DynamoDB Local and LocalStack-free tests; the CDK stack mirrors it. `stream:
+ * false` leaves the stream off, for a table no stream reader serves (ensure-table.ts).
+ */
+export function createTableInput(tableName: string, options: { stream?: boolean } = {}): CreateTableCommandInput {
   const gsi = TABLE.pendingIndex;
   const taskIndex = TABLE.taskIndex;
   return {
@@ -79,7 +82,7 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
       taskIndexDefinition(),
     ],
     // The media worker reads the table's stream (the deployed table has the same).
-    StreamSpecification: TASK_STREAM,
+    ...(options.stream === false ? {} : { StreamSpecification: TASK_STREAM }),
   };
 }
 

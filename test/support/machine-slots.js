@@ -26,14 +26,17 @@ const DEFAULT_DIR = path.join(os.tmpdir(), `generation-service-test-slots-${os.u
 const UNCLAIMED_MS = 10_000;
 const POLL_MS = 250;
 
+/** The suite's jest workers (`maxWorkers` in jest.config.js reads it from here). */
+const SUITE_WORKERS = 4;
+
 /**
- * How many files may run at once on this machine: `TEST_MACHINE_SLOTS`, else two per core (4 on two
- * cores, the suite's `maxWorkers`, so one copy alone never waits).
+ * How many files may run at once on this machine: `TEST_MACHINE_SLOTS`, else two per core and never
+ * fewer than the suite's workers (4 on two cores), so one copy alone never waits.
  */
 function slotCount(env = process.env) {
   const configured = Number(env.TEST_MACHINE_SLOTS);
   if (Number.isInteger(configured) && configured > 0) return configured;
-  return Math.max(2, 2 * os.availableParallelism());
+  return Math.max(SUITE_WORKERS, 2 * os.availableParallelism());
 }
 
 function isAlive(pid) {
@@ -101,4 +104,4 @@ async function acquireMachineSlot(options = {}) {
   }
 }
 
-module.exports = { acquireMachineSlot, slotCount };
+module.exports = { acquireMachineSlot, slotCount, SUITE_WORKERS };

@@ -14,6 +14,7 @@ const { acquireMachineSlot, slotCount } = require('../support/machine-slots') as
   }>;
   slotCount(env?: NodeJS.ProcessEnv): number;
 };
+const jestConfig = require('../../jest.config.js') as { maxWorkers: number };
 
 let dir: string;
 
@@ -79,14 +80,15 @@ test('a slot whose owner was killed is taken over; a release is safe to repeat',
   expect(fs.existsSync(taken.slot)).toBe(false);
 });
 
-test('the count: TEST_MACHINE_SLOTS when it is a positive integer, else two per core', () => {
+test("the count: TEST_MACHINE_SLOTS when it is a positive integer, else two per core and at least the suite's workers", () => {
   // Act
   const configured = slotCount({ TEST_MACHINE_SLOTS: '3' });
   const nonsense = slotCount({ TEST_MACHINE_SLOTS: 'lots' });
   const unset = slotCount({});
 
-  // Assert
+  // Assert: a run alone (jest's maxWorkers files at once) never waits for a slot
   expect(configured).toBe(3);
-  expect(nonsense).toBe(Math.max(2, 2 * os.availableParallelism()));
+  expect(nonsense).toBe(Math.max(jestConfig.maxWorkers, 2 * os.availableParallelism()));
   expect(unset).toBe(nonsense);
+  expect(unset).toBeGreaterThanOrEqual(jestConfig.maxWorkers);
 });
